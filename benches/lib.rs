@@ -1,0 +1,1 @@
+//! Benchmarks live in `benches/`; run them with `cargo bench -p benches`.

@@ -1,0 +1,206 @@
+//! API errors as Kubernetes `metav1.Status` objects with the right HTTP code
+//! and reason, as client-go and kube-rs expect them.
+
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde_json::{Value, json};
+
+/// One field-level cause of an `Invalid` error (`metav1.StatusCause`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, ...
+    pub reason: &'static str,
+    /// Human-readable message for this cause.
+    pub message: String,
+    /// The field path (`spec.containers[0].image`).
+    pub field: String,
+}
+
+impl Cause {
+    /// A required field is missing.
+    pub fn required(field: impl Into<String>) -> Self {
+        Self {
+            reason: "FieldValueRequired",
+            message: "Required value".into(),
+            field: field.into(),
+        }
+    }
+    /// A field has an invalid value.
+    pub fn invalid(field: impl Into<String>, value: &str, detail: impl Into<String>) -> Self {
+        Self {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {value:?}: {}", detail.into()),
+            field: field.into(),
+        }
+    }
+    /// A field may not be changed.
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {}", detail.into()),
+            field: field.into(),
+        }
+    }
+}
+
+/// An error the API server returns to a client.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// `metav1.StatusReason`.
+    pub reason: &'static str,
+    /// Message, in the API server's wording.
+    pub message: String,
+    /// `details`: name, group, kind, causes, retryAfterSeconds.
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
+        let mut d = json!({ "name": name, "kind": kind });
+        if !group.is_empty() {
+            d["group"] = json!(group);
+        }
+        self.details = Some(d);
+        self
+    }
+
+    /// 404: `pods "x" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{} {name:?} not found", qualified(group, resource)))
+            .with_details(group, resource, name)
+    }
+    /// 404 for a URL that names no resource.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(404, "NotFound", format!("the server could not find the requested resource (path {path})"))
+    }
+    /// 409: create of an existing object.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", qualified(group, resource)))
+            .with_details(group, resource, name)
+    }
+    /// 409: optimistic-concurrency failure.
+    pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {} {name:?}: {why}", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
+    }
+    /// The standard resourceVersion conflict.
+    pub fn stale(group: &str, resource: &str, name: &str) -> Self {
+        Self::conflict(
+            group,
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+    /// 422 with field causes.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let summary: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let summary = if summary.len() == 1 {
+            summary.join("")
+        } else {
+            format!("[{}]", summary.join(", "))
+        };
+        let mut e = Self::new(422, "Invalid", format!("{kind} {name:?} is invalid: {summary}"))
+            .with_details(group, kind, name);
+        if let Some(d) = e.details.as_mut() {
+            d["causes"] = causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+        }
+        e
+    }
+    /// 400.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+    /// 401.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+    /// 403.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", format!("{} {name:?} is forbidden: {}", qualified(group, resource), why.into()))
+            .with_details(group, resource, name)
+    }
+    /// 405.
+    pub fn method_not_allowed(what: &str) -> Self {
+        Self::new(405, "MethodNotAllowed", format!("the server does not allow this method on the requested resource ({what})"))
+    }
+    /// 406.
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+    /// 410: a watch or list from a resourceVersion that is no longer kept.
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+    /// 415.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+    /// 429 with causes.
+    pub fn too_many_requests(message: impl Into<String>, causes: Vec<(String, String)>) -> Self {
+        let mut e = Self::new(429, "TooManyRequests", message);
+        e.details = Some(json!({
+            "causes": causes.iter().map(|(t, m)| json!({"reason": t, "message": m})).collect::<Vec<_>>()
+        }));
+        e
+    }
+    /// 500.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// The `metav1.Status` object for this error.
+    pub fn status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            s["details"] = d.clone();
+        }
+        s
+    }
+}
+
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&self.status()).unwrap_or_default();
+        (code, [(http::header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+/// Result type of the API server's handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,227 @@
+//! The control loops that live with the API server in a real control plane
+//! and that its deletion semantics depend on: the garbage collector
+//! (ownerReferences, background, foreground and orphan propagation), the
+//! namespace lifecycle controller (deleting a namespace's content, then the
+//! namespace) and the disruption controller's status refresh for budgets
+//! whose pods changed.
+//!
+//! They watch the store like any controller and act through the same
+//! operations as clients do; each change is handled in commit order.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
+
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+use crate::registry::GroupResource;
+use crate::server::{DeleteOptions, Server, Subresource, WriteOptions};
+use crate::store::{ChangeType, Stored, WatchFrom, WatchItem};
+
+/// Starts the loops; they stop when the server is dropped.
+pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
+    let from = WatchFrom::Version(server.store.current_rv());
+    let watch = server.store.watch(None, None, from);
+    let weak: Weak<Server> = Arc::downgrade(server);
+    tokio::spawn(async move {
+        let Ok((id, mut rx, _)) = watch else {
+            return;
+        };
+        while let Some(item) = rx.recv().await {
+            let Some(server) = weak.upgrade() else {
+                break;
+            };
+            let WatchItem::Change(change) = item else {
+                continue;
+            };
+            let mut dirty_pdb_namespaces = BTreeSet::new();
+            handle(&server, &change.gr, change.kind, &change.obj, &mut dirty_pdb_namespaces);
+            // Batch what is already queued before refreshing budgets.
+            while let Ok(WatchItem::Change(c)) = rx.try_recv() {
+                handle(&server, &c.gr, c.kind, &c.obj, &mut dirty_pdb_namespaces);
+            }
+            for ns in dirty_pdb_namespaces {
+                if let Err(e) = server.refresh_budgets(&ns) {
+                    tracing::warn!(namespace = %ns, error = %e, "refreshing PodDisruptionBudget status failed");
+                }
+            }
+        }
+        if let Some(server) = weak.upgrade() {
+            server.store.unwatch(id);
+        }
+    })
+}
+
+fn handle(server: &Server, gr: &GroupResource, kind: ChangeType, obj: &Stored, dirty: &mut BTreeSet<String>) {
+    let pods = gr.group.is_empty() && gr.resource == "pods";
+    let pdbs = gr.group == "policy" && gr.resource == "poddisruptionbudgets";
+    if (pods || (pdbs && kind != ChangeType::Deleted && !status_written_by_us(obj))) && !obj.namespace.is_empty() {
+        dirty.insert(obj.namespace.clone());
+    }
+    match kind {
+        ChangeType::Deleted => {
+            // Dependents whose every owner is gone are collected.
+            for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
+                if let Some(dep) = server.store.get(&dgr, &ns, &name) {
+                    if dep.owners.iter().all(|o| !server.store.uid_exists(o)) {
+                        delete(server, &dgr, &ns, &name, "Background");
+                    }
+                }
+            }
+            // Owners waiting in foreground deletion may now be unblocked.
+            for owner in &obj.owners {
+                if let Some((ogr, (ns, name))) = server.store.locate(owner) {
+                    if let Some(o) = server.store.get(&ogr, &ns, &name) {
+                        process_deleting(server, &ogr, &o);
+                    }
+                }
+            }
+            if !obj.namespace.is_empty() {
+                let nsgr = GroupResource::new("", "namespaces");
+                if let Some(n) = server.store.get(&nsgr, "", &obj.namespace) {
+                    process_deleting(server, &nsgr, &n);
+                }
+            }
+        }
+        ChangeType::Added | ChangeType::Modified => {
+            if kind == ChangeType::Added
+                && !obj.owners.is_empty()
+                && obj.owners.iter().all(|o| !server.store.uid_exists(o))
+            {
+                delete(server, gr, &obj.namespace, &obj.name, "Background");
+                return;
+            }
+            process_deleting(server, gr, obj);
+        }
+    }
+}
+
+/// A budget whose status already reflects its spec: the change was our own
+/// status write and must not trigger another refresh.
+fn status_written_by_us(obj: &Stored) -> bool {
+    let v = obj.value();
+    v.pointer("/status/observedGeneration").is_some() && v.pointer("/status/observedGeneration") == v.pointer("/metadata/generation")
+}
+
+fn delete(server: &Server, gr: &GroupResource, ns: &str, name: &str, policy: &str) {
+    let Some(def) = server.registry.by_gr(gr) else {
+        return;
+    };
+    let opts = DeleteOptions {
+        propagation_policy: Some(policy.into()),
+        ..Default::default()
+    };
+    match server.delete(&def, ns, name, &opts) {
+        Ok(_) => {}
+        Err(e) if e.code == 404 => {}
+        Err(e) => tracing::warn!(resource = %gr, namespace = ns, name, error = %e, "garbage collector could not delete"),
+    }
+}
+
+fn finalizers(v: &Value) -> Vec<String> {
+    v.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Objects being deleted with `foregroundDeletion` or `orphan` finalizers,
+/// and namespaces being terminated.
+fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
+    let v = obj.value();
+    if v.pointer("/metadata/deletionTimestamp").is_none() {
+        return;
+    }
+    if gr.group.is_empty() && gr.resource == "namespaces" {
+        terminate_namespace(server, &obj.name, &v);
+        return;
+    }
+    let fins = finalizers(&v);
+    if fins.iter().any(|f| f == "orphan") {
+        for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
+            let Some(def) = server.registry.by_gr(&dgr) else { continue };
+            let patch = json!({"metadata": {"ownerReferences": null}});
+            let Some(dep) = server.store.get(&dgr, &ns, &name) else { continue };
+            let refs: Vec<Value> = dep
+                .value()
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter(|r| r.get("uid").and_then(Value::as_str) != Some(&obj.uid)).cloned().collect())
+                .unwrap_or_default();
+            let body = if refs.is_empty() { patch } else { json!({"metadata": {"ownerReferences": refs}}) };
+            let res = server.patch(&def, &ns, &name, crate::server::PatchType::Merge, body.to_string().as_bytes(), Subresource::Main, &WriteOptions::default(), "garbage-collector");
+            if let Err(e) = res {
+                tracing::warn!(namespace = %ns, name = %name, error = %e, "orphaning a dependent failed");
+            }
+        }
+        remove_finalizer(server, gr, obj, "orphan");
+        return;
+    }
+    if fins.iter().any(|f| f == "foregroundDeletion") {
+        let mut blocking = false;
+        for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
+            let Some(dep) = server.store.get(&dgr, &ns, &name) else { continue };
+            let dv = dep.value();
+            let blocks = dv
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter().any(|r| {
+                        r.get("uid").and_then(Value::as_str) == Some(&obj.uid)
+                            && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+                    })
+                });
+            if dv.pointer("/metadata/deletionTimestamp").is_none() {
+                delete(server, &dgr, &ns, &name, "Foreground");
+            }
+            // Still there after the delete call: it blocks if it says so.
+            if blocks && server.store.get(&dgr, &ns, &name).is_some() {
+                blocking = true;
+            }
+        }
+        if !blocking {
+            remove_finalizer(server, gr, obj, "foregroundDeletion");
+        }
+    }
+}
+
+fn remove_finalizer(server: &Server, gr: &GroupResource, obj: &Stored, finalizer: &str) {
+    let Some(def) = server.registry.by_gr(gr) else { return };
+    let v = obj.value();
+    let rest: Vec<String> = finalizers(&v).into_iter().filter(|f| f != finalizer).collect();
+    let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": obj.rv.to_string()}});
+    let res = server.patch(&def, &obj.namespace, &obj.name, crate::server::PatchType::Merge, patch.to_string().as_bytes(), Subresource::Main, &WriteOptions::default(), "garbage-collector");
+    match res {
+        Ok(_) => {}
+        // Changed meanwhile: the change comes back to us through the watch.
+        Err(e) if e.code == 409 || e.code == 404 => {}
+        Err(e) => tracing::warn!(resource = %gr, name = %obj.name, error = %e, "removing finalizer {finalizer} failed"),
+    }
+}
+
+/// Deletes everything in a terminating namespace, then finalizes it.
+fn terminate_namespace(server: &Server, ns: &str, v: &Value) {
+    let content = server.store.in_namespace(ns);
+    if content.is_empty() {
+        let has = v.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        if has {
+            if let Ok(def) = server.def("", "namespaces") {
+                let mut body = v.clone();
+                body["spec"]["finalizers"] = json!([]);
+                match server.update(&def, "", ns, body, Subresource::Finalize, &WriteOptions::default()) {
+                    Ok(_) => {}
+                    Err(e) if e.code == 409 || e.code == 404 => {}
+                    Err(e) => tracing::warn!(namespace = ns, error = %e, "finalizing namespace failed"),
+                }
+            }
+        }
+        return;
+    }
+    for (gr, (cns, name)) in content {
+        if let Some(o) = server.store.get(&gr, &cns, &name) {
+            if o.value().pointer("/metadata/deletionTimestamp").is_none() {
+                delete(server, &gr, &cns, &name, "Background");
+            }
+        }
+    }
+}

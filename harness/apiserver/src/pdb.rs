@@ -1,0 +1,399 @@
+//! PodDisruptionBudgets and the `pods/eviction` subresource, as the
+//! disruption controller and the eviction REST handler compute them.
+//!
+//! A budget's status is computed from the pods its selector matches in its
+//! namespace: `expectedPods` (the matching pods for an integer
+//! `minAvailable`; otherwise the sum of the scale of the pods' controllers),
+//! `currentHealthy` (matching pods that are Ready and not terminating, minus
+//! pods recently evicted and not yet gone), `desiredHealthy` (from
+//! `minAvailable` or `maxUnavailable`, integers or percentages rounded up)
+//! and `disruptionsAllowed = max(0, currentHealthy - desiredHealthy)`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::registry::GroupResource;
+use crate::selector::LabelSelector;
+use crate::server::{DeleteOptions, Deleted, Server, Subresource, WriteOptions};
+use crate::store::Stored;
+
+/// How long an evicted pod counts as disrupted while it is still present (upstream: 2 minutes).
+const DISRUPTED_POD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The computed status of one budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetStatus {
+    /// Pods the budget expects.
+    pub expected: i64,
+    /// Healthy pods now.
+    pub current_healthy: i64,
+    /// Healthy pods the budget requires.
+    pub desired_healthy: i64,
+    /// Evictions allowed now.
+    pub disruptions_allowed: i64,
+    /// Why the budget could not be computed, if it could not.
+    pub error: Option<String>,
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Ready")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// Resolves an int-or-percent against a total, rounding up as upstream does.
+pub fn scaled_value(v: &Value, total: i64) -> Result<i64, String> {
+    match v {
+        Value::Number(n) => n.as_i64().ok_or_else(|| format!("invalid value {n}")),
+        Value::String(s) => match s.strip_suffix('%') {
+            Some(p) => {
+                let pct: i64 = p.parse().map_err(|_| format!("invalid value for IntOrString: invalid value {s:?}"))?;
+                Ok((pct * total + 99) / 100)
+            }
+            None => s.parse().map_err(|_| format!("invalid value for IntOrString: invalid type: string {s:?}, expected a percentage")),
+        },
+        other => Err(format!("invalid value {other}")),
+    }
+}
+
+impl Server {
+    fn pods_matching(&self, ns: &str, selector: &LabelSelector) -> Vec<(std::sync::Arc<Stored>, Value)> {
+        let (_, pods) = self.store.list(&GroupResource::new("", "pods"), Some(ns), None);
+        pods.into_iter()
+            .filter(|p| selector.matches(&p.labels))
+            .map(|p| {
+                let v = p.value();
+                (p, v)
+            })
+            .collect()
+    }
+
+    /// The replicas of the controller that owns a pod (Deployment through
+    /// its ReplicaSet, ReplicaSet, ReplicationController, StatefulSet, or a
+    /// custom resource with a scale subresource).
+    fn controller_scale(&self, ns: &str, pod: &Value) -> Option<(String, i64)> {
+        let owner = pod
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
+        let (group, _) = owner
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .map(|v| v.rsplit_once('/').unwrap_or(("", v)))?;
+        let kind = owner.get("kind").and_then(Value::as_str)?;
+        let name = owner.get("name").and_then(Value::as_str)?;
+        let def = self.registry.by_kind(group, kind)?;
+        let scale = def.scale.clone()?;
+        let obj = self.store.get(&def.gr(), ns, name)?;
+        let v = obj.value();
+        if v.pointer("/metadata/uid").and_then(Value::as_str) != owner.get("uid").and_then(Value::as_str) {
+            return None;
+        }
+        // A ReplicaSet owned by a Deployment: the Deployment's scale counts.
+        if kind == "ReplicaSet" {
+            if let Some(dep) = v
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .and_then(|refs| refs.iter().find(|r| r.get("kind").and_then(Value::as_str) == Some("Deployment")))
+            {
+                let dname = dep.get("name").and_then(Value::as_str).unwrap_or("");
+                if let Some(d) = self.store.get(&GroupResource::new("apps", "deployments"), ns, dname) {
+                    let dv = d.value();
+                    return Some((d.uid.clone(), dv.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)));
+                }
+            }
+        }
+        let replicas = crate::registry::lookup(&v, &scale.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
+        Some((obj.uid.clone(), replicas))
+    }
+
+    /// Computes a budget's status from the current pods.
+    pub fn budget_status(&self, pdb: &Value) -> BudgetStatus {
+        let ns = pdb.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+        let fail = |e: String| BudgetStatus {
+            expected: 0,
+            current_healthy: 0,
+            desired_healthy: 0,
+            disruptions_allowed: 0,
+            error: Some(e),
+        };
+        let selector = match LabelSelector::from_label_selector(pdb.pointer("/spec/selector")) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let pods = self.pods_matching(ns, &selector);
+        let now = self.clock.now();
+        let disrupted: BTreeSet<String> = pdb
+            .pointer("/status/disruptedPods")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, t)| {
+                        t.as_str()
+                            .and_then(simclock::parse_rfc3339)
+                            .is_some_and(|t| t + DISRUPTED_POD_TIMEOUT > now)
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let healthy = pods
+            .iter()
+            .filter(|(p, v)| v.pointer("/metadata/deletionTimestamp").is_none() && is_ready(v) && !disrupted.contains(&p.name))
+            .count() as i64;
+        let (expected, desired) = match (pdb.pointer("/spec/minAvailable"), pdb.pointer("/spec/maxUnavailable")) {
+            (Some(Value::Number(n)), _) => (pods.len() as i64, n.as_i64().unwrap_or(0)),
+            (min, max) => {
+                let mut controllers: BTreeMap<String, i64> = BTreeMap::new();
+                for (p, v) in &pods {
+                    match self.controller_scale(ns, v) {
+                        Some((uid, replicas)) => {
+                            controllers.insert(uid, replicas);
+                        }
+                        None => return fail(format!("found no controllers for pod {:?}", p.name)),
+                    }
+                }
+                let expected: i64 = controllers.values().sum();
+                let desired = match (min, max) {
+                    (Some(m), _) => scaled_value(m, expected),
+                    (None, Some(m)) => scaled_value(m, expected).map(|u| (expected - u).max(0)),
+                    (None, None) => Ok(expected),
+                };
+                match desired {
+                    Ok(d) => (expected, d),
+                    Err(e) => return fail(e),
+                }
+            }
+        };
+        BudgetStatus {
+            expected,
+            current_healthy: healthy,
+            desired_healthy: desired,
+            disruptions_allowed: (healthy - desired).max(0),
+            error: None,
+        }
+    }
+
+    /// Writes a budget's computed status (and `disruptedPods`) to the store.
+    fn write_budget_status(&self, pdb: &Value, st: &BudgetStatus, disrupted: Option<(&str, String)>) -> ApiResult<()> {
+        let def = self.def("policy", "poddisruptionbudgets")?;
+        let ns = pdb.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+        let name = pdb.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let mut new = pdb.clone();
+        let mut disrupted_pods = pdb.pointer("/status/disruptedPods").cloned().unwrap_or(json!({}));
+        let evicting = disrupted.is_some();
+        if let (Some((pod, at)), Some(m)) = (disrupted, disrupted_pods.as_object_mut()) {
+            m.insert(pod.to_string(), json!(at));
+        }
+        let allowed = if evicting { st.disruptions_allowed - 1 } else { st.disruptions_allowed };
+        let now = self.clock.rfc3339();
+        let (cond_status, reason, message) = match &st.error {
+            Some(e) => ("False", "SyncFailed", e.clone()),
+            None if allowed > 0 => ("True", "SufficientPods", String::new()),
+            None => ("False", "InsufficientPods", String::new()),
+        };
+        let generation = pdb.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
+        // Keep the transition time while the condition's status stays the same.
+        let old_cond = pdb.pointer("/status/conditions/0");
+        let now = match old_cond {
+            Some(c) if c.get("status").and_then(Value::as_str) == Some(cond_status) => {
+                c.get("lastTransitionTime").and_then(Value::as_str).map(str::to_string).unwrap_or(now)
+            }
+            _ => now,
+        };
+        new["status"] = json!({
+            "observedGeneration": generation,
+            "disruptedPods": disrupted_pods,
+            "disruptionsAllowed": allowed.max(0),
+            "currentHealthy": st.current_healthy,
+            "desiredHealthy": st.desired_healthy,
+            "expectedPods": st.expected,
+            "conditions": [{
+                "type": "DisruptionAllowed", "status": cond_status, "reason": reason, "message": message,
+                "lastTransitionTime": now, "observedGeneration": generation
+            }]
+        });
+        let rv = pdb.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        new["metadata"]["resourceVersion"] = json!(rv);
+        self.update(&def, ns, name, new, Subresource::Status, &WriteOptions::default())?;
+        Ok(())
+    }
+
+    /// Recomputes and stores the status of every budget in a namespace.
+    pub fn refresh_budgets(&self, ns: &str) -> ApiResult<()> {
+        let def = self.def("policy", "poddisruptionbudgets")?;
+        let (_, pdbs) = self.store.list(&def.gr(), Some(ns), None);
+        for p in pdbs {
+            let v = p.value();
+            let st = self.budget_status(&v);
+            match self.write_budget_status(&v, &st, None) {
+                Ok(()) => {}
+                Err(e) if e.code == 409 || e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The `pods/eviction` subresource: checks every budget that selects the
+    /// pod and deletes the pod (with the eviction's delete options) only when
+    /// the budget allows it; otherwise 429 naming the budget.
+    pub fn evict(&self, ns: &str, name: &str, eviction: &Value) -> ApiResult<Value> {
+        let pods = self.def("", "pods")?;
+        let pdb_def = self.def("policy", "poddisruptionbudgets")?;
+        let mut opts = match eviction.get("deleteOptions").filter(|d| !d.is_null()) {
+            Some(d) => DeleteOptions::from_body(d).map_err(ApiError::bad_request)?,
+            None => DeleteOptions::default(),
+        };
+        if let Some(n) = eviction.pointer("/metadata/name").and_then(Value::as_str) {
+            if n != name {
+                return Err(ApiError::bad_request(format!("name in URL does not match name in Eviction object ({n} != {name})")));
+            }
+        }
+        for _ in 0..16 {
+            let pod = self.get(&pods, ns, name)?;
+            let pv = pod.value();
+            if opts.precondition_uid.is_none() {
+                opts.precondition_uid = Some(pod.uid.clone());
+            }
+            let phase = pv.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+            let terminating = pv.pointer("/metadata/deletionTimestamp").is_some();
+            // Pods that are done, not yet running, or already going need no budget.
+            if matches!(phase, "Succeeded" | "Failed" | "Pending") || terminating {
+                return self.finish_eviction(&pods, ns, name, &opts);
+            }
+            let (_, pdbs) = self.store.list(&pdb_def.gr(), Some(ns), None);
+            let matching: Vec<Value> = pdbs
+                .iter()
+                .filter(|p| {
+                    let v = p.value();
+                    LabelSelector::from_label_selector(v.pointer("/spec/selector"))
+                        .is_ok_and(|s| s.matches(&pod.labels))
+                })
+                .map(|p| p.value())
+                .collect();
+            if matching.len() > 1 {
+                return Err(ApiError::internal(
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                ));
+            }
+            let Some(pdb) = matching.into_iter().next() else {
+                return self.finish_eviction(&pods, ns, name, &opts);
+            };
+            let pdb_name = pdb.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            let st = self.budget_status(&pdb);
+            let unhealthy_ok = !is_ready(&pv)
+                && (pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str) == Some("AlwaysAllow")
+                    || st.current_healthy >= st.desired_healthy && st.error.is_none());
+            if unhealthy_ok {
+                return self.finish_eviction(&pods, ns, name, &opts);
+            }
+            if st.disruptions_allowed <= 0 || st.error.is_some() {
+                let detail = match &st.error {
+                    Some(e) => format!("The disruption budget {pdb_name} does not allow evictions: {e}"),
+                    None => format!(
+                        "The disruption budget {pdb_name} needs {} healthy pods and has {} currently",
+                        st.desired_healthy, st.current_healthy
+                    ),
+                };
+                let _ = self.write_budget_status(&pdb, &st, None);
+                return Err(ApiError::too_many_requests(
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    vec![("DisruptionBudget".into(), detail)],
+                ));
+            }
+            // Record the disruption first; a concurrent eviction then sees it (409 → retry).
+            match self.write_budget_status(&pdb, &st, Some((name, self.clock.rfc3339()))) {
+                Ok(()) => return self.finish_eviction(&pods, ns, name, &opts),
+                Err(e) if e.code == 409 => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ApiError::too_many_requests(
+            "Cannot evict pod: the disruption budget kept changing; try again",
+            vec![],
+        ))
+    }
+
+    fn finish_eviction(&self, pods: &crate::registry::ResourceDef, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<Value> {
+        match self.delete(pods, ns, name, opts)? {
+            Deleted::Gone(_) | Deleted::Pending(_) => {}
+        }
+        Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+    }
+
+    /// The `pods/binding` subresource: assigns an unbound pod to a node.
+    pub fn bind(&self, ns: &str, name: &str, binding: &Value) -> ApiResult<Value> {
+        let pods = self.def("", "pods")?;
+        let node = binding
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::invalid("", "Binding", name, vec![crate::error::Cause::required("target.name")]))?
+            .to_string();
+        if let Some(kind) = binding.pointer("/target/kind").and_then(Value::as_str) {
+            if !kind.is_empty() && kind != "Node" {
+                return Err(ApiError::invalid(
+                    "",
+                    "Binding",
+                    name,
+                    vec![crate::error::Cause::invalid("target.kind", kind, "must be empty or Node")],
+                ));
+            }
+        }
+        let uid = binding.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string);
+        let now = self.clock.rfc3339();
+        loop {
+            let cur = self.get(&pods, ns, name)?;
+            let mut pod = cur.value();
+            if uid.as_deref().is_some_and(|u| !u.is_empty() && u != cur.uid) {
+                return Err(ApiError::conflict("", "pods", name, "the UID in the binding does not match the pod"));
+            }
+            if pod.pointer("/metadata/deletionTimestamp").is_some() {
+                return Err(ApiError::conflict("", "pods", name, "pod is being deleted, cannot be assigned to a host"));
+            }
+            if let Some(existing) = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                return Err(ApiError::conflict("", "pods", name, &format!("pod {name} is already assigned to node {existing:?}")));
+            }
+            pod["spec"]["nodeName"] = json!(node);
+            let conds = pod["status"]
+                .as_object_mut()
+                .map(|s| s.entry("conditions").or_insert(json!([])));
+            if let Some(Value::Array(conds)) = conds {
+                conds.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+                conds.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+            }
+            match self.store.update(&pods, cur.rv, pod) {
+                Ok(_) => {
+                    return Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}));
+                }
+                Err(crate::store::StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(ApiError::internal(e.to_string())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_round_up() {
+        assert_eq!(scaled_value(&json!("50%"), 3), Ok(2));
+        assert_eq!(scaled_value(&json!("10%"), 10), Ok(1));
+        assert_eq!(scaled_value(&json!("34%"), 3), Ok(2));
+        assert_eq!(scaled_value(&json!(2), 10), Ok(2));
+        assert_eq!(scaled_value(&json!("2"), 10), Ok(2));
+        assert!(scaled_value(&json!("x%"), 10).is_err());
+    }
+}

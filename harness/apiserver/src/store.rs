@@ -1,0 +1,561 @@
+//! The one store: every object of every resource, one monotonically
+//! increasing resourceVersion, a bounded history of changes, and watchers
+//! fed in commit order.
+//!
+//! Objects are kept serialized (`Bytes`) with the few parsed facts that
+//! selection needs (labels, selectable fields, owner uids). A commit happens
+//! under one lock: it assigns the next resourceVersion, serializes the object,
+//! appends the change to the history and hands it to every watcher's
+//! unbounded channel before the lock is released. Watchers therefore see every
+//! change of a key exactly once and in order, and a watch that starts from a
+//! resourceVersion replays the history from there atomically with
+//! registering for live changes.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::registry::{GroupResource, ResourceDef};
+
+/// (namespace, name); namespace is empty for cluster-scoped objects.
+pub type ObjKey = (String, String);
+
+/// One stored object.
+#[derive(Debug)]
+pub struct Stored {
+    /// Namespace (empty when cluster-scoped).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion` as a number.
+    pub rv: u64,
+    /// The object's JSON, with `metadata.resourceVersion` set.
+    pub json: Bytes,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// Selectable field values, aligned with the resource's field table.
+    pub fields: Vec<String>,
+    /// uids of `metadata.ownerReferences`.
+    pub owners: Vec<String>,
+}
+
+impl Stored {
+    /// Parses the stored JSON.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+}
+
+/// Kind of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Deleted.
+    Deleted,
+}
+
+/// One committed change.
+#[derive(Debug)]
+pub struct Change {
+    /// resourceVersion of the commit.
+    pub rv: u64,
+    /// The resource changed.
+    pub gr: GroupResource,
+    /// Created, updated or deleted.
+    pub kind: ChangeType,
+    /// The object after the change (for deletes: its last state at the delete's resourceVersion).
+    pub obj: Arc<Stored>,
+    /// The object before the change (updates and deletes).
+    pub prev: Option<Arc<Stored>>,
+}
+
+/// What a watcher receives.
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    /// A committed change.
+    Change(Arc<Change>),
+    /// Every change up to this resourceVersion has been delivered.
+    Bookmark(u64),
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// No such object.
+    #[error("not found")]
+    NotFound,
+    /// An object with this key exists.
+    #[error("already exists")]
+    AlreadyExists,
+    /// The object changed since it was read.
+    #[error("resourceVersion conflict (current {0})")]
+    Conflict(u64),
+    /// The requested resourceVersion is older than the retained history.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Gone {
+        /// Requested.
+        requested: u64,
+        /// Oldest resourceVersion a watch may start from.
+        oldest: u64,
+    },
+    /// The object could not be serialized or lacks metadata.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy)]
+pub enum WatchFrom {
+    /// Synthetic ADDED events for the current state, then live changes
+    /// (resourceVersion unset or "0").
+    Now,
+    /// Every change after this resourceVersion.
+    Version(u64),
+}
+
+/// Identifies a registered watcher.
+pub type WatcherId = u64;
+
+struct Watcher {
+    gr: Option<GroupResource>,
+    namespace: Option<String>,
+    tx: mpsc::UnboundedSender<WatchItem>,
+}
+
+impl Watcher {
+    fn wants(&self, c: &Change) -> bool {
+        self.gr.as_ref().is_none_or(|g| *g == c.gr)
+            && self.namespace.as_ref().is_none_or(|n| *n == c.obj.namespace)
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    rv: u64,
+    tables: HashMap<GroupResource, BTreeMap<ObjKey, Arc<Stored>>>,
+    history: VecDeque<Arc<Change>>,
+    /// Largest resourceVersion dropped from the history.
+    compacted: u64,
+    watchers: HashMap<WatcherId, Watcher>,
+    next_watcher: WatcherId,
+    /// uid -> where the object lives.
+    uids: HashMap<String, (GroupResource, ObjKey)>,
+    /// owner uid -> dependents.
+    dependents: HashMap<String, HashSet<(GroupResource, ObjKey)>>,
+}
+
+/// The store. Cheap to share behind an `Arc`.
+pub struct Store {
+    inner: Mutex<Inner>,
+    history_limit: usize,
+}
+
+/// Default number of changes kept for watches that resume from a resourceVersion.
+pub const DEFAULT_HISTORY: usize = 100_000;
+
+impl Store {
+    /// An empty store keeping `history_limit` changes for resuming watches.
+    pub fn new(history_limit: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            history_limit: history_limit.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-written commit:
+        // commits build everything first and mutate last.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The latest committed resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// Reads one object.
+    pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Stored>> {
+        let inner = self.lock();
+        inner
+            .tables
+            .get(gr)
+            .and_then(|t| t.get(&(namespace.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    /// Lists objects of a resource (in one namespace or all) in key order,
+    /// starting after `after`, with the resourceVersion of the snapshot.
+    pub fn list(&self, gr: &GroupResource, namespace: Option<&str>, after: Option<&ObjKey>) -> (u64, Vec<Arc<Stored>>) {
+        let inner = self.lock();
+        let Some(t) = inner.tables.get(gr) else {
+            return (inner.rv, Vec::new());
+        };
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let lower = match after {
+            Some(k) => Excluded(k.clone()),
+            None => match namespace {
+                Some(ns) => Included((ns.to_string(), String::new())),
+                None => Unbounded,
+            },
+        };
+        let items = t
+            .range((lower, Unbounded))
+            .take_while(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (inner.rv, items)
+    }
+
+    /// Number of objects of a resource.
+    pub fn count(&self, gr: &GroupResource) -> usize {
+        self.lock().tables.get(gr).map_or(0, BTreeMap::len)
+    }
+
+    /// Stores a new object. `value` must carry metadata.name (and namespace
+    /// for namespaced resources); the store sets `metadata.resourceVersion`.
+    pub fn create(&self, def: &ResourceDef, mut value: Value) -> Result<Arc<Stored>, StoreError> {
+        let gr = def.gr();
+        let mut inner = self.lock();
+        let key = key_of(&value)?;
+        if inner.tables.get(&gr).is_some_and(|t| t.contains_key(&key)) {
+            return Err(StoreError::AlreadyExists);
+        }
+        let rv = inner.rv + 1;
+        let stored = Arc::new(make_stored(def, &mut value, rv)?);
+        inner.rv = rv;
+        inner.index(&gr, &key, None, Some(&stored));
+        inner.tables.entry(gr.clone()).or_default().insert(key, stored.clone());
+        self.commit(&mut inner, gr, ChangeType::Added, stored.clone(), None);
+        Ok(stored)
+    }
+
+    /// Replaces an object if its resourceVersion is still `expected_rv`.
+    /// An update that changes nothing returns the current object without a
+    /// new resourceVersion, as the real API server does.
+    pub fn update(&self, def: &ResourceDef, expected_rv: u64, mut value: Value) -> Result<Arc<Stored>, StoreError> {
+        let gr = def.gr();
+        let mut inner = self.lock();
+        let key = key_of(&value)?;
+        let prev = inner
+            .tables
+            .get(&gr)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or(StoreError::NotFound)?;
+        if prev.rv != expected_rv {
+            return Err(StoreError::Conflict(prev.rv));
+        }
+        // No-op detection: serialize with the old resourceVersion and compare.
+        set_rv(&mut value, prev.rv);
+        let same = serde_json::to_vec(&value).map(|b| b == prev.json).unwrap_or(false);
+        if same {
+            return Ok(prev);
+        }
+        let rv = inner.rv + 1;
+        let stored = Arc::new(make_stored(def, &mut value, rv)?);
+        inner.rv = rv;
+        inner.index(&gr, &key, Some(&prev), Some(&stored));
+        inner.tables.entry(gr.clone()).or_default().insert(key, stored.clone());
+        self.commit(&mut inner, gr, ChangeType::Modified, stored.clone(), Some(prev));
+        Ok(stored)
+    }
+
+    /// Removes an object if its resourceVersion is still `expected_rv` (when given).
+    pub fn delete(&self, def: &ResourceDef, namespace: &str, name: &str, expected_rv: Option<u64>) -> Result<Arc<Stored>, StoreError> {
+        let gr = def.gr();
+        let mut inner = self.lock();
+        let key = (namespace.to_string(), name.to_string());
+        let prev = inner
+            .tables
+            .get(&gr)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or(StoreError::NotFound)?;
+        if let Some(rv) = expected_rv {
+            if prev.rv != rv {
+                return Err(StoreError::Conflict(prev.rv));
+            }
+        }
+        let rv = inner.rv + 1;
+        let mut last = prev.value();
+        let stored = Arc::new(make_stored(def, &mut last, rv)?);
+        inner.rv = rv;
+        inner.index(&gr, &key, Some(&prev), None);
+        if let Some(t) = inner.tables.get_mut(&gr) {
+            t.remove(&key);
+        }
+        self.commit(&mut inner, gr, ChangeType::Deleted, stored.clone(), Some(prev));
+        Ok(stored)
+    }
+
+    fn commit(&self, inner: &mut Inner, gr: GroupResource, kind: ChangeType, obj: Arc<Stored>, prev: Option<Arc<Stored>>) {
+        let change = Arc::new(Change {
+            rv: obj.rv,
+            gr,
+            kind,
+            obj,
+            prev,
+        });
+        inner.watchers.retain(|_, w| {
+            if w.wants(&change) {
+                w.tx.send(WatchItem::Change(change.clone())).is_ok()
+            } else {
+                !w.tx.is_closed()
+            }
+        });
+        inner.history.push_back(change);
+        while inner.history.len() > self.history_limit {
+            if let Some(old) = inner.history.pop_front() {
+                inner.compacted = old.rv;
+            }
+        }
+    }
+
+    /// Registers a watcher on one resource (or all when `gr` is `None`) in
+    /// one namespace (or all). Returns the receiver and, for
+    /// [`WatchFrom::Now`], the current objects to send as ADDED first.
+    #[allow(clippy::type_complexity)]
+    pub fn watch(
+        &self,
+        gr: Option<GroupResource>,
+        namespace: Option<String>,
+        from: WatchFrom,
+    ) -> Result<(WatcherId, mpsc::UnboundedReceiver<WatchItem>, Vec<Arc<Stored>>), StoreError> {
+        let mut inner = self.lock();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let watcher = Watcher { gr, namespace, tx };
+        let mut initial = Vec::new();
+        match from {
+            WatchFrom::Now => {
+                for (g, t) in &inner.tables {
+                    if watcher.gr.as_ref().is_some_and(|w| w != g) {
+                        continue;
+                    }
+                    initial.extend(
+                        t.values()
+                            .filter(|o| watcher.namespace.as_ref().is_none_or(|n| *n == o.namespace))
+                            .cloned(),
+                    );
+                }
+            }
+            WatchFrom::Version(rv) => {
+                if rv < inner.compacted {
+                    return Err(StoreError::Gone {
+                        requested: rv,
+                        oldest: inner.compacted,
+                    });
+                }
+                let start = inner.history.partition_point(|c| c.rv <= rv);
+                for c in inner.history.range(start..) {
+                    if watcher.wants(c) {
+                        // The receiver is alive: it is ours and not yet returned.
+                        let _ = watcher.tx.send(WatchItem::Change(c.clone()));
+                    }
+                }
+            }
+        }
+        let id = inner.next_watcher;
+        inner.next_watcher += 1;
+        inner.watchers.insert(id, watcher);
+        Ok((id, rx, initial))
+    }
+
+    /// Unregisters a watcher.
+    pub fn unwatch(&self, id: WatcherId) {
+        self.lock().watchers.remove(&id);
+    }
+
+    /// Queues a bookmark at the current resourceVersion on a watcher's
+    /// channel, behind every change already queued for it.
+    pub fn bookmark(&self, id: WatcherId) {
+        let inner = self.lock();
+        if let Some(w) = inner.watchers.get(&id) {
+            let _ = w.tx.send(WatchItem::Bookmark(inner.rv));
+        }
+    }
+
+    /// Number of registered watchers.
+    pub fn watcher_count(&self) -> usize {
+        self.lock().watchers.len()
+    }
+
+    /// Whether an object with this uid exists.
+    pub fn uid_exists(&self, uid: &str) -> bool {
+        self.lock().uids.contains_key(uid)
+    }
+
+    /// Where the object with this uid lives.
+    pub fn locate(&self, uid: &str) -> Option<(GroupResource, ObjKey)> {
+        self.lock().uids.get(uid).cloned()
+    }
+
+    /// Objects that name `uid` in their ownerReferences.
+    pub fn dependents(&self, uid: &str) -> Vec<(GroupResource, ObjKey)> {
+        self.lock()
+            .dependents
+            .get(uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every resource that has objects in `namespace`, with their keys.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<(GroupResource, ObjKey)> {
+        let inner = self.lock();
+        let mut out = Vec::new();
+        for (gr, t) in &inner.tables {
+            let lower = (namespace.to_string(), String::new());
+            out.extend(
+                t.range(lower..)
+                    .take_while(|((ns, _), _)| ns == namespace)
+                    .map(|(k, _)| (gr.clone(), k.clone())),
+            );
+        }
+        out
+    }
+}
+
+impl Inner {
+    fn index(&mut self, gr: &GroupResource, key: &ObjKey, prev: Option<&Arc<Stored>>, next: Option<&Arc<Stored>>) {
+        if let Some(p) = prev {
+            self.uids.remove(&p.uid);
+            for o in &p.owners {
+                if let Some(set) = self.dependents.get_mut(o) {
+                    set.remove(&(gr.clone(), key.clone()));
+                    if set.is_empty() {
+                        self.dependents.remove(o);
+                    }
+                }
+            }
+        }
+        if let Some(n) = next {
+            self.uids.insert(n.uid.clone(), (gr.clone(), key.clone()));
+            for o in &n.owners {
+                self.dependents.entry(o.clone()).or_default().insert((gr.clone(), key.clone()));
+            }
+        }
+    }
+}
+
+fn key_of(value: &Value) -> Result<ObjKey, StoreError> {
+    let meta = value.get("metadata").ok_or_else(|| StoreError::Malformed("metadata is missing".into()))?;
+    let name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| StoreError::Malformed("metadata.name is missing".into()))?;
+    let ns = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
+    Ok((ns.to_string(), name.to_string()))
+}
+
+fn set_rv(value: &mut Value, rv: u64) {
+    if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, StoreError> {
+    set_rv(value, rv);
+    let (namespace, name) = key_of(value)?;
+    let meta = &value["metadata"];
+    let uid = meta.get("uid").and_then(Value::as_str).unwrap_or("").to_string();
+    let labels = meta
+        .get("labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let owners = meta
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let fields = def.field_values(value);
+    let json = Bytes::from(serde_json::to_vec(value).map_err(|e| StoreError::Malformed(e.to_string()))?);
+    Ok(Stored {
+        namespace,
+        name,
+        uid,
+        rv,
+        json,
+        labels,
+        fields,
+        owners,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use serde_json::json;
+
+    fn cm(name: &str, data: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")}, "data": {"k": data}})
+    }
+
+    #[test]
+    fn resource_versions_increase_and_conflicts_are_detected() {
+        let reg = Registry::with_builtins();
+        let def = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(10);
+        let a = s.create(&def, cm("a", "1")).unwrap();
+        assert_eq!(a.rv, 1);
+        assert_eq!(s.create(&def, cm("a", "1")).unwrap_err(), StoreError::AlreadyExists);
+        let a2 = s.update(&def, 1, cm("a", "2")).unwrap();
+        assert_eq!(a2.rv, 2);
+        assert_eq!(s.update(&def, 1, cm("a", "3")).unwrap_err(), StoreError::Conflict(2));
+        // A no-op update keeps the resourceVersion.
+        assert_eq!(s.update(&def, 2, cm("a", "2")).unwrap().rv, 2);
+        let gone = s.delete(&def, "default", "a", None).unwrap();
+        assert_eq!(gone.rv, 3);
+        assert!(s.get(&def.gr(), "default", "a").is_none());
+    }
+
+    #[test]
+    fn watch_replays_history_then_live_in_order_and_expires_old_versions() {
+        let reg = Registry::with_builtins();
+        let def = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(3);
+        for i in 0..5 {
+            s.create(&def, cm(&format!("c{i}"), "x")).unwrap();
+        }
+        assert!(matches!(s.watch(Some(def.gr()), None, WatchFrom::Version(1)), Err(StoreError::Gone { .. })));
+        let (_, mut rx, initial) = s.watch(Some(def.gr()), None, WatchFrom::Version(3)).unwrap();
+        assert!(initial.is_empty());
+        s.create(&def, cm("c5", "x")).unwrap();
+        let mut seen = Vec::new();
+        while let Ok(WatchItem::Change(c)) = rx.try_recv() {
+            seen.push(c.rv);
+        }
+        assert_eq!(seen, vec![4, 5, 6]);
+        let (_, _, initial) = s.watch(Some(def.gr()), Some("default".into()), WatchFrom::Now).unwrap();
+        assert_eq!(initial.len(), 6);
+    }
+
+    #[test]
+    fn owner_index_tracks_dependents() {
+        let reg = Registry::with_builtins();
+        let def = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(10);
+        let mut child = cm("child", "x");
+        child["metadata"]["ownerReferences"] = json!([{"uid": "uid-parent", "name": "parent", "kind": "ConfigMap", "apiVersion": "v1"}]);
+        s.create(&def, child).unwrap();
+        assert_eq!(s.dependents("uid-parent").len(), 1);
+        s.delete(&def, "default", "child", None).unwrap();
+        assert!(s.dependents("uid-parent").is_empty());
+    }
+}
