@@ -1,1 +1,55 @@
-//! placeholder
+//! Test clusters for the autoscaler and the conformance suite.
+//!
+//! Today this crate holds the embedded control plane's entry point: the
+//! API server from the `apiserver` crate, started on a [`simclock::Clock`]
+//! and served in memory or over TLS ([`EmbeddedApiServer`]), and the
+//! `testbed` binary (`testbed up`). The scheduler, workload controllers,
+//! kwok fake nodes, the `Cluster` API with virtual-time observers, and the
+//! container backends come with the next issues and stand behind the same
+//! entry point.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub use apiserver::{ApiServer, TlsEndpoint};
+pub use simclock::Clock;
+
+/// Why starting the testbed failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server could not start.
+    #[error("starting the embedded API server failed: {0}")]
+    ApiServer(#[from] apiserver::ApiError),
+    /// Serving over TLS failed.
+    #[error(transparent)]
+    Serve(#[from] apiserver::ServeError),
+}
+
+/// The embedded API server served over TLS, with its kubeconfig on disk.
+pub struct EmbeddedApiServer {
+    /// The server (in-memory clients come from [`ApiServer::client`]).
+    pub api: ApiServer,
+    /// The TLS endpoint.
+    pub endpoint: TlsEndpoint,
+    /// Where the kubeconfig was written.
+    pub kubeconfig: PathBuf,
+}
+
+impl EmbeddedApiServer {
+    /// Starts the API server, serves it on `addr` over TLS and writes the kubeconfig to `kubeconfig`.
+    pub async fn start(clock: Clock, addr: SocketAddr, kubeconfig: &Path) -> Result<Self, Error> {
+        let api = ApiServer::start(clock)?;
+        let endpoint = api.serve_tls(addr).await?;
+        endpoint.write_kubeconfig(kubeconfig)?;
+        Ok(Self {
+            api,
+            endpoint,
+            kubeconfig: kubeconfig.to_path_buf(),
+        })
+    }
+}
+
+/// The default kubeconfig path of `testbed up`: under the system temp directory.
+pub fn default_kubeconfig_path() -> PathBuf {
+    std::env::temp_dir().join("testbed").join("kubeconfig")
+}

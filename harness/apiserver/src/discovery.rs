@@ -183,7 +183,7 @@ pub fn openapi_v3_group(reg: &Registry, path: &str) -> Option<Value> {
         } else {
             format!("{prefix}/{}/{{name}}", d.resource)
         };
-        let gvk = json!([{"group": group, "version": version, "kind": d.kind}]);
+        let gvk = json!({"group": group, "version": version, "kind": d.kind});
         paths.insert(
             p,
             json!({

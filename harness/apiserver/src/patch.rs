@@ -46,6 +46,12 @@ pub fn strategic_merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), Pat
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
+    // PodDisruptionBudgetSpec.selector has `patchStrategy:"replace"`.
+    if target.get("kind").and_then(Value::as_str) == Some("PodDisruptionBudget") {
+        if let (Some(sel), Some(spec)) = (p.get("spec").and_then(|s| s.get("selector")), target.get_mut("spec")) {
+            spec["selector"] = sel.clone();
+        }
+    }
     if let Value::Object(t) = target {
         merge_map(t, p, "")?;
     }

@@ -348,7 +348,7 @@ impl Server {
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(self.clock.rfc3339()));
         meta.insert("generation".into(), json!(1));
-        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"] {
+        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
             meta.remove(f);
         }
         let namespace = meta.get("namespace").and_then(Value::as_str).map(str::to_string);
