@@ -1,1 +1,230 @@
-fn main() {}
+//! The embedded API server at the scale of the SLO scenarios: 1,000 nodes
+//! and 30,000 pods created through `kube::Client` over the in-memory
+//! service, listed, and watched by 10 watchers.
+//!
+//! Run: `cargo bench -p benches --bench apiserver`. Besides criterion's
+//! statistics for list and watch latency, the run prints one summary table
+//! (create throughput, list time, watch delivery latency, resident memory).
+
+use std::time::{Duration, Instant};
+
+use apiserver::ApiServer;
+use criterion::{Criterion, criterion_group};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+use simclock::Clock;
+
+const NODES: usize = 1_000;
+const PODS: usize = 30_000;
+const WATCHERS: usize = 10;
+const CONCURRENCY: usize = 64;
+
+fn node(i: usize) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("node-{i:04}"), "labels": {"kubernetes.io/hostname": format!("node-{i:04}"), "pool": "default"}},
+        "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"}, "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}
+    }))
+    .expect("node")
+}
+
+fn pod(i: usize) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("pod-{i:05}"), "labels": {"app": format!("app-{}", i % 100)}},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9",
+                                  "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}
+    }))
+    .expect("pod")
+}
+
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .map(str::to_string)
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+async fn populate(client: &kube::Client) -> (Duration, Duration) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let t = Instant::now();
+    futures::stream::iter(0..NODES)
+        .map(|i| {
+            let nodes = nodes.clone();
+            async move { nodes.create(&PostParams::default(), &node(i)).await }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("nodes created");
+    let nodes_time = t.elapsed();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let t = Instant::now();
+    futures::stream::iter(0..PODS)
+        .map(|i| {
+            let pods = pods.clone();
+            async move { pods.create(&PostParams::default(), &pod(i)).await }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("pods created");
+    (nodes_time, t.elapsed())
+}
+
+/// Time from a write to its event arriving at each of `WATCHERS` watchers.
+async fn watch_latency(client: &kube::Client, rounds: usize) -> Vec<Duration> {
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let rv = cms
+        .list(&ListParams::default().limit(1))
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let mut streams = Vec::new();
+    for _ in 0..WATCHERS {
+        streams.push(
+            cms.watch(&WatchParams::default(), &rv)
+                .await
+                .expect("watch")
+                .boxed(),
+        );
+    }
+    let mut out = Vec::new();
+    for r in 0..rounds {
+        let cm: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"generateName": "w-"}, "data": {"r": r.to_string()}}),
+        )
+        .expect("cm");
+        let t = Instant::now();
+        cms.create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
+        for s in streams.iter_mut() {
+            match s.next().await {
+                Some(Ok(WatchEvent::Added(_))) => {}
+                other => panic!("unexpected watch item {other:?}"),
+            }
+        }
+        out.push(t.elapsed());
+    }
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rss_before = rss_mib();
+    let server = rt.block_on(async { ApiServer::start(Clock::new()).expect("server") });
+    let client = rt.block_on(async { server.client() });
+    let (nodes_time, pods_time) = rt.block_on(populate(&client));
+    let rss_after = rss_mib();
+
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    // One full list through the client (deserialised into typed Pods), and server side only.
+    let t = Instant::now();
+    let listed = rt
+        .block_on(pods.list(&ListParams::default()))
+        .expect("list");
+    let list_client = t.elapsed();
+    assert_eq!(listed.items.len(), PODS);
+    drop(listed);
+    let raw = |client: kube::Client| async move {
+        let req = http::Request::get("/api/v1/namespaces/default/pods")
+            .body(Vec::new())
+            .expect("request");
+        client.request_text(req).await.expect("raw list").len()
+    };
+    let t = Instant::now();
+    let bytes = rt.block_on(raw(client.clone()));
+    let list_raw = t.elapsed();
+    let mut lat = rt.block_on(watch_latency(&client, 200));
+    lat.sort();
+    let p50 = lat[lat.len() / 2];
+    let p99 = lat[lat.len() * 99 / 100];
+
+    println!(
+        "\nembedded API server, {NODES} nodes + {PODS} pods through kube::Client (in-memory service):"
+    );
+    println!("| measure | value | target |");
+    println!("|---|---|---|");
+    println!(
+        "| create {NODES} nodes | {:.2} s | - |",
+        nodes_time.as_secs_f64()
+    );
+    println!(
+        "| create {PODS} pods | {:.2} s ({:.0} pods/s) | < 10 s |",
+        pods_time.as_secs_f64(),
+        PODS as f64 / pods_time.as_secs_f64()
+    );
+    println!(
+        "| list {PODS} pods, typed (server + client decode) | {:.0} ms | < 200 ms |",
+        list_client.as_secs_f64() * 1e3
+    );
+    println!(
+        "| list {PODS} pods, raw bytes ({:.1} MiB) | {:.0} ms | < 200 ms |",
+        bytes as f64 / 1048576.0,
+        list_raw.as_secs_f64() * 1e3
+    );
+    println!(
+        "| write -> event at all {WATCHERS} watchers, p50 / p99 | {:.3} / {:.3} ms | < 1 ms |",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+    println!(
+        "| resident memory after load (process) | {:.0} MiB (+{:.0} MiB) | < 1024 MiB |",
+        rss_after,
+        rss_after - rss_before
+    );
+
+    let mut g = c.benchmark_group("apiserver_30k_pods");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("list_30k_pods_raw", |b| {
+        b.iter(|| rt.block_on(raw(client.clone())))
+    });
+    g.bench_function("list_30k_pods_typed", |b| {
+        b.iter(|| {
+            rt.block_on(pods.list(&ListParams::default()))
+                .expect("list")
+                .items
+                .len()
+        })
+    });
+    g.bench_function("list_pods_of_one_node_by_label", |b| {
+        b.iter(|| {
+            rt.block_on(pods.list(&ListParams::default().labels("app=app-7")))
+                .expect("list")
+                .items
+                .len()
+        })
+    });
+    g.bench_function("write_to_10_watchers", |b| {
+        b.iter_custom(|iters| {
+            let lat = rt.block_on(watch_latency(&client, iters as usize));
+            lat.iter().sum()
+        })
+    });
+    g.finish();
+    drop(client);
+    drop(server);
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,4 +1,5 @@
 //! The real kubectl against `testbed up`: every command an operator uses
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! on a cluster works on the embedded API server over TLS. Skipped, with a
 //! message, when kubectl is not installed.
 
@@ -21,7 +22,11 @@ impl Drop for Testbed {
 }
 
 fn kubectl_available() -> bool {
-    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+    Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn up() -> Testbed {
@@ -36,9 +41,15 @@ fn up() -> Testbed {
         .expect("testbed starts");
     let stdout = child.stdout.take().expect("stdout");
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("a line from testbed up");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("a line from testbed up");
     assert_eq!(line.trim(), format!("kubeconfig: {}", kubeconfig.display()));
-    Testbed { child, kubeconfig, _dir: dir }
+    Testbed {
+        child,
+        kubeconfig,
+        _dir: dir,
+    }
 }
 
 impl Testbed {
@@ -52,7 +63,12 @@ impl Testbed {
         let mut child = cmd.spawn().expect("kubectl runs");
         if let Some(input) = stdin {
             use std::io::Write;
-            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write stdin");
         }
         child.wait_with_output().expect("kubectl finishes")
     }
@@ -72,7 +88,12 @@ impl Testbed {
 
     fn ok_stdin(&self, args: &[&str], input: &str) -> String {
         let out = self.run(args, Some(input));
-        assert!(out.status.success(), "kubectl {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -85,13 +106,19 @@ impl Testbed {
 }
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 macro_rules! require_kubectl {
     () => {
         if !kubectl_available() {
-            eprintln!("SKIPPED: kubectl is not installed; the kubectl conformance tests need it on PATH");
+            eprintln!(
+                "SKIPPED: kubectl is not installed; the kubectl conformance tests need it on PATH"
+            );
             return;
         }
     };
@@ -103,29 +130,66 @@ fn discovery_and_get_describe_every_resource() {
     let tb = up();
     let resources = tb.ok(&["api-resources", "-o", "name"]);
     for r in [
-        "namespaces", "nodes", "pods", "services", "endpoints", "configmaps", "secrets", "events", "serviceaccounts",
-        "persistentvolumes", "persistentvolumeclaims", "replicationcontrollers", "podtemplates",
-        "deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps", "controllerrevisions.apps",
-        "jobs.batch", "poddisruptionbudgets.policy", "leases.coordination.k8s.io", "events.events.k8s.io",
-        "priorityclasses.scheduling.k8s.io", "storageclasses.storage.k8s.io", "csinodes.storage.k8s.io",
-        "csidrivers.storage.k8s.io", "csistoragecapacities.storage.k8s.io",
+        "namespaces",
+        "nodes",
+        "pods",
+        "services",
+        "endpoints",
+        "configmaps",
+        "secrets",
+        "events",
+        "serviceaccounts",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "replicationcontrollers",
+        "podtemplates",
+        "deployments.apps",
+        "replicasets.apps",
+        "statefulsets.apps",
+        "daemonsets.apps",
+        "controllerrevisions.apps",
+        "jobs.batch",
+        "poddisruptionbudgets.policy",
+        "leases.coordination.k8s.io",
+        "events.events.k8s.io",
+        "priorityclasses.scheduling.k8s.io",
+        "storageclasses.storage.k8s.io",
+        "csinodes.storage.k8s.io",
+        "csidrivers.storage.k8s.io",
+        "csistoragecapacities.storage.k8s.io",
         "customresourcedefinitions.apiextensions.k8s.io",
     ] {
         assert!(resources.lines().any(|l| l == r), "api-resources lists {r}");
         tb.ok(&["get", r, "-A"]);
     }
     let versions = tb.ok(&["api-versions"]);
-    for v in ["v1", "apps/v1", "batch/v1", "policy/v1", "scheduling.k8s.io/v1", "apiextensions.k8s.io/v1"] {
+    for v in [
+        "v1",
+        "apps/v1",
+        "batch/v1",
+        "policy/v1",
+        "scheduling.k8s.io/v1",
+        "apiextensions.k8s.io/v1",
+    ] {
         assert!(versions.lines().any(|l| l == v), "api-versions lists {v}");
     }
     let ns = tb.ok(&["get", "namespaces"]);
     for n in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         assert!(ns.contains(n), "{ns}");
     }
-    assert!(tb.ok(&["get", "priorityclasses"]).contains("system-node-critical"));
+    assert!(
+        tb.ok(&["get", "priorityclasses"])
+            .contains("system-node-critical")
+    );
     let described = tb.ok(&["describe", "namespace", "default"]);
-    assert!(described.contains("Status:") && described.contains("Active"), "{described}");
-    assert!(tb.ok(&["describe", "service", "kubernetes"]).contains("10.96.0.1"));
+    assert!(
+        described.contains("Status:") && described.contains("Active"),
+        "{described}"
+    );
+    assert!(
+        tb.ok(&["describe", "service", "kubernetes"])
+            .contains("10.96.0.1")
+    );
 }
 
 #[test]
@@ -144,12 +208,21 @@ fn apply_edit_and_delete_like_an_operator() {
     ] {
         assert!(out.contains(created), "{out}");
     }
-    assert!(tb.ok(&["apply", "-f", &fixture("widget.yaml")]).contains("widget.example.com/gizmo created"));
+    assert!(
+        tb.ok(&["apply", "-f", &fixture("widget.yaml")])
+            .contains("widget.example.com/gizmo created")
+    );
     let again = tb.ok(&["apply", "-f", &fixture("stack.yaml")]);
     assert!(again.contains("deployment.apps/web unchanged"), "{again}");
     assert!(tb.ok(&["get", "wd", "-n", "shop"]).contains("gizmo"));
-    assert_eq!(tb.jsonpath(&["get", "widget", "gizmo", "-n", "shop"], "{.spec.color}"), "blue");
-    assert!(tb.ok(&["describe", "deployment", "web", "-n", "shop"]).contains("nginx:1.27"));
+    assert_eq!(
+        tb.jsonpath(&["get", "widget", "gizmo", "-n", "shop"], "{.spec.color}"),
+        "blue"
+    );
+    assert!(
+        tb.ok(&["describe", "deployment", "web", "-n", "shop"])
+            .contains("nginx:1.27")
+    );
 
     // A node to label, annotate, taint and cordon.
     tb.ok_stdin(
@@ -167,16 +240,63 @@ fn apply_edit_and_delete_like_an_operator() {
     tb.ok(&["uncordon", "node-1"]);
     tb.ok(&["taint", "node", "node-1", "dedicated-"]);
     tb.ok(&["label", "node", "node-1", "pool-"]);
-    assert_eq!(tb.jsonpath(&["get", "node", "node-1"], "{.spec.taints}{.spec.unschedulable}{.metadata.labels.pool}"), "");
-    assert!(tb.ok(&["describe", "node", "node-1"]).contains("Unschedulable:      false"));
+    assert_eq!(
+        tb.jsonpath(
+            &["get", "node", "node-1"],
+            "{.spec.taints}{.spec.unschedulable}{.metadata.labels.pool}"
+        ),
+        ""
+    );
+    assert!(
+        tb.ok(&["describe", "node", "node-1"])
+            .contains("Unschedulable:      false")
+    );
 
     // Scale and the three patch types.
     tb.ok(&["scale", "deployment", "web", "-n", "shop", "--replicas=5"]);
-    assert_eq!(tb.jsonpath(&["get", "deployment", "web", "-n", "shop"], "{.spec.replicas}"), "5");
-    tb.ok(&["patch", "configmap", "settings", "-n", "shop", "--type=merge", "-p", r#"{"data":{"a":"1"}}"#]);
-    tb.ok(&["patch", "configmap", "settings", "-n", "shop", "--type=json", "-p", r#"[{"op":"add","path":"/data/b","value":"2"}]"#]);
-    tb.ok(&["patch", "deployment", "web", "-n", "shop", "-p", r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}}}"#]);
-    assert_eq!(tb.jsonpath(&["get", "configmap", "settings", "-n", "shop"], "{.data.a}{.data.b}{.data.mode}"), "12fast");
+    assert_eq!(
+        tb.jsonpath(
+            &["get", "deployment", "web", "-n", "shop"],
+            "{.spec.replicas}"
+        ),
+        "5"
+    );
+    tb.ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        "shop",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"a":"1"}}"#,
+    ]);
+    tb.ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        "shop",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/data/b","value":"2"}]"#,
+    ]);
+    tb.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-n",
+        "shop",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}}}"#,
+    ]);
+    assert_eq!(
+        tb.jsonpath(
+            &["get", "configmap", "settings", "-n", "shop"],
+            "{.data.a}{.data.b}{.data.mode}"
+        ),
+        "12fast"
+    );
     assert_eq!(
         tb.jsonpath(&["get", "deployment", "web", "-n", "shop"], "{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}"),
         "nginx:1.28 80"
@@ -194,10 +314,23 @@ fn apply_edit_and_delete_like_an_operator() {
             &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dep-{i}\n  namespace: shop\n  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: owner, uid: {uid}, blockOwnerDeletion: true}}]\n"),
         );
     }
-    tb.ok(&["delete", "rs", "owner", "-n", "shop", "--cascade=foreground", "--timeout=20s"]);
+    tb.ok(&[
+        "delete",
+        "rs",
+        "owner",
+        "-n",
+        "shop",
+        "--cascade=foreground",
+        "--timeout=20s",
+    ]);
     let left = tb.ok(&["get", "configmaps", "-n", "shop", "-o", "name"]);
     assert!(!left.contains("dep-"), "dependents are gone: {left}");
-    assert!(tb.run(&["get", "rs", "owner", "-n", "shop"], None).status.code() != Some(0));
+    assert!(
+        tb.run(&["get", "rs", "owner", "-n", "shop"], None)
+            .status
+            .code()
+            != Some(0)
+    );
 
     // Deleting the namespace removes its content.
     tb.ok(&["delete", "namespace", "shop", "--timeout=20s"]);
@@ -226,7 +359,10 @@ fn get_watch_streams_changes() {
         }
     });
     std::thread::sleep(Duration::from_millis(500));
-    tb.ok_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: live}\ndata: {a: b}\n");
+    tb.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: live}\ndata: {a: b}\n",
+    );
     tb.ok(&["label", "configmap", "live", "x=y"]);
     tb.ok(&["delete", "configmap", "live"]);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -238,7 +374,11 @@ fn get_watch_streams_changes() {
     }
     let _ = watch.kill();
     let _ = watch.wait();
-    let events: Vec<&str> = lines.iter().filter(|l| l.contains("live")).map(|l| l.split_whitespace().next().unwrap_or("")).collect();
+    let events: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("live"))
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
     assert_eq!(events, vec!["ADDED", "MODIFIED", "DELETED"], "{lines:?}");
 }
 
@@ -246,8 +386,26 @@ fn get_watch_streams_changes() {
 fn requests_without_the_token_are_rejected() {
     require_kubectl!();
     let tb = up();
-    let server = tb.jsonpath(&["config", "view", "--raw"], "{.clusters[0].cluster.server}");
-    let out = tb.run(&["get", "pods", "--server", &server, "--token", "wrong", "--insecure-skip-tls-verify"], None);
+    let server = tb.jsonpath(
+        &["config", "view", "--raw"],
+        "{.clusters[0].cluster.server}",
+    );
+    let out = tb.run(
+        &[
+            "get",
+            "pods",
+            "--server",
+            &server,
+            "--token",
+            "wrong",
+            "--insecure-skip-tls-verify",
+        ],
+        None,
+    );
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("provide credentials"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("provide credentials"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

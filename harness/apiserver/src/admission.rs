@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::{GroupResource, ResourceDef};
-use crate::selector::{LabelSelector, is_dns_label, is_dns_subdomain, validate_key, validate_value};
+use crate::selector::{
+    LabelSelector, is_dns_label, is_dns_subdomain, validate_key, validate_value,
+};
 use crate::server::Server;
 
 /// `system-node-critical` priority value.
@@ -44,7 +46,9 @@ fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut Map<String, Value> {
         if !cur.is_object() {
             *cur = json!({});
         }
-        let Value::Object(m) = cur else { unreachable!("made an object above") };
+        let Value::Object(m) = cur else {
+            unreachable!("made an object above")
+        };
         cur = m.entry(key.to_string()).or_insert(json!({}));
     }
     if !cur.is_object() {
@@ -81,10 +85,16 @@ pub fn admit_create(server: &Server, def: &ResourceDef, obj: &mut Value) -> ApiR
         ("", "namespaces") => {
             obj_mut(obj, "spec").insert("finalizers".into(), json!(["kubernetes"]));
             obj_mut(obj, "status").insert("phase".into(), json!("Active"));
-            obj_at(obj, &["metadata", "labels"]).insert("kubernetes.io/metadata.name".into(), json!(name));
+            obj_at(obj, &["metadata", "labels"])
+                .insert("kubernetes.io/metadata.name".into(), json!(name));
         }
         ("", "services") => default_service(server, def, &name, obj)?,
-        ("", "secrets") => set_default(obj.as_object_mut().ok_or_else(|| ApiError::bad_request("not an object"))?, "type", json!("Opaque")),
+        ("", "secrets") => set_default(
+            obj.as_object_mut()
+                .ok_or_else(|| ApiError::bad_request("not an object"))?,
+            "type",
+            json!("Opaque"),
+        ),
         ("", "replicationcontrollers") => {
             let spec = obj_mut(obj, "spec");
             set_default(spec, "replicas", json!(1));
@@ -115,7 +125,11 @@ pub fn admit_create(server: &Server, def: &ResourceDef, obj: &mut Value) -> ApiR
             set_default(spec, "replicas", json!(1));
             set_default(spec, "podManagementPolicy", json!("OrderedReady"));
             set_default(spec, "revisionHistoryLimit", json!(10));
-            set_default(spec, "updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+            set_default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
             set_default(
                 spec,
                 "persistentVolumeClaimRetentionPolicy",
@@ -136,18 +150,25 @@ pub fn admit_create(server: &Server, def: &ResourceDef, obj: &mut Value) -> ApiR
             validate_workload(def, &name, obj)?;
         }
         ("batch", "jobs") => default_job(def, &name, obj)?,
-        ("policy", "poddisruptionbudgets") => {
-            if obj.pointer("/spec/minAvailable").is_some() && obj.pointer("/spec/maxUnavailable").is_some() {
-                return Err(ApiError::invalid(
-                    &def.group,
-                    &def.kind,
-                    &name,
-                    vec![Cause::invalid("spec", "", "minAvailable and maxUnavailable cannot be both set")],
-                ));
-            }
+        ("policy", "poddisruptionbudgets")
+            if obj.pointer("/spec/minAvailable").is_some()
+                && obj.pointer("/spec/maxUnavailable").is_some() =>
+        {
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                &name,
+                vec![Cause::invalid(
+                    "spec",
+                    "",
+                    "minAvailable and maxUnavailable cannot be both set",
+                )],
+            ));
         }
         ("scheduling.k8s.io", "priorityclasses") => admit_priority_class(server, def, &name, obj)?,
-        ("apiextensions.k8s.io", "customresourcedefinitions") => admit_crd(server, def, &name, obj)?,
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            admit_crd(server, def, &name, obj)?
+        }
         _ => {}
     }
     Ok(())
@@ -158,11 +179,21 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
     quantities_to_strings(new);
     validate_metadata(def, new)?;
     let name = name_of(new);
-    let forbid = |field: &str, why: &str| ApiError::invalid(&def.group, &def.kind, &name, vec![Cause::forbidden(field, why)]);
+    let forbid = |field: &str, why: &str| {
+        ApiError::invalid(
+            &def.group,
+            &def.kind,
+            &name,
+            vec![Cause::forbidden(field, why)],
+        )
+    };
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "pods") => {
             if old.pointer("/spec/nodeName") != new.pointer("/spec/nodeName") {
-                return Err(forbid("spec.nodeName", "pod updates may not change spec.nodeName; use the binding subresource"));
+                return Err(forbid(
+                    "spec.nodeName",
+                    "pod updates may not change spec.nodeName; use the binding subresource",
+                ));
             }
             let strip = |v: &Value| {
                 let mut s = v.get("spec").cloned().unwrap_or(Value::Null);
@@ -176,7 +207,12 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
                     }
                 }
                 if let Some(m) = s.as_object_mut() {
-                    for f in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"] {
+                    for f in [
+                        "activeDeadlineSeconds",
+                        "tolerations",
+                        "terminationGracePeriodSeconds",
+                        "schedulingGates",
+                    ] {
                         m.remove(f);
                     }
                 }
@@ -195,10 +231,8 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
             }
             validate_workload(def, &name, new)?;
         }
-        ("scheduling.k8s.io", "priorityclasses") => {
-            if old.get("value") != new.get("value") {
-                return Err(forbid("value", "may not be changed in an update."));
-            }
+        ("scheduling.k8s.io", "priorityclasses") if old.get("value") != new.get("value") => {
+            return Err(forbid("value", "may not be changed in an update."));
         }
         _ => {}
     }
@@ -212,14 +246,18 @@ fn quantities_to_strings(v: &mut Value) {
             for (k, child) in m.iter_mut() {
                 let is_quantity_map = matches!(
                     k.as_str(),
-                    "requests" | "limits" | "capacity" | "allocatable" | "overhead" | "hard" | "used"
+                    "requests"
+                        | "limits"
+                        | "capacity"
+                        | "allocatable"
+                        | "overhead"
+                        | "hard"
+                        | "used"
                 );
-                if is_quantity_map {
-                    if let Value::Object(q) = child {
-                        for qv in q.values_mut() {
-                            if let Value::Number(n) = qv {
-                                *qv = Value::String(n.to_string());
-                            }
+                if is_quantity_map && let Value::Object(q) = child {
+                    for qv in q.values_mut() {
+                        if let Value::Number(n) = qv {
+                            *qv = Value::String(n.to_string());
                         }
                     }
                 }
@@ -260,12 +298,20 @@ fn validate_metadata(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
                                 causes.push(Cause::invalid("metadata.labels", s, e));
                             }
                         }
-                        None => causes.push(Cause::invalid(format!("metadata.labels[{k}]"), &v.to_string(), "must be a string")),
+                        None => causes.push(Cause::invalid(
+                            format!("metadata.labels[{k}]"),
+                            &v.to_string(),
+                            "must be a string",
+                        )),
                     }
                 }
             }
             Value::Null => {}
-            other => causes.push(Cause::invalid("metadata.labels", &other.to_string(), "must be a map of strings")),
+            other => causes.push(Cause::invalid(
+                "metadata.labels",
+                &other.to_string(),
+                "must be a map of strings",
+            )),
         }
     }
     if let Some(Value::Object(m)) = obj.pointer("/metadata/annotations") {
@@ -274,7 +320,11 @@ fn validate_metadata(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
                 causes.push(Cause::invalid("metadata.annotations", k, e));
             }
             if !v.is_string() {
-                causes.push(Cause::invalid(format!("metadata.annotations[{k}]"), &v.to_string(), "must be a string"));
+                causes.push(Cause::invalid(
+                    format!("metadata.annotations[{k}]"),
+                    &v.to_string(),
+                    "must be a string",
+                ));
             }
         }
     }
@@ -303,17 +353,21 @@ fn default_pod_spec(spec: &mut Map<String, Value>, restart_always: bool) {
                 let image = c.get("image").and_then(Value::as_str).unwrap_or("");
                 let last = image.rsplit('/').next().unwrap_or("");
                 let latest = !last.contains(':') || last.ends_with(":latest");
-                let policy = if latest && !image.contains('@') { "Always" } else { "IfNotPresent" };
+                let policy = if latest && !image.contains('@') {
+                    "Always"
+                } else {
+                    "IfNotPresent"
+                };
                 set_default(c, "imagePullPolicy", json!(policy));
                 let res = c.entry("resources").or_insert(json!({}));
                 // Limits without requests: requests default to the limits.
-                if let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() {
-                    if let Some(r) = res.as_object_mut() {
-                        let req = r.entry("requests").or_insert(json!({}));
-                        if let Some(req) = req.as_object_mut() {
-                            for (k, v) in limits {
-                                req.entry(k).or_insert(v);
-                            }
+                if let Some(limits) = res.get("limits").and_then(Value::as_object).cloned()
+                    && let Some(r) = res.as_object_mut()
+                {
+                    let req = r.entry("requests").or_insert(json!({}));
+                    if let Some(req) = req.as_object_mut() {
+                        for (k, v) in limits {
+                            req.entry(k).or_insert(v);
                         }
                     }
                 }
@@ -328,16 +382,24 @@ fn default_pod_spec(spec: &mut Map<String, Value>, restart_always: bool) {
 }
 
 fn default_template(spec: &mut Map<String, Value>, restart_always: bool) {
-    if let Some(Value::Object(t)) = spec.get_mut("template") {
-        if let Some(Value::Object(ps)) = t.get_mut("spec") {
-            default_pod_spec(ps, restart_always);
-        }
+    if let Some(Value::Object(t)) = spec.get_mut("template")
+        && let Some(Value::Object(ps)) = t.get_mut("spec")
+    {
+        default_pod_spec(ps, restart_always);
     }
 }
 
-fn validate_pod_spec(def: &ResourceDef, name: &str, spec: Option<&Value>, path: &str, need_image: bool) -> ApiResult<()> {
+fn validate_pod_spec(
+    def: &ResourceDef,
+    name: &str,
+    spec: Option<&Value>,
+    path: &str,
+    need_image: bool,
+) -> ApiResult<()> {
     let mut causes = Vec::new();
-    let containers = spec.and_then(|s| s.get("containers")).and_then(Value::as_array);
+    let containers = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array);
     match containers {
         None => causes.push(Cause::required(format!("{path}.containers"))),
         Some(cs) if cs.is_empty() => causes.push(Cause::required(format!("{path}.containers"))),
@@ -352,7 +414,11 @@ fn validate_pod_spec(def: &ResourceDef, name: &str, spec: Option<&Value>, path: 
             let p = format!("{path}.{list}[{i}]");
             match c.get("name").and_then(Value::as_str) {
                 None | Some("") => causes.push(Cause::required(format!("{p}.name"))),
-                Some(n) if !is_dns_label(n) => causes.push(Cause::invalid(format!("{p}.name"), n, "a lowercase RFC 1123 label is required")),
+                Some(n) if !is_dns_label(n) => causes.push(Cause::invalid(
+                    format!("{p}.name"),
+                    n,
+                    "a lowercase RFC 1123 label is required",
+                )),
                 Some(n) if seen.contains(&n) => causes.push(Cause {
                     reason: "FieldValueDuplicate",
                     message: format!("Duplicate value: {n:?}"),
@@ -360,7 +426,11 @@ fn validate_pod_spec(def: &ResourceDef, name: &str, spec: Option<&Value>, path: 
                 }),
                 Some(n) => seen.push(n),
             }
-            if need_image && c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+            if need_image
+                && c.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+            {
                 causes.push(Cause::required(format!("{p}.image")));
             }
         }
@@ -378,9 +448,14 @@ fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()
     let Some(sel) = obj.pointer("/spec/selector").filter(|s| !s.is_null()) else {
         return Err(invalid(Cause::required("spec.selector")));
     };
-    let selector = LabelSelector::from_label_selector(Some(sel)).map_err(|e| invalid(Cause::invalid("spec.selector", "", e)))?;
+    let selector = LabelSelector::from_label_selector(Some(sel))
+        .map_err(|e| invalid(Cause::invalid("spec.selector", "", e)))?;
     if selector.is_everything() {
-        return Err(invalid(Cause::invalid("spec.selector", "{}", "empty selector is invalid for deployment")));
+        return Err(invalid(Cause::invalid(
+            "spec.selector",
+            "{}",
+            "empty selector is invalid for deployment",
+        )));
     }
     let labels = obj
         .pointer("/spec/template/metadata/labels")
@@ -398,14 +473,25 @@ fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()
             "`selector` does not match template `labels`",
         )));
     }
-    validate_pod_spec(def, name, obj.pointer("/spec/template/spec"), "spec.template.spec", true)
+    validate_pod_spec(
+        def,
+        name,
+        obj.pointer("/spec/template/spec"),
+        "spec.template.spec",
+        true,
+    )
 }
 
 fn default_job(def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> {
     let uid = str_at(obj, "/metadata/uid").unwrap_or("").to_string();
-    let manual = obj.pointer("/spec/manualSelector").and_then(Value::as_bool).unwrap_or(false);
+    let manual = obj
+        .pointer("/spec/manualSelector")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let spec = obj_mut(obj, "spec");
-    if spec.get("completions").is_none_or(Value::is_null) && spec.get("parallelism").is_none_or(Value::is_null) {
+    if spec.get("completions").is_none_or(Value::is_null)
+        && spec.get("parallelism").is_none_or(Value::is_null)
+    {
         spec.insert("completions".into(), json!(1));
         spec.insert("parallelism".into(), json!(1));
     }
@@ -443,13 +529,26 @@ fn default_job(def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> 
     validate_workload(def, name, obj)
 }
 
-fn default_service(server: &Server, def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> {
+fn default_service(
+    server: &Server,
+    def: &ResourceDef,
+    name: &str,
+    obj: &mut Value,
+) -> ApiResult<()> {
     let spec = obj_mut(obj, "spec");
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
-    let ty = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP")
+        .to_string();
     if ty != "ExternalName" {
-        if spec.get("clusterIP").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if spec
+            .get("clusterIP")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             let ip = server.allocate_cluster_ip();
             spec.insert("clusterIP".into(), json!(ip));
         }
@@ -471,15 +570,30 @@ fn default_service(server: &Server, def: &ResourceDef, name: &str, obj: &mut Val
         }
         _ if headless || ty == "ExternalName" => {}
         _ => {
-            return Err(ApiError::invalid(&def.group, &def.kind, name, vec![Cause::required("spec.ports")]));
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                name,
+                vec![Cause::required("spec.ports")],
+            ));
         }
     }
     Ok(())
 }
 
-fn admit_priority_class(server: &Server, def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> {
+fn admit_priority_class(
+    server: &Server,
+    def: &ResourceDef,
+    name: &str,
+    obj: &mut Value,
+) -> ApiResult<()> {
     let Some(value) = obj.get("value").and_then(Value::as_i64) else {
-        return Err(ApiError::invalid(&def.group, &def.kind, name, vec![Cause::required("value")]));
+        return Err(ApiError::invalid(
+            &def.group,
+            &def.kind,
+            name,
+            vec![Cause::required("value")],
+        ));
     };
     if value > HIGHEST_USER_PRIORITY && !name.starts_with("system-") {
         return Err(ApiError::forbidden(
@@ -492,17 +606,19 @@ fn admit_priority_class(server: &Server, def: &ResourceDef, name: &str, obj: &mu
     if let Some(m) = obj.as_object_mut() {
         set_default(m, "preemptionPolicy", json!("PreemptLowerPriority"));
     }
-    if obj.get("globalDefault").and_then(Value::as_bool) == Some(true) {
-        if let Some(existing) = server.global_default_priority_class() {
-            if existing.0 != name {
-                return Err(ApiError::forbidden(
-                    &def.group,
-                    &def.resource,
-                    name,
-                    format!("PriorityClass {} is already marked as default. Only one default can exist", existing.0),
-                ));
-            }
-        }
+    if obj.get("globalDefault").and_then(Value::as_bool) == Some(true)
+        && let Some(existing) = server.global_default_priority_class()
+        && existing.0 != name
+    {
+        return Err(ApiError::forbidden(
+            &def.group,
+            &def.resource,
+            name,
+            format!(
+                "PriorityClass {} is already marked as default. Only one default can exist",
+                existing.0
+            ),
+        ));
     }
     Ok(())
 }
@@ -529,17 +645,17 @@ fn admit_pod_priority(server: &Server, def: &ResourceDef, obj: &mut Value) -> Ap
         },
     };
     let spec = obj_mut(obj, "spec");
-    if let Some(given) = spec.get("priority").and_then(Value::as_i64) {
-        if given != value {
-            return Err(ApiError::forbidden(
-                &def.group,
-                &def.resource,
-                &name,
-                format!(
-                    "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {value} from the given PriorityClass name"
-                ),
-            ));
-        }
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != value
+    {
+        return Err(ApiError::forbidden(
+            &def.group,
+            &def.resource,
+            &name,
+            format!(
+                "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {value} from the given PriorityClass name"
+            ),
+        ));
     }
     if let Some(c) = class_name {
         spec.insert("priorityClassName".into(), json!(c));
@@ -555,12 +671,16 @@ fn add_default_tolerations(spec: &mut Map<String, Value>) {
     let Some(list) = tolerations.as_array_mut() else {
         return;
     };
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
         let tolerated = list.iter().any(|t| {
             let k = t.get("key").and_then(Value::as_str);
             let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
             let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
-            (k == Some(key) || (k.is_none_or(str::is_empty) && op == "Exists")) && (effect.is_empty() || effect == "NoExecute")
+            (k == Some(key) || (k.is_none_or(str::is_empty) && op == "Exists"))
+                && (effect.is_empty() || effect == "NoExecute")
         });
         if !tolerated {
             list.push(json!({
@@ -576,7 +696,12 @@ pub fn qos_class(spec: &Value) -> &'static str {
     let mut any = false;
     let mut guaranteed = true;
     for list in ["initContainers", "containers"] {
-        for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
+        for c in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let req = c.pointer("/resources/requests").and_then(Value::as_object);
             let lim = c.pointer("/resources/limits").and_then(Value::as_object);
             if req.is_some_and(|m| !m.is_empty()) || lim.is_some_and(|m| !m.is_empty()) {
@@ -602,15 +727,26 @@ pub fn qos_class(spec: &Value) -> &'static str {
 
 fn admit_crd(server: &Server, def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> {
     let invalid = |c: Cause| ApiError::invalid(&def.group, &def.kind, name, vec![c]);
-    let res = crate::registry::crd_resource(obj).map_err(|e| invalid(Cause::invalid("spec", "", e)))?;
+    let res =
+        crate::registry::crd_resource(obj).map_err(|e| invalid(Cause::invalid("spec", "", e)))?;
     let expected = format!("{}.{}", res.resource, res.group);
     if name != expected {
-        return Err(invalid(Cause::invalid("metadata.name", name, format!("must be spec.names.plural+\".\"+spec.group ({expected})"))));
+        return Err(invalid(Cause::invalid(
+            "metadata.name",
+            name,
+            format!("must be spec.names.plural+\".\"+spec.group ({expected})"),
+        )));
     }
-    if let Some(existing) = server.registry.by_gr(&GroupResource::new(&res.group, &res.resource)) {
-        if !existing.custom {
-            return Err(invalid(Cause::invalid("spec.group", &res.group, "the group/resource is served by a built-in API")));
-        }
+    if let Some(existing) = server
+        .registry
+        .by_gr(&GroupResource::new(&res.group, &res.resource))
+        && !existing.custom
+    {
+        return Err(invalid(Cause::invalid(
+            "spec.group",
+            &res.group,
+            "the group/resource is served by a built-in API",
+        )));
     }
     let now = server.clock.rfc3339();
     let accepted = obj.pointer("/spec/names").cloned().unwrap_or(Value::Null);

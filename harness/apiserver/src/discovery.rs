@@ -65,11 +65,22 @@ pub fn group(reg: &Registry, name: &str) -> Option<Value> {
         })
 }
 
-const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 fn resources_of(d: &ResourceDef) -> Vec<Value> {
     if d.create_only {
-        return vec![json!({"name": d.resource, "singularName": d.singular, "namespaced": d.namespaced, "kind": d.kind, "verbs": ["create"]})];
+        return vec![
+            json!({"name": d.resource, "singularName": d.singular, "namespaced": d.namespaced, "kind": d.kind, "verbs": ["create"]}),
+        ];
     }
     let mut main = json!({
         "name": d.resource, "singularName": d.singular, "namespaced": d.namespaced, "kind": d.kind, "verbs": VERBS,
@@ -93,11 +104,21 @@ fn resources_of(d: &ResourceDef) -> Vec<Value> {
         out.push(sub("status", &d.kind, None, &["get", "patch", "update"]));
     }
     if d.scale.is_some() {
-        out.push(sub("scale", "Scale", Some(("autoscaling", "v1")), &["get", "patch", "update"]));
+        out.push(sub(
+            "scale",
+            "Scale",
+            Some(("autoscaling", "v1")),
+            &["get", "patch", "update"],
+        ));
     }
     if d.group.is_empty() && d.resource == "pods" {
         out.push(sub("binding", "Binding", None, &["create"]));
-        out.push(sub("eviction", "Eviction", Some(("policy", "v1")), &["create"]));
+        out.push(sub(
+            "eviction",
+            "Eviction",
+            Some(("policy", "v1")),
+            &["create"],
+        ));
     }
     if d.group.is_empty() && d.resource == "namespaces" {
         out.push(sub("finalize", "Namespace", None, &["update"]));
@@ -170,7 +191,7 @@ pub fn openapi_v3_group(reg: &Registry, path: &str) -> Option<Value> {
     let defs: Vec<_> = reg
         .all()
         .into_iter()
-        .filter(|d| d.group == group && d.versions.iter().any(|v| *v == version) && !d.create_only)
+        .filter(|d| d.group == group && d.versions.contains(&version) && !d.create_only)
         .collect();
     if defs.is_empty() {
         return None;

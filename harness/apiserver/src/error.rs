@@ -78,24 +78,39 @@ impl ApiError {
 
     /// 404: `pods "x" not found`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} {name:?} not found", qualified(group, resource)))
-            .with_details(group, resource, name)
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} {name:?} not found", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
     /// 404 for a URL that names no resource.
     pub fn no_route(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource (path {path})"))
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource (path {path})"),
+        )
     }
     /// 409: create of an existing object.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", qualified(group, resource)))
-            .with_details(group, resource, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} {name:?} already exists", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
     /// 409: optimistic-concurrency failure.
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} {name:?}: {why}", qualified(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} {name:?}: {why}",
+                qualified(group, resource)
+            ),
         )
         .with_details(group, resource, name)
     }
@@ -110,14 +125,21 @@ impl ApiError {
     }
     /// 422 with field causes.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let summary: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let summary: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
         let summary = if summary.len() == 1 {
             summary.join("")
         } else {
             format!("[{}]", summary.join(", "))
         };
-        let mut e = Self::new(422, "Invalid", format!("{kind} {name:?} is invalid: {summary}"))
-            .with_details(group, kind, name);
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind} {name:?} is invalid: {summary}"),
+        )
+        .with_details(group, kind, name);
         if let Some(d) = e.details.as_mut() {
             d["causes"] = causes
                 .iter()
@@ -136,12 +158,24 @@ impl ApiError {
     }
     /// 403.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: impl Into<String>) -> Self {
-        Self::new(403, "Forbidden", format!("{} {name:?} is forbidden: {}", qualified(group, resource), why.into()))
-            .with_details(group, resource, name)
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} {name:?} is forbidden: {}",
+                qualified(group, resource),
+                why.into()
+            ),
+        )
+        .with_details(group, resource, name)
     }
     /// 405.
     pub fn method_not_allowed(what: &str) -> Self {
-        Self::new(405, "MethodNotAllowed", format!("the server does not allow this method on the requested resource ({what})"))
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({what})"),
+        )
     }
     /// 406.
     pub fn not_acceptable(message: impl Into<String>) -> Self {
@@ -198,7 +232,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
-        (code, [(http::header::CONTENT_TYPE, "application/json")], body).into_response()
+        (
+            code,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
     }
 }
 

@@ -35,7 +35,13 @@ pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
                 continue;
             };
             let mut dirty_pdb_namespaces = BTreeSet::new();
-            handle(&server, &change.gr, change.kind, &change.obj, &mut dirty_pdb_namespaces);
+            handle(
+                &server,
+                &change.gr,
+                change.kind,
+                &change.obj,
+                &mut dirty_pdb_namespaces,
+            );
             // Batch what is already queued before refreshing budgets.
             while let Ok(WatchItem::Change(c)) = rx.try_recv() {
                 handle(&server, &c.gr, c.kind, &c.obj, &mut dirty_pdb_namespaces);
@@ -52,28 +58,36 @@ pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
     })
 }
 
-fn handle(server: &Server, gr: &GroupResource, kind: ChangeType, obj: &Stored, dirty: &mut BTreeSet<String>) {
+fn handle(
+    server: &Server,
+    gr: &GroupResource,
+    kind: ChangeType,
+    obj: &Stored,
+    dirty: &mut BTreeSet<String>,
+) {
     let pods = gr.group.is_empty() && gr.resource == "pods";
     let pdbs = gr.group == "policy" && gr.resource == "poddisruptionbudgets";
-    if (pods || (pdbs && kind != ChangeType::Deleted && !status_written_by_us(obj))) && !obj.namespace.is_empty() {
+    if (pods || (pdbs && kind != ChangeType::Deleted && !status_written_by_us(obj)))
+        && !obj.namespace.is_empty()
+    {
         dirty.insert(obj.namespace.clone());
     }
     match kind {
         ChangeType::Deleted => {
             // Dependents whose every owner is gone are collected.
             for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
-                if let Some(dep) = server.store.get(&dgr, &ns, &name) {
-                    if dep.owners.iter().all(|o| !server.store.uid_exists(o)) {
-                        delete(server, &dgr, &ns, &name, "Background");
-                    }
+                if let Some(dep) = server.store.get(&dgr, &ns, &name)
+                    && dep.owners.iter().all(|o| !server.store.uid_exists(o))
+                {
+                    delete(server, &dgr, &ns, &name, "Background");
                 }
             }
             // Owners waiting in foreground deletion may now be unblocked.
             for owner in &obj.owners {
-                if let Some((ogr, (ns, name))) = server.store.locate(owner) {
-                    if let Some(o) = server.store.get(&ogr, &ns, &name) {
-                        process_deleting(server, &ogr, &o);
-                    }
+                if let Some((ogr, (ns, name))) = server.store.locate(owner)
+                    && let Some(o) = server.store.get(&ogr, &ns, &name)
+                {
+                    process_deleting(server, &ogr, &o);
                 }
             }
             if !obj.namespace.is_empty() {
@@ -100,7 +114,8 @@ fn handle(server: &Server, gr: &GroupResource, kind: ChangeType, obj: &Stored, d
 /// status write and must not trigger another refresh.
 fn status_written_by_us(obj: &Stored) -> bool {
     let v = obj.value();
-    v.pointer("/status/observedGeneration").is_some() && v.pointer("/status/observedGeneration") == v.pointer("/metadata/generation")
+    v.pointer("/status/observedGeneration").is_some()
+        && v.pointer("/status/observedGeneration") == v.pointer("/metadata/generation")
 }
 
 fn delete(server: &Server, gr: &GroupResource, ns: &str, name: &str, policy: &str) {
@@ -114,14 +129,20 @@ fn delete(server: &Server, gr: &GroupResource, ns: &str, name: &str, policy: &st
     match server.delete(&def, ns, name, &opts) {
         Ok(_) => {}
         Err(e) if e.code == 404 => {}
-        Err(e) => tracing::warn!(resource = %gr, namespace = ns, name, error = %e, "garbage collector could not delete"),
+        Err(e) => {
+            tracing::warn!(resource = %gr, namespace = ns, name, error = %e, "garbage collector could not delete")
+        }
     }
 }
 
 fn finalizers(v: &Value) -> Vec<String> {
     v.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -139,17 +160,39 @@ fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
     let fins = finalizers(&v);
     if fins.iter().any(|f| f == "orphan") {
         for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
-            let Some(def) = server.registry.by_gr(&dgr) else { continue };
+            let Some(def) = server.registry.by_gr(&dgr) else {
+                continue;
+            };
             let patch = json!({"metadata": {"ownerReferences": null}});
-            let Some(dep) = server.store.get(&dgr, &ns, &name) else { continue };
+            let Some(dep) = server.store.get(&dgr, &ns, &name) else {
+                continue;
+            };
             let refs: Vec<Value> = dep
                 .value()
                 .pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter(|r| r.get("uid").and_then(Value::as_str) != Some(&obj.uid)).cloned().collect())
+                .map(|a| {
+                    a.iter()
+                        .filter(|r| r.get("uid").and_then(Value::as_str) != Some(&obj.uid))
+                        .cloned()
+                        .collect()
+                })
                 .unwrap_or_default();
-            let body = if refs.is_empty() { patch } else { json!({"metadata": {"ownerReferences": refs}}) };
-            let res = server.patch(&def, &ns, &name, crate::server::PatchType::Merge, body.to_string().as_bytes(), Subresource::Main, &WriteOptions::default(), "garbage-collector");
+            let body = if refs.is_empty() {
+                patch
+            } else {
+                json!({"metadata": {"ownerReferences": refs}})
+            };
+            let res = server.patch(
+                &def,
+                &ns,
+                &name,
+                crate::server::PatchType::Merge,
+                body.to_string().as_bytes(),
+                Subresource::Main,
+                &WriteOptions::default(),
+                "garbage-collector",
+            );
             if let Err(e) = res {
                 tracing::warn!(namespace = %ns, name = %name, error = %e, "orphaning a dependent failed");
             }
@@ -160,7 +203,9 @@ fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
     if fins.iter().any(|f| f == "foregroundDeletion") {
         let mut blocking = false;
         for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
-            let Some(dep) = server.store.get(&dgr, &ns, &name) else { continue };
+            let Some(dep) = server.store.get(&dgr, &ns, &name) else {
+                continue;
+            };
             let dv = dep.value();
             let blocks = dv
                 .pointer("/metadata/ownerReferences")
@@ -186,16 +231,32 @@ fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
 }
 
 fn remove_finalizer(server: &Server, gr: &GroupResource, obj: &Stored, finalizer: &str) {
-    let Some(def) = server.registry.by_gr(gr) else { return };
+    let Some(def) = server.registry.by_gr(gr) else {
+        return;
+    };
     let v = obj.value();
-    let rest: Vec<String> = finalizers(&v).into_iter().filter(|f| f != finalizer).collect();
+    let rest: Vec<String> = finalizers(&v)
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
     let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": obj.rv.to_string()}});
-    let res = server.patch(&def, &obj.namespace, &obj.name, crate::server::PatchType::Merge, patch.to_string().as_bytes(), Subresource::Main, &WriteOptions::default(), "garbage-collector");
+    let res = server.patch(
+        &def,
+        &obj.namespace,
+        &obj.name,
+        crate::server::PatchType::Merge,
+        patch.to_string().as_bytes(),
+        Subresource::Main,
+        &WriteOptions::default(),
+        "garbage-collector",
+    );
     match res {
         Ok(_) => {}
         // Changed meanwhile: the change comes back to us through the watch.
         Err(e) if e.code == 409 || e.code == 404 => {}
-        Err(e) => tracing::warn!(resource = %gr, name = %obj.name, error = %e, "removing finalizer {finalizer} failed"),
+        Err(e) => {
+            tracing::warn!(resource = %gr, name = %obj.name, error = %e, "removing finalizer {finalizer} failed")
+        }
     }
 }
 
@@ -203,25 +264,35 @@ fn remove_finalizer(server: &Server, gr: &GroupResource, obj: &Stored, finalizer
 fn terminate_namespace(server: &Server, ns: &str, v: &Value) {
     let content = server.store.in_namespace(ns);
     if content.is_empty() {
-        let has = v.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-        if has {
-            if let Ok(def) = server.def("", "namespaces") {
-                let mut body = v.clone();
-                body["spec"]["finalizers"] = json!([]);
-                match server.update(&def, "", ns, body, Subresource::Finalize, &WriteOptions::default()) {
-                    Ok(_) => {}
-                    Err(e) if e.code == 409 || e.code == 404 => {}
-                    Err(e) => tracing::warn!(namespace = ns, error = %e, "finalizing namespace failed"),
+        let has = v
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if has && let Ok(def) = server.def("", "namespaces") {
+            let mut body = v.clone();
+            body["spec"]["finalizers"] = json!([]);
+            match server.update(
+                &def,
+                "",
+                ns,
+                body,
+                Subresource::Finalize,
+                &WriteOptions::default(),
+            ) {
+                Ok(_) => {}
+                Err(e) if e.code == 409 || e.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(namespace = ns, error = %e, "finalizing namespace failed")
                 }
             }
         }
         return;
     }
     for (gr, (cns, name)) in content {
-        if let Some(o) = server.store.get(&gr, &cns, &name) {
-            if o.value().pointer("/metadata/deletionTimestamp").is_none() {
-                delete(server, &gr, &cns, &name, "Background");
-            }
+        if let Some(o) = server.store.get(&gr, &cns, &name)
+            && o.value().pointer("/metadata/deletionTimestamp").is_none()
+        {
+            delete(server, &gr, &cns, &name, "Background");
         }
     }
 }

@@ -21,7 +21,9 @@ use crate::discovery;
 use crate::error::{ApiError, ApiResult};
 use crate::normalize::FieldValidation;
 use crate::registry::ResourceDef;
-use crate::server::{DeleteOptions, Deleted, Filter, ListOptions, PatchType, Server, Subresource, WriteOptions};
+use crate::server::{
+    DeleteOptions, Deleted, Filter, ListOptions, PatchType, Server, Subresource, WriteOptions,
+};
 use crate::store::{ChangeType, StoreError, WatchFrom, WatchItem, WatcherId};
 use crate::table;
 
@@ -49,13 +51,19 @@ pub fn router(server: Arc<Server>, token: Option<String>, address: String) -> Ro
         address: address.into(),
     };
     Router::new()
-        .route("/version", get(|| async { json_response(StatusCode::OK, &discovery::version()) }))
+        .route(
+            "/version",
+            get(|| async { json_response(StatusCode::OK, &discovery::version()) }),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
         .route("/livez", get(|| async { "ok" }))
         .route("/api", get(api_versions))
         .route("/apis", get(api_groups))
-        .route("/openapi/v2", get(|| async { ApiError::no_route("/openapi/v2") }))
+        .route(
+            "/openapi/v2",
+            get(|| async { ApiError::no_route("/openapi/v2") }),
+        )
         .route("/openapi/v3", get(openapi_root))
         .fallback(dispatch)
         .layer(middleware::from_fn_with_state(state.clone(), auth))
@@ -95,29 +103,60 @@ async fn api_groups(State(st): State<AppState>) -> Response {
 }
 
 async fn openapi_root(State(st): State<AppState>) -> Response {
-    json_response(StatusCode::OK, &discovery::openapi_v3_root(&st.server.registry))
+    json_response(
+        StatusCode::OK,
+        &discovery::openapi_v3_root(&st.server.registry),
+    )
 }
 
 /// What a resource path addresses.
 enum Target {
-    Collection { def: Arc<ResourceDef>, ns: Option<String> },
-    Object { def: Arc<ResourceDef>, ns: String, name: String, sub: Option<String> },
+    Collection {
+        def: Arc<ResourceDef>,
+        ns: Option<String>,
+    },
+    Object {
+        def: Arc<ResourceDef>,
+        ns: String,
+        name: String,
+        sub: Option<String>,
+    },
 }
 
-fn resolve(server: &Server, group: &str, version: &str, segs: &[&str], path: &str) -> ApiResult<Target> {
+fn resolve(
+    server: &Server,
+    group: &str,
+    version: &str,
+    segs: &[&str],
+    path: &str,
+) -> ApiResult<Target> {
     let reg = &server.registry;
-    let lookup = |r: &str| reg.get(group, version, r).ok_or_else(|| ApiError::no_route(path));
+    let lookup = |r: &str| {
+        reg.get(group, version, r)
+            .ok_or_else(|| ApiError::no_route(path))
+    };
     // /namespaces/{ns}/{resource}[/{name}[/{sub}]]
-    if segs.len() >= 3 && segs[0] == "namespaces" {
-        if let Some(def) = reg.get(group, version, segs[2]).filter(|d| d.namespaced) {
-            let ns = segs[1].to_string();
-            return match segs.len() {
-                3 => Ok(Target::Collection { def, ns: Some(ns) }),
-                4 => Ok(Target::Object { def, ns, name: segs[3].into(), sub: None }),
-                5 => Ok(Target::Object { def, ns, name: segs[3].into(), sub: Some(segs[4].into()) }),
-                _ => Err(ApiError::no_route(path)),
-            };
-        }
+    if segs.len() >= 3
+        && segs[0] == "namespaces"
+        && let Some(def) = reg.get(group, version, segs[2]).filter(|d| d.namespaced)
+    {
+        let ns = segs[1].to_string();
+        return match segs.len() {
+            3 => Ok(Target::Collection { def, ns: Some(ns) }),
+            4 => Ok(Target::Object {
+                def,
+                ns,
+                name: segs[3].into(),
+                sub: None,
+            }),
+            5 => Ok(Target::Object {
+                def,
+                ns,
+                name: segs[3].into(),
+                sub: Some(segs[4].into()),
+            }),
+            _ => Err(ApiError::no_route(path)),
+        };
     }
     match segs {
         [r] => {
@@ -195,10 +234,19 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         .get(header::ACCEPT)
         .and_then(|h| h.to_str().ok())
         .is_some_and(|a| a.contains("as=Table"));
-    let ctx = Ctx { server, params, headers, body, wants_table, version: version.to_string() };
+    let ctx = Ctx {
+        server,
+        params,
+        headers,
+        body,
+        wants_table,
+        version: version.to_string(),
+    };
     match target {
         Target::Collection { def, ns } => ctx.collection(&def, ns, &method),
-        Target::Object { def, ns, name, sub } => ctx.object(&def, &ns, &name, sub.as_deref(), &method),
+        Target::Object { def, ns, name, sub } => {
+            ctx.object(&def, &ns, &name, sub.as_deref(), &method)
+        }
     }
 }
 
@@ -223,7 +271,8 @@ impl Ctx {
     fn write_options(&self) -> ApiResult<WriteOptions> {
         Ok(WriteOptions {
             dry_run: self.param("dryRun") == Some("All"),
-            field_validation: FieldValidation::parse(self.param("fieldValidation")).map_err(ApiError::bad_request)?,
+            field_validation: FieldValidation::parse(self.param("fieldValidation"))
+                .map_err(ApiError::bad_request)?,
         })
     }
 
@@ -231,24 +280,33 @@ impl Ctx {
         if self.body.is_empty() {
             return Err(ApiError::bad_request("the request body is empty"));
         }
-        let ct = self.headers.get(header::CONTENT_TYPE).and_then(|h| h.to_str().ok()).unwrap_or("application/json");
+        let ct = self
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("application/json");
         if ct.starts_with("application/vnd.kubernetes.protobuf") {
             return Err(ApiError::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: application/json",
             ));
         }
-        serde_json::from_slice(&self.body).map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
     }
 
     fn delete_options(&self) -> ApiResult<DeleteOptions> {
         let mut o = if self.body.is_empty() {
             DeleteOptions::default()
         } else {
-            let v: Value = serde_json::from_slice(&self.body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+            let v: Value = serde_json::from_slice(&self.body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
             DeleteOptions::from_body(&v).map_err(ApiError::bad_request)?
         };
         if let Some(g) = self.param("gracePeriodSeconds") {
-            o.grace_period_seconds = Some(g.parse().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))?);
+            o.grace_period_seconds =
+                Some(g.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}"))
+                })?);
         }
         if let Some(p) = self.param("propagationPolicy") {
             o.propagation_policy = Some(p.to_string());
@@ -261,7 +319,10 @@ impl Ctx {
 
     fn list_options(&self) -> ApiResult<ListOptions> {
         let limit = match self.param("limit") {
-            Some(l) => l.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+            Some(l) => l
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
+                .max(0) as usize,
             None => 0,
         };
         Ok(ListOptions {
@@ -287,7 +348,11 @@ impl Ctx {
             "application/json-patch+json" => Ok(PatchType::Json),
             "application/merge-patch+json" => Ok(PatchType::Merge),
             "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchType::Apply { force: self.flag("force") }),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => {
+                Ok(PatchType::Apply {
+                    force: self.flag("force"),
+                })
+            }
             other => Err(ApiError::unsupported_media_type(format!(
                 "the body of the request was in an unknown format ({other:?}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
             ))),
@@ -295,22 +360,37 @@ impl Ctx {
     }
 
     fn field_manager(&self) -> String {
-        self.param("fieldManager").map(str::to_string).unwrap_or_else(|| {
-            self.headers
-                .get(header::USER_AGENT)
-                .and_then(|h| h.to_str().ok())
-                .and_then(|ua| ua.split('/').next())
-                .unwrap_or("unknown")
-                .to_string()
-        })
+        self.param("fieldManager")
+            .map(str::to_string)
+            .unwrap_or_else(|| {
+                self.headers
+                    .get(header::USER_AGENT)
+                    .and_then(|h| h.to_str().ok())
+                    .and_then(|ua| ua.split('/').next())
+                    .unwrap_or("unknown")
+                    .to_string()
+            })
     }
 
     /// An object in the requested form: itself, or a one-row Table.
-    fn object_response(&self, def: &ResourceDef, code: StatusCode, json: Bytes) -> ApiResult<Response> {
+    fn object_response(
+        &self,
+        def: &ResourceDef,
+        code: StatusCode,
+        json: Bytes,
+    ) -> ApiResult<Response> {
         if self.wants_table {
-            let v: Value = serde_json::from_slice(&json).map_err(|e| ApiError::internal(e.to_string()))?;
-            let rv = v.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0);
-            return Ok(json_response(code, &table::table(def, &[v], self.server.clock.now(), rv, None)));
+            let v: Value =
+                serde_json::from_slice(&json).map_err(|e| ApiError::internal(e.to_string()))?;
+            let rv = v
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            return Ok(json_response(
+                code,
+                &table::table(def, &[v], self.server.clock.now(), rv, None),
+            ));
         }
         Ok(bytes_response(code, self.with_version(def, json)))
     }
@@ -330,7 +410,12 @@ impl Ctx {
         }
     }
 
-    fn collection(self, def: &Arc<ResourceDef>, ns: Option<String>, method: &Method) -> ApiResult<Response> {
+    fn collection(
+        self,
+        def: &Arc<ResourceDef>,
+        ns: Option<String>,
+        method: &Method,
+    ) -> ApiResult<Response> {
         let server = self.server.clone();
         match *method {
             Method::GET if self.flag("watch") => self.watch(def.clone(), ns),
@@ -342,18 +427,31 @@ impl Ctx {
                 let page = server.list(def, ns.as_deref(), &opts)?;
                 if self.wants_table {
                     let objs: Vec<Value> = page.items.iter().map(|o| o.value()).collect();
-                    let t = table::table(def, &objs, server.clock.now(), page.rv, page.continue_token.as_deref());
+                    let t = table::table(
+                        def,
+                        &objs,
+                        server.clock.now(),
+                        page.rv,
+                        page.continue_token.as_deref(),
+                    );
                     return Ok(json_response(StatusCode::OK, &t));
                 }
                 Ok(bytes_response(StatusCode::OK, self.list_body(def, &page)))
             }
             Method::POST => {
                 if def.namespaced && ns.is_none() {
-                    return Err(ApiError::method_not_allowed(&format!("POST on all-namespaces {}", def.resource)));
+                    return Err(ApiError::method_not_allowed(&format!(
+                        "POST on all-namespaces {}",
+                        def.resource
+                    )));
                 }
                 if def.create_only && def.resource == "bindings" {
                     let b = self.json_body()?;
-                    let name = b.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+                    let name = b
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
                     let status = server.bind(ns.as_deref().unwrap_or(""), &name, &b)?;
                     return Ok(json_response(StatusCode::CREATED, &status));
                 }
@@ -366,7 +464,14 @@ impl Ctx {
                 let opts = self.delete_options()?;
                 let items = server.delete_collection(def, ns.as_deref(), &list, &opts)?;
                 let mut out = BytesMut::new();
-                out.extend_from_slice(format!("{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{}},\"items\":[", def.kind, def.api_version()).as_bytes());
+                out.extend_from_slice(
+                    format!(
+                        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{}},\"items\":[",
+                        def.kind,
+                        def.api_version()
+                    )
+                    .as_bytes(),
+                );
                 for (i, it) in items.iter().enumerate() {
                     if i > 0 {
                         out.extend_from_slice(b",");
@@ -376,7 +481,10 @@ impl Ctx {
                 out.extend_from_slice(b"]}");
                 Ok(bytes_response(StatusCode::OK, out.freeze()))
             }
-            _ => Err(ApiError::method_not_allowed(&format!("{method} on {}", def.resource))),
+            _ => Err(ApiError::method_not_allowed(&format!(
+                "{method} on {}",
+                def.resource
+            ))),
         }
     }
 
@@ -405,13 +513,22 @@ impl Ctx {
         out.freeze()
     }
 
-    fn object(self, def: &Arc<ResourceDef>, ns: &str, name: &str, sub: Option<&str>, method: &Method) -> ApiResult<Response> {
+    fn object(
+        self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        method: &Method,
+    ) -> ApiResult<Response> {
         let server = self.server.clone();
         let is_pods = def.group.is_empty() && def.resource == "pods";
         let subresource = match sub {
             None => Subresource::Main,
             Some("status") if def.status => Subresource::Status,
-            Some("finalize") if def.group.is_empty() && def.resource == "namespaces" => Subresource::Finalize,
+            Some("finalize") if def.group.is_empty() && def.resource == "namespaces" => {
+                Subresource::Finalize
+            }
             Some("scale") if def.scale.is_some() => return self.scale(def, ns, name, method),
             Some("binding") if is_pods => {
                 if *method != Method::POST {
@@ -427,7 +544,12 @@ impl Ctx {
                 let st = server.evict(ns, name, &self.json_body()?)?;
                 return Ok(json_response(StatusCode::CREATED, &st));
             }
-            Some(other) => return Err(ApiError::no_route(&format!("{}/{name}/{other}", def.resource))),
+            Some(other) => {
+                return Err(ApiError::no_route(&format!(
+                    "{}/{name}/{other}",
+                    def.resource
+                )));
+            }
         };
         match (method, subresource) {
             (&Method::GET, _) => {
@@ -436,23 +558,44 @@ impl Ctx {
             }
             (&Method::PUT, _) => {
                 let body = self.json_body()?;
-                let out = server.update(def, ns, name, body, subresource, &self.write_options()?)?;
+                let out =
+                    server.update(def, ns, name, body, subresource, &self.write_options()?)?;
                 self.object_response(def, StatusCode::OK, out)
             }
             (&Method::PATCH, Subresource::Main | Subresource::Status) => {
                 let ty = self.patch_type()?;
-                let out = server.patch(def, ns, name, ty, &self.body, subresource, &self.write_options()?, &self.field_manager())?;
+                let out = server.patch(
+                    def,
+                    ns,
+                    name,
+                    ty,
+                    &self.body,
+                    subresource,
+                    &self.write_options()?,
+                    &self.field_manager(),
+                )?;
                 self.object_response(def, StatusCode::OK, out)
             }
-            (&Method::DELETE, Subresource::Main) => match server.delete(def, ns, name, &self.delete_options()?)? {
-                Deleted::Gone(b) => self.object_response(def, StatusCode::OK, b),
-                Deleted::Pending(b) => self.object_response(def, StatusCode::OK, b),
-            },
-            _ => Err(ApiError::method_not_allowed(&format!("{method} on {}", def.resource))),
+            (&Method::DELETE, Subresource::Main) => {
+                match server.delete(def, ns, name, &self.delete_options()?)? {
+                    Deleted::Gone(b) => self.object_response(def, StatusCode::OK, b),
+                    Deleted::Pending(b) => self.object_response(def, StatusCode::OK, b),
+                }
+            }
+            _ => Err(ApiError::method_not_allowed(&format!(
+                "{method} on {}",
+                def.resource
+            ))),
         }
     }
 
-    fn scale(self, def: &Arc<ResourceDef>, ns: &str, name: &str, method: &Method) -> ApiResult<Response> {
+    fn scale(
+        self,
+        def: &Arc<ResourceDef>,
+        ns: &str,
+        name: &str,
+        method: &Method,
+    ) -> ApiResult<Response> {
         let server = &self.server;
         let opts = self.write_options()?;
         let scale = match *method {
@@ -463,8 +606,12 @@ impl Ctx {
                 let rv_before = current.pointer("/metadata/resourceVersion").cloned();
                 let res = match self.patch_type()? {
                     PatchType::Json => crate::patch::json_patch(&mut current, &self.body),
-                    PatchType::Merge | PatchType::Apply { .. } => crate::patch::merge_patch(&mut current, &self.body),
-                    PatchType::Strategic => crate::patch::strategic_merge_patch(&mut current, &self.body),
+                    PatchType::Merge | PatchType::Apply { .. } => {
+                        crate::patch::merge_patch(&mut current, &self.body)
+                    }
+                    PatchType::Strategic => {
+                        crate::patch::strategic_merge_patch(&mut current, &self.body)
+                    }
                 };
                 res.map_err(|e| ApiError::bad_request(e.0))?;
                 if current.pointer("/metadata/resourceVersion") == rv_before.as_ref() {
@@ -475,36 +622,59 @@ impl Ctx {
                 }
                 server.update_scale(def, ns, name, &current, &opts)?
             }
-            _ => return Err(ApiError::method_not_allowed(&format!("{method} on {}/scale", def.resource))),
+            _ => {
+                return Err(ApiError::method_not_allowed(&format!(
+                    "{method} on {}/scale",
+                    def.resource
+                )));
+            }
         };
         Ok(json_response(StatusCode::OK, &scale))
     }
 
     fn watch(self, def: Arc<ResourceDef>, ns: Option<String>) -> ApiResult<Response> {
-        let filter = Filter::parse(&def, self.param("labelSelector"), self.param("fieldSelector"))?;
+        let filter = Filter::parse(
+            &def,
+            self.param("labelSelector"),
+            self.param("fieldSelector"),
+        )?;
         let send_initial = self.flag("sendInitialEvents");
-        let from = match self.param("resourceVersion") {
-            _ if send_initial => WatchFrom::Now,
-            None | Some("") | Some("0") => WatchFrom::Now,
-            Some(rv) => WatchFrom::Version(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?),
-        };
+        let from =
+            match self.param("resourceVersion") {
+                _ if send_initial => WatchFrom::Now,
+                None | Some("") | Some("0") => WatchFrom::Now,
+                Some(rv) => WatchFrom::Version(rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
+                })?),
+            };
         let timeout = match self.param("timeoutSeconds") {
-            Some(t) => Duration::from_secs(t.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?),
+            Some(t) => Duration::from_secs(
+                t.parse()
+                    .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+            ),
             None => DEFAULT_WATCH_TIMEOUT,
         };
         let bookmarks = self.flag("allowWatchBookmarks");
         let server = self.server.clone();
-        let (id, rx, initial) = server.store.watch(Some(def.gr()), ns.clone(), from).map_err(|e| match e {
-            StoreError::Gone { requested, oldest } => ApiError::gone(format!("too old resource version: {requested} ({oldest})")),
-            other => ApiError::internal(other.to_string()),
-        })?;
+        let (id, rx, initial) = server
+            .store
+            .watch(Some(def.gr()), ns.clone(), from)
+            .map_err(|e| match e {
+                StoreError::Gone { requested, oldest } => {
+                    ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
+                }
+                other => ApiError::internal(other.to_string()),
+            })?;
         let start_rv = match from {
             WatchFrom::Version(rv) => rv,
             WatchFrom::Now => server.store.current_rv(),
         };
         let deadline = tokio::time::Instant::now() + timeout;
         let state = WatchState {
-            guard: WatchGuard { server: server.clone(), id },
+            guard: WatchGuard {
+                server: server.clone(),
+                id,
+            },
             def,
             filter,
             table: self.wants_table,
@@ -522,7 +692,12 @@ impl Ctx {
             Some((Ok::<Bytes, std::convert::Infallible>(chunk), st))
         });
         let body = Body::from_stream(stream.boxed());
-        Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+        Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response())
     }
 }
 
@@ -560,7 +735,11 @@ impl WatchState {
         out.extend_from_slice(b"\",\"object\":");
         if self.table {
             let v: Value = serde_json::from_slice(obj).unwrap_or(Value::Null);
-            let rv = v.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0);
+            let rv = v
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
             let t = table::table(&self.def, &[v], self.guard.server.clock.now(), rv, None);
             out.extend_from_slice(&serde_json::to_vec(&t).unwrap_or_default());
         } else if self.def.custom && self.def.versions.len() > 1 {

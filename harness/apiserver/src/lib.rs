@@ -94,7 +94,11 @@ impl ApiServer {
     /// Serves the API over TLS with a bearer token on `addr` (port 0 picks one).
     pub async fn serve_tls(&self, addr: SocketAddr) -> Result<TlsEndpoint, ServeError> {
         let server = self.server.clone();
-        TlsEndpoint::serve(move |token, address| http::router(server, Some(token), address), addr).await
+        TlsEndpoint::serve(
+            move |token, address| http::router(server, Some(token), address),
+            addr,
+        )
+        .await
     }
 }
 

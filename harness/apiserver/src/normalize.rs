@@ -30,7 +30,9 @@ impl FieldValidation {
             Some("Ignore") => Ok(Self::Ignore),
             Some("Warn") => Ok(Self::Warn),
             Some("Strict") => Ok(Self::Strict),
-            Some(other) => Err(format!("fieldValidation must be one of Ignore, Warn or Strict, not {other:?}")),
+            Some(other) => Err(format!(
+                "fieldValidation must be one of Ignore, Warn or Strict, not {other:?}"
+            )),
         }
     }
 }
@@ -44,7 +46,10 @@ pub enum NormalizeError {
     UnknownFields(Vec<String>),
 }
 
-fn roundtrip<T: DeserializeOwned + Serialize>(v: Value, mode: FieldValidation) -> Result<Value, NormalizeError> {
+fn roundtrip<T: DeserializeOwned + Serialize>(
+    v: Value,
+    mode: FieldValidation,
+) -> Result<Value, NormalizeError> {
     let original = (mode == FieldValidation::Strict).then(|| v.clone());
     let typed: T = serde_json::from_value(v).map_err(|e| NormalizeError::Invalid(e.to_string()))?;
     let out = serde_json::to_value(&typed).map_err(|e| NormalizeError::Invalid(e.to_string()))?;
@@ -63,7 +68,11 @@ fn dropped_fields(before: &Value, after: &Value, path: &str, out: &mut Vec<Strin
     match (before, after) {
         (Value::Object(b), Value::Object(a)) => {
             for (k, bv) in b {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match a.get(k) {
                     Some(av) => dropped_fields(bv, av, &p, out),
                     None if is_empty(bv) => {}
@@ -90,7 +99,12 @@ fn is_empty(v: &Value) -> bool {
 }
 
 /// Normalises a built-in object of `group`/`kind`; other kinds pass unchanged.
-pub fn normalize(group: &str, kind: &str, v: Value, mode: FieldValidation) -> Result<Value, NormalizeError> {
+pub fn normalize(
+    group: &str,
+    kind: &str,
+    v: Value,
+    mode: FieldValidation,
+) -> Result<Value, NormalizeError> {
     use FieldValidation as M;
     let m: M = mode;
     match (group, kind) {
@@ -120,8 +134,12 @@ pub fn normalize(group: &str, kind: &str, v: Value, mode: FieldValidation) -> Re
         ("storage.k8s.io", "StorageClass") => roundtrip::<storage::v1::StorageClass>(v, m),
         ("storage.k8s.io", "CSINode") => roundtrip::<storage::v1::CSINode>(v, m),
         ("storage.k8s.io", "CSIDriver") => roundtrip::<storage::v1::CSIDriver>(v, m),
-        ("storage.k8s.io", "CSIStorageCapacity") => roundtrip::<storage::v1::CSIStorageCapacity>(v, m),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => roundtrip::<CustomResourceDefinition>(v, m),
+        ("storage.k8s.io", "CSIStorageCapacity") => {
+            roundtrip::<storage::v1::CSIStorageCapacity>(v, m)
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            roundtrip::<CustomResourceDefinition>(v, m)
+        }
         _ => Ok(v),
     }
 }
@@ -146,12 +164,18 @@ mod tests {
     #[test]
     fn rejects_wrong_types() {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": "nope"}});
-        assert!(matches!(normalize("", "Pod", pod, FieldValidation::Warn), Err(NormalizeError::Invalid(_))));
+        assert!(matches!(
+            normalize("", "Pod", pod, FieldValidation::Warn),
+            Err(NormalizeError::Invalid(_))
+        ));
     }
 
     #[test]
     fn custom_kinds_pass_through() {
         let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {"anything": true}});
-        assert_eq!(normalize("example.com", "Widget", w.clone(), FieldValidation::Strict), Ok(w));
+        assert_eq!(
+            normalize("example.com", "Widget", w.clone(), FieldValidation::Strict),
+            Ok(w)
+        );
     }
 }

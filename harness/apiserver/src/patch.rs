@@ -22,16 +22,23 @@ pub struct PatchError(pub String);
 
 /// Applies an RFC 6902 JSON patch.
 pub fn json_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
-    let p: json_patch::Patch =
-        serde_json::from_slice(patch).map_err(|e| PatchError(format!("error decoding patch: {e}")))?;
-    json_patch::patch(target, &p).map_err(|e| PatchError(format!("the server rejected our request due to an error in our request: {e}")))
+    let p: json_patch::Patch = serde_json::from_slice(patch)
+        .map_err(|e| PatchError(format!("error decoding patch: {e}")))?;
+    json_patch::patch(target, &p).map_err(|e| {
+        PatchError(format!(
+            "the server rejected our request due to an error in our request: {e}"
+        ))
+    })
 }
 
 /// Applies an RFC 7386 JSON merge patch.
 pub fn merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
-    let p: Value = serde_json::from_slice(patch).map_err(|e| PatchError(format!("error decoding patch: {e}")))?;
+    let p: Value = serde_json::from_slice(patch)
+        .map_err(|e| PatchError(format!("error decoding patch: {e}")))?;
     if !p.is_object() {
-        return Err(PatchError("error decoding patch: a merge patch must be a JSON object".into()));
+        return Err(PatchError(
+            "error decoding patch: a merge patch must be a JSON object".into(),
+        ));
     }
     json_patch::merge(target, &p);
     Ok(())
@@ -39,18 +46,24 @@ pub fn merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
 
 /// Applies a strategic merge patch to a built-in object.
 pub fn strategic_merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
-    let p: Value = serde_json::from_slice(patch).map_err(|e| PatchError(format!("error decoding patch: {e}")))?;
+    let p: Value = serde_json::from_slice(patch)
+        .map_err(|e| PatchError(format!("error decoding patch: {e}")))?;
     let Value::Object(p) = p else {
-        return Err(PatchError("error decoding patch: a strategic merge patch must be a JSON object".into()));
+        return Err(PatchError(
+            "error decoding patch: a strategic merge patch must be a JSON object".into(),
+        ));
     };
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
     // PodDisruptionBudgetSpec.selector has `patchStrategy:"replace"`.
-    if target.get("kind").and_then(Value::as_str) == Some("PodDisruptionBudget") {
-        if let (Some(sel), Some(spec)) = (p.get("spec").and_then(|s| s.get("selector")), target.get_mut("spec")) {
-            spec["selector"] = sel.clone();
-        }
+    if target.get("kind").and_then(Value::as_str) == Some("PodDisruptionBudget")
+        && let (Some(sel), Some(spec)) = (
+            p.get("spec").and_then(|s| s.get("selector")),
+            target.get_mut("spec"),
+        )
+    {
+        spec["selector"] = sel.clone();
     }
     if let Value::Object(t) = target {
         merge_map(t, p, "")?;
@@ -73,11 +86,25 @@ enum ListStrategy {
 fn list_strategy(parent: &str, field: &str) -> ListStrategy {
     use ListStrategy::*;
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env" | "imagePullSecrets" | "secrets"
-        | "resourceClaims" | "schedulingGates" => MergeKey("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "secrets"
+        | "resourceClaims"
+        | "schedulingGates" => MergeKey("name"),
         "volumeMounts" => MergeKey("mountPath"),
         "volumeDevices" => MergeKey("devicePath"),
-        "ports" if matches!(parent, "containers" | "initContainers" | "ephemeralContainers") => MergeKey("containerPort"),
+        "ports"
+            if matches!(
+                parent,
+                "containers" | "initContainers" | "ephemeralContainers"
+            ) =>
+        {
+            MergeKey("containerPort")
+        }
         "ports" if parent == "spec" => MergeKey("port"),
         "hostAliases" => MergeKey("ip"),
         "podIPs" | "hostIPs" => MergeKey("ip"),
@@ -89,7 +116,11 @@ fn list_strategy(parent: &str, field: &str) -> ListStrategy {
     }
 }
 
-fn merge_map(target: &mut Map<String, Value>, mut patch: Map<String, Value>, parent: &str) -> Result<(), PatchError> {
+fn merge_map(
+    target: &mut Map<String, Value>,
+    mut patch: Map<String, Value>,
+    parent: &str,
+) -> Result<(), PatchError> {
     // `$patch` directive on a map.
     if let Some(d) = patch.remove("$patch") {
         match d.as_str() {
@@ -158,7 +189,12 @@ fn merge_map(target: &mut Map<String, Value>, mut patch: Map<String, Value>, par
     Ok(())
 }
 
-fn merge_list(mut target: Vec<Value>, patch: Vec<Value>, parent: &str, field: &str) -> Result<Vec<Value>, PatchError> {
+fn merge_list(
+    mut target: Vec<Value>,
+    patch: Vec<Value>,
+    parent: &str,
+    field: &str,
+) -> Result<Vec<Value>, PatchError> {
     match list_strategy(parent, field) {
         ListStrategy::Replace => {
             // A `$patch: replace` marker item may appear; drop it.
@@ -175,7 +211,8 @@ fn merge_list(mut target: Vec<Value>, patch: Vec<Value>, parent: &str, field: &s
         }
         ListStrategy::MergePrimitives => {
             for item in patch {
-                if item.is_object() && item.get("$patch").and_then(Value::as_str) == Some("replace") {
+                if item.is_object() && item.get("$patch").and_then(Value::as_str) == Some("replace")
+                {
                     return Ok(Vec::new());
                 }
                 if !target.contains(&item) {
@@ -197,10 +234,14 @@ fn merge_list(mut target: Vec<Value>, patch: Vec<Value>, parent: &str, field: &s
             }
             for item in patch {
                 let Value::Object(mut pm) = item else {
-                    return Err(PatchError(format!("{field}: items of a merge list must be objects")));
+                    return Err(PatchError(format!(
+                        "{field}: items of a merge list must be objects"
+                    )));
                 };
                 let Some(kv) = pm.get(key).cloned() else {
-                    return Err(PatchError(format!("map: {pm:?} does not contain declared merge key: {key}")));
+                    return Err(PatchError(format!(
+                        "map: {pm:?} does not contain declared merge key: {key}"
+                    )));
                 };
                 let pos = target.iter().position(|t| t.get(key) == Some(&kv));
                 let delete = pm.get("$patch").and_then(Value::as_str) == Some("delete");
@@ -256,7 +297,10 @@ mod tests {
             out["spec"]["containers"],
             json!([{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:2"}, {"name": "c", "image": "c:1"}])
         );
-        assert_eq!(out["spec"]["tolerations"], json!([{"key": "y", "operator": "Exists"}]));
+        assert_eq!(
+            out["spec"]["tolerations"],
+            json!([{"key": "y", "operator": "Exists"}])
+        );
     }
 
     #[test]
@@ -268,7 +312,10 @@ mod tests {
             node,
             json!({"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "$patch": "delete"}]}}),
         );
-        assert_eq!(out["status"]["conditions"], json!([{"type": "Ready", "status": "True"}]));
+        assert_eq!(
+            out["status"]["conditions"],
+            json!([{"type": "Ready", "status": "True"}])
+        );
     }
 
     #[test]
@@ -286,17 +333,29 @@ mod tests {
     #[test]
     fn taints_are_replaced_as_kubectl_taint_expects() {
         let node = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
-        let out = smp(node, json!({"spec": {"taints": [{"key": "b", "effect": "NoExecute"}], "unschedulable": true}}));
-        assert_eq!(out["spec"]["taints"], json!([{"key": "b", "effect": "NoExecute"}]));
+        let out = smp(
+            node,
+            json!({"spec": {"taints": [{"key": "b", "effect": "NoExecute"}], "unschedulable": true}}),
+        );
+        assert_eq!(
+            out["spec"]["taints"],
+            json!([{"key": "b", "effect": "NoExecute"}])
+        );
         assert_eq!(out["spec"]["unschedulable"], json!(true));
     }
 
     #[test]
     fn replace_and_retain_keys_directives() {
         let obj = json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
-        let out = smp(obj.clone(), json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}));
+        let out = smp(
+            obj.clone(),
+            json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}),
+        );
         assert_eq!(out["spec"]["strategy"], json!({"type": "Recreate"}));
-        let out = smp(obj, json!({"spec": {"strategy": {"$patch": "replace", "type": "Recreate"}}}));
+        let out = smp(
+            obj,
+            json!({"spec": {"strategy": {"$patch": "replace", "type": "Recreate"}}}),
+        );
         assert_eq!(out["spec"]["strategy"], json!({"type": "Recreate"}));
     }
 
@@ -305,7 +364,10 @@ mod tests {
         let mut t = json!({});
         assert!(strategic_merge_patch(&mut t, b"[1]").is_err());
         assert!(strategic_merge_patch(&mut t, b"{").is_err());
-        assert!(strategic_merge_patch(&mut t, br#"{"spec": {"containers": [{"image": "x"}]}}"#).is_err());
+        assert!(
+            strategic_merge_patch(&mut t, br#"{"spec": {"containers": [{"image": "x"}]}}"#)
+                .is_err()
+        );
         assert!(merge_patch(&mut t, b"3").is_err());
         assert!(json_patch(&mut t, br#"[{"op": "remove", "path": "/nope"}]"#).is_err());
         assert_eq!(t, json!({}));
@@ -314,10 +376,23 @@ mod tests {
     #[test]
     fn service_ports_merge_by_port_container_ports_by_container_port() {
         let svc = json!({"spec": {"ports": [{"port": 80, "name": "http"}]}});
-        let out = smp(svc, json!({"spec": {"ports": [{"port": 443, "name": "https"}]}}));
+        let out = smp(
+            svc,
+            json!({"spec": {"ports": [{"port": 443, "name": "https"}]}}),
+        );
         assert_eq!(out["spec"]["ports"].as_array().unwrap().len(), 2);
-        let pod = json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
-        let out = smp(pod, json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 81}]}]}}));
-        assert_eq!(out["spec"]["containers"][0]["ports"].as_array().unwrap().len(), 2);
+        let pod =
+            json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
+        let out = smp(
+            pod,
+            json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 81}]}]}}),
+        );
+        assert_eq!(
+            out["spec"]["containers"][0]["ports"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }

@@ -65,8 +65,14 @@ pub fn scaled_value(v: &Value, total: i64) -> Result<i64, String> {
 }
 
 impl Server {
-    fn pods_matching(&self, ns: &str, selector: &LabelSelector) -> Vec<(std::sync::Arc<Stored>, Value)> {
-        let (_, pods) = self.store.list(&GroupResource::new("", "pods"), Some(ns), None);
+    fn pods_matching(
+        &self,
+        ns: &str,
+        selector: &LabelSelector,
+    ) -> Vec<(std::sync::Arc<Stored>, Value)> {
+        let (_, pods) = self
+            .store
+            .list(&GroupResource::new("", "pods"), Some(ns), None);
         pods.into_iter()
             .filter(|p| selector.matches(&p.labels))
             .map(|p| {
@@ -95,30 +101,47 @@ impl Server {
         let scale = def.scale.clone()?;
         let obj = self.store.get(&def.gr(), ns, name)?;
         let v = obj.value();
-        if v.pointer("/metadata/uid").and_then(Value::as_str) != owner.get("uid").and_then(Value::as_str) {
+        if v.pointer("/metadata/uid").and_then(Value::as_str)
+            != owner.get("uid").and_then(Value::as_str)
+        {
             return None;
         }
         // A ReplicaSet owned by a Deployment: the Deployment's scale counts.
-        if kind == "ReplicaSet" {
-            if let Some(dep) = v
+        if kind == "ReplicaSet"
+            && let Some(dep) = v
                 .pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
-                .and_then(|refs| refs.iter().find(|r| r.get("kind").and_then(Value::as_str) == Some("Deployment")))
+                .and_then(|refs| {
+                    refs.iter()
+                        .find(|r| r.get("kind").and_then(Value::as_str) == Some("Deployment"))
+                })
+        {
+            let dname = dep.get("name").and_then(Value::as_str).unwrap_or("");
+            if let Some(d) = self
+                .store
+                .get(&GroupResource::new("apps", "deployments"), ns, dname)
             {
-                let dname = dep.get("name").and_then(Value::as_str).unwrap_or("");
-                if let Some(d) = self.store.get(&GroupResource::new("apps", "deployments"), ns, dname) {
-                    let dv = d.value();
-                    return Some((d.uid.clone(), dv.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)));
-                }
+                let dv = d.value();
+                return Some((
+                    d.uid.clone(),
+                    dv.pointer("/spec/replicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1),
+                ));
             }
         }
-        let replicas = crate::registry::lookup(&v, &scale.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
+        let replicas = crate::registry::lookup(&v, &scale.spec_replicas)
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         Some((obj.uid.clone(), replicas))
     }
 
     /// Computes a budget's status from the current pods.
     pub fn budget_status(&self, pdb: &Value) -> BudgetStatus {
-        let ns = pdb.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+        let ns = pdb
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let fail = |e: String| BudgetStatus {
             expected: 0,
             current_healthy: 0,
@@ -148,9 +171,16 @@ impl Server {
             .unwrap_or_default();
         let healthy = pods
             .iter()
-            .filter(|(p, v)| v.pointer("/metadata/deletionTimestamp").is_none() && is_ready(v) && !disrupted.contains(&p.name))
+            .filter(|(p, v)| {
+                v.pointer("/metadata/deletionTimestamp").is_none()
+                    && is_ready(v)
+                    && !disrupted.contains(&p.name)
+            })
             .count() as i64;
-        let (expected, desired) = match (pdb.pointer("/spec/minAvailable"), pdb.pointer("/spec/maxUnavailable")) {
+        let (expected, desired) = match (
+            pdb.pointer("/spec/minAvailable"),
+            pdb.pointer("/spec/maxUnavailable"),
+        ) {
             (Some(Value::Number(n)), _) => (pods.len() as i64, n.as_i64().unwrap_or(0)),
             (min, max) => {
                 let mut controllers: BTreeMap<String, i64> = BTreeMap::new();
@@ -184,30 +214,53 @@ impl Server {
     }
 
     /// Writes a budget's computed status (and `disruptedPods`) to the store.
-    fn write_budget_status(&self, pdb: &Value, st: &BudgetStatus, disrupted: Option<(&str, String)>) -> ApiResult<()> {
+    fn write_budget_status(
+        &self,
+        pdb: &Value,
+        st: &BudgetStatus,
+        disrupted: Option<(&str, String)>,
+    ) -> ApiResult<()> {
         let def = self.def("policy", "poddisruptionbudgets")?;
-        let ns = pdb.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
-        let name = pdb.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let ns = pdb
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let name = pdb
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let mut new = pdb.clone();
-        let mut disrupted_pods = pdb.pointer("/status/disruptedPods").cloned().unwrap_or(json!({}));
+        let mut disrupted_pods = pdb
+            .pointer("/status/disruptedPods")
+            .cloned()
+            .unwrap_or(json!({}));
         let evicting = disrupted.is_some();
         if let (Some((pod, at)), Some(m)) = (disrupted, disrupted_pods.as_object_mut()) {
             m.insert(pod.to_string(), json!(at));
         }
-        let allowed = if evicting { st.disruptions_allowed - 1 } else { st.disruptions_allowed };
+        let allowed = if evicting {
+            st.disruptions_allowed - 1
+        } else {
+            st.disruptions_allowed
+        };
         let now = self.clock.rfc3339();
         let (cond_status, reason, message) = match &st.error {
             Some(e) => ("False", "SyncFailed", e.clone()),
             None if allowed > 0 => ("True", "SufficientPods", String::new()),
             None => ("False", "InsufficientPods", String::new()),
         };
-        let generation = pdb.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
+        let generation = pdb
+            .pointer("/metadata/generation")
+            .cloned()
+            .unwrap_or(json!(1));
         // Keep the transition time while the condition's status stays the same.
         let old_cond = pdb.pointer("/status/conditions/0");
         let now = match old_cond {
-            Some(c) if c.get("status").and_then(Value::as_str) == Some(cond_status) => {
-                c.get("lastTransitionTime").and_then(Value::as_str).map(str::to_string).unwrap_or(now)
-            }
+            Some(c) if c.get("status").and_then(Value::as_str) == Some(cond_status) => c
+                .get("lastTransitionTime")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or(now),
             _ => now,
         };
         new["status"] = json!({
@@ -222,9 +275,19 @@ impl Server {
                 "lastTransitionTime": now, "observedGeneration": generation
             }]
         });
-        let rv = pdb.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        let rv = pdb
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         new["metadata"]["resourceVersion"] = json!(rv);
-        self.update(&def, ns, name, new, Subresource::Status, &WriteOptions::default())?;
+        self.update(
+            &def,
+            ns,
+            name,
+            new,
+            Subresource::Status,
+            &WriteOptions::default(),
+        )?;
         Ok(())
     }
 
@@ -254,10 +317,12 @@ impl Server {
             Some(d) => DeleteOptions::from_body(d).map_err(ApiError::bad_request)?,
             None => DeleteOptions::default(),
         };
-        if let Some(n) = eviction.pointer("/metadata/name").and_then(Value::as_str) {
-            if n != name {
-                return Err(ApiError::bad_request(format!("name in URL does not match name in Eviction object ({n} != {name})")));
-            }
+        if let Some(n) = eviction.pointer("/metadata/name").and_then(Value::as_str)
+            && n != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "name in URL does not match name in Eviction object ({n} != {name})"
+            )));
         }
         for _ in 0..16 {
             let pod = self.get(&pods, ns, name)?;
@@ -265,7 +330,10 @@ impl Server {
             if opts.precondition_uid.is_none() {
                 opts.precondition_uid = Some(pod.uid.clone());
             }
-            let phase = pv.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+            let phase = pv
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let terminating = pv.pointer("/metadata/deletionTimestamp").is_some();
             // Pods that are done, not yet running, or already going need no budget.
             if matches!(phase, "Succeeded" | "Failed" | "Pending") || terminating {
@@ -289,17 +357,26 @@ impl Server {
             let Some(pdb) = matching.into_iter().next() else {
                 return self.finish_eviction(&pods, ns, name, &opts);
             };
-            let pdb_name = pdb.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+            let pdb_name = pdb
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let st = self.budget_status(&pdb);
             let unhealthy_ok = !is_ready(&pv)
-                && (pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str) == Some("AlwaysAllow")
+                && (pdb
+                    .pointer("/spec/unhealthyPodEvictionPolicy")
+                    .and_then(Value::as_str)
+                    == Some("AlwaysAllow")
                     || st.current_healthy >= st.desired_healthy && st.error.is_none());
             if unhealthy_ok {
                 return self.finish_eviction(&pods, ns, name, &opts);
             }
             if st.disruptions_allowed <= 0 || st.error.is_some() {
                 let detail = match &st.error {
-                    Some(e) => format!("The disruption budget {pdb_name} does not allow evictions: {e}"),
+                    Some(e) => {
+                        format!("The disruption budget {pdb_name} does not allow evictions: {e}")
+                    }
                     None => format!(
                         "The disruption budget {pdb_name} needs {} healthy pods and has {} currently",
                         st.desired_healthy, st.current_healthy
@@ -324,11 +401,19 @@ impl Server {
         ))
     }
 
-    fn finish_eviction(&self, pods: &crate::registry::ResourceDef, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<Value> {
+    fn finish_eviction(
+        &self,
+        pods: &crate::registry::ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Value> {
         match self.delete(pods, ns, name, opts)? {
             Deleted::Gone(_) | Deleted::Pending(_) => {}
         }
-        Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+        Ok(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        )
     }
 
     /// The `pods/binding` subresource: assigns an unbound pod to a node.
@@ -338,31 +423,68 @@ impl Server {
             .pointer("/target/name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
-            .ok_or_else(|| ApiError::invalid("", "Binding", name, vec![crate::error::Cause::required("target.name")]))?
-            .to_string();
-        if let Some(kind) = binding.pointer("/target/kind").and_then(Value::as_str) {
-            if !kind.is_empty() && kind != "Node" {
-                return Err(ApiError::invalid(
+            .ok_or_else(|| {
+                ApiError::invalid(
                     "",
                     "Binding",
                     name,
-                    vec![crate::error::Cause::invalid("target.kind", kind, "must be empty or Node")],
-                ));
-            }
+                    vec![crate::error::Cause::required("target.name")],
+                )
+            })?
+            .to_string();
+        if let Some(kind) = binding.pointer("/target/kind").and_then(Value::as_str)
+            && !kind.is_empty()
+            && kind != "Node"
+        {
+            return Err(ApiError::invalid(
+                "",
+                "Binding",
+                name,
+                vec![crate::error::Cause::invalid(
+                    "target.kind",
+                    kind,
+                    "must be empty or Node",
+                )],
+            ));
         }
-        let uid = binding.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string);
+        let uid = binding
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let now = self.clock.rfc3339();
         loop {
             let cur = self.get(&pods, ns, name)?;
             let mut pod = cur.value();
-            if uid.as_deref().is_some_and(|u| !u.is_empty() && u != cur.uid) {
-                return Err(ApiError::conflict("", "pods", name, "the UID in the binding does not match the pod"));
+            if uid
+                .as_deref()
+                .is_some_and(|u| !u.is_empty() && u != cur.uid)
+            {
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    "the UID in the binding does not match the pod",
+                ));
             }
             if pod.pointer("/metadata/deletionTimestamp").is_some() {
-                return Err(ApiError::conflict("", "pods", name, "pod is being deleted, cannot be assigned to a host"));
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    "pod is being deleted, cannot be assigned to a host",
+                ));
             }
-            if let Some(existing) = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
-                return Err(ApiError::conflict("", "pods", name, &format!("pod {name} is already assigned to node {existing:?}")));
+            if let Some(existing) = pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+            {
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    &format!("pod {name} is already assigned to node {existing:?}"),
+                ));
             }
             pod["spec"]["nodeName"] = json!(node);
             let conds = pod["status"]
@@ -374,7 +496,9 @@ impl Server {
             }
             match self.store.update(&pods, cur.rv, pod) {
                 Ok(_) => {
-                    return Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}));
+                    return Ok(
+                        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+                    );
                 }
                 Err(crate::store::StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(ApiError::internal(e.to_string())),

@@ -132,7 +132,9 @@ pub fn api_version(group: &str, version: &str) -> String {
 
 /// Reads a dotted path (`spec.nodeName`) from a JSON object.
 pub fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    path.trim_start_matches('.').split('.').try_fold(obj, |v, k| v.get(k))
+    path.trim_start_matches('.')
+        .split('.')
+        .try_fold(obj, |v, k| v.get(k))
 }
 
 const META_FIELDS: [(&str, &str); 2] = [("metadata.name", ""), ("metadata.namespace", "")];
@@ -211,12 +213,40 @@ fn builtins() -> Vec<Builtin> {
         b("", "configmaps", "ConfigMap", true, &["cm"], false),
         b("", "secrets", "Secret", true, &[], false).fields(&[("type", "")]),
         b("", "events", "Event", true, &["ev"], false).fields(EVENT_FIELDS),
-        b("", "serviceaccounts", "ServiceAccount", true, &["sa"], false),
-        b("", "persistentvolumes", "PersistentVolume", false, &["pv"], true),
-        b("", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], true),
-        b("", "replicationcontrollers", "ReplicationController", true, &["rc"], true)
-            .scaled()
-            .fields(&[("status.replicas", "0")]),
+        b(
+            "",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            false,
+        ),
+        b(
+            "",
+            "persistentvolumes",
+            "PersistentVolume",
+            false,
+            &["pv"],
+            true,
+        ),
+        b(
+            "",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+            &["pvc"],
+            true,
+        ),
+        b(
+            "",
+            "replicationcontrollers",
+            "ReplicationController",
+            true,
+            &["rc"],
+            true,
+        )
+        .scaled()
+        .fields(&[("status.replicas", "0")]),
         b("", "podtemplates", "PodTemplate", true, &[], false),
         b("apps", "deployments", "Deployment", true, &["deploy"], true).scaled(),
         b("apps", "replicasets", "ReplicaSet", true, &["rs"], true)
@@ -224,17 +254,66 @@ fn builtins() -> Vec<Builtin> {
             .fields(&[("status.replicas", "0")]),
         b("apps", "statefulsets", "StatefulSet", true, &["sts"], true).scaled(),
         b("apps", "daemonsets", "DaemonSet", true, &["ds"], true),
-        b("apps", "controllerrevisions", "ControllerRevision", true, &[], false),
+        b(
+            "apps",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+            &[],
+            false,
+        ),
         b("batch", "jobs", "Job", true, &[], true).fields(&[("status.successful", "0")]),
-        b("policy", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true),
+        b(
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            &["pdb"],
+            true,
+        ),
         b("coordination.k8s.io", "leases", "Lease", true, &[], false),
         b("events.k8s.io", "events", "Event", true, &["ev"], false).fields(EVENTS_K8S_FIELDS),
-        b("scheduling.k8s.io", "priorityclasses", "PriorityClass", false, &["pc"], false),
-        b("storage.k8s.io", "storageclasses", "StorageClass", false, &["sc"], false),
+        b(
+            "scheduling.k8s.io",
+            "priorityclasses",
+            "PriorityClass",
+            false,
+            &["pc"],
+            false,
+        ),
+        b(
+            "storage.k8s.io",
+            "storageclasses",
+            "StorageClass",
+            false,
+            &["sc"],
+            false,
+        ),
         b("storage.k8s.io", "csinodes", "CSINode", false, &[], false),
-        b("storage.k8s.io", "csidrivers", "CSIDriver", false, &[], false),
-        b("storage.k8s.io", "csistoragecapacities", "CSIStorageCapacity", true, &[], false),
-        b("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"], true),
+        b(
+            "storage.k8s.io",
+            "csidrivers",
+            "CSIDriver",
+            false,
+            &[],
+            false,
+        ),
+        b(
+            "storage.k8s.io",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+            true,
+            &[],
+            false,
+        ),
+        b(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+            &["crd", "crds"],
+            true,
+        ),
     ]
 }
 
@@ -260,7 +339,14 @@ impl Builtin {
             short_names: self.short.iter().map(|s| s.to_string()).collect(),
             categories: if matches!(
                 self.resource,
-                "pods" | "services" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" | "jobs" | "replicationcontrollers"
+                "pods"
+                    | "services"
+                    | "deployments"
+                    | "replicasets"
+                    | "statefulsets"
+                    | "daemonsets"
+                    | "jobs"
+                    | "replicationcontrollers"
             ) {
                 vec!["all".into()]
             } else {
@@ -381,22 +467,41 @@ impl Registry {
 /// Builds the resource of a CRD (`apiextensions.k8s.io/v1` object).
 pub fn crd_resource(crd: &Value) -> Result<ResourceDef, String> {
     let spec = crd.get("spec").ok_or("spec is required")?;
-    let group = spec.get("group").and_then(Value::as_str).ok_or("spec.group is required")?;
+    let group = spec
+        .get("group")
+        .and_then(Value::as_str)
+        .ok_or("spec.group is required")?;
     let names = spec.get("names").ok_or("spec.names is required")?;
-    let plural = names.get("plural").and_then(Value::as_str).ok_or("spec.names.plural is required")?;
-    let kind = names.get("kind").and_then(Value::as_str).ok_or("spec.names.kind is required")?;
+    let plural = names
+        .get("plural")
+        .and_then(Value::as_str)
+        .ok_or("spec.names.plural is required")?;
+    let kind = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or("spec.names.kind is required")?;
     let singular = names
         .get("singular")
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| kind.to_lowercase());
-    let scope = spec.get("scope").and_then(Value::as_str).ok_or("spec.scope is required")?;
+    let scope = spec
+        .get("scope")
+        .and_then(Value::as_str)
+        .ok_or("spec.scope is required")?;
     let namespaced = match scope {
         "Namespaced" => true,
         "Cluster" => false,
-        other => return Err(format!("spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\"")),
+        other => {
+            return Err(format!(
+                "spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+            ));
+        }
     };
-    let versions = spec.get("versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .ok_or("spec.versions is required")?;
     if versions.is_empty() {
         return Err("spec.versions must have at least one version".into());
     }
@@ -406,16 +511,18 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceDef, String> {
         .collect();
     // The storage version is preferred; then the others in order.
     let mut names_v: Vec<String> = Vec::new();
-    if let Some(storage) = served.iter().find(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false)) {
-        if let Some(n) = storage.get("name").and_then(Value::as_str) {
-            names_v.push(n.to_string());
-        }
+    if let Some(storage) = served
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
+        && let Some(n) = storage.get("name").and_then(Value::as_str)
+    {
+        names_v.push(n.to_string());
     }
     for v in &served {
-        if let Some(n) = v.get("name").and_then(Value::as_str) {
-            if !names_v.iter().any(|x| x == n) {
-                names_v.push(n.to_string());
-            }
+        if let Some(n) = v.get("name").and_then(Value::as_str)
+            && !names_v.iter().any(|x| x == n)
+        {
+            names_v.push(n.to_string());
         }
     }
     if names_v.is_empty() {
@@ -428,11 +535,24 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceDef, String> {
         .unwrap_or(&versions[0]);
     let subresources = preferred.get("subresources");
     let status = subresources.and_then(|s| s.get("status")).is_some();
-    let scale = subresources.and_then(|s| s.get("scale")).map(|s| ScaleSpec {
-        spec_replicas: s.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").into(),
-        status_replicas: s.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").into(),
-        label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(str::to_string),
-    });
+    let scale = subresources
+        .and_then(|s| s.get("scale"))
+        .map(|s| ScaleSpec {
+            spec_replicas: s
+                .get("specReplicasPath")
+                .and_then(Value::as_str)
+                .unwrap_or(".spec.replicas")
+                .into(),
+            status_replicas: s
+                .get("statusReplicasPath")
+                .and_then(Value::as_str)
+                .unwrap_or(".status.replicas")
+                .into(),
+            label_selector: s
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        });
     let printer_columns = preferred
         .get("additionalPrinterColumns")
         .and_then(Value::as_array)
@@ -441,7 +561,11 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceDef, String> {
                 .filter_map(|c| {
                     Some(PrinterColumn {
                         name: c.get("name")?.as_str()?.to_string(),
-                        type_: c.get("type").and_then(Value::as_str).unwrap_or("string").to_string(),
+                        type_: c
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string")
+                            .to_string(),
                         json_path: c.get("jsonPath")?.as_str()?.to_string(),
                     })
                 })
@@ -452,7 +576,11 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceDef, String> {
         names
             .get(key)
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     Ok(ResourceDef {
@@ -484,7 +612,11 @@ mod tests {
         let pods = r.get("", "v1", "pods").expect("pods");
         assert_eq!(pods.kind, "Pod");
         assert!(pods.namespaced && pods.status);
-        assert!(r.get("apps", "v1", "deployments").and_then(|d| d.scale.clone()).is_some());
+        assert!(
+            r.get("apps", "v1", "deployments")
+                .and_then(|d| d.scale.clone())
+                .is_some()
+        );
         assert!(r.get("apps", "v2", "deployments").is_none());
         assert_eq!(r.groups()[0].0, "");
     }

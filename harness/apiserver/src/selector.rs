@@ -30,8 +30,14 @@ impl Requirement {
             Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
             Requirement::Exists(k) => labels.contains_key(k),
             Requirement::DoesNotExist(k) => !labels.contains_key(k),
-            Requirement::Gt(k, n) => labels.get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
-            Requirement::Lt(k, n) => labels.get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
+            Requirement::Gt(k, n) => labels
+                .get(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v > *n),
+            Requirement::Lt(k, n) => labels
+                .get(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v < *n),
         }
     }
 }
@@ -87,28 +93,47 @@ impl LabelSelector {
         let mut reqs = Vec::new();
         if let Some(ml) = v.get("matchLabels").and_then(Value::as_object) {
             for (k, val) in ml {
-                let val = val.as_str().ok_or_else(|| format!("matchLabels[{k}] must be a string"))?;
-                reqs.push(Requirement::In(k.clone(), BTreeSet::from([val.to_string()])));
+                let val = val
+                    .as_str()
+                    .ok_or_else(|| format!("matchLabels[{k}] must be a string"))?;
+                reqs.push(Requirement::In(
+                    k.clone(),
+                    BTreeSet::from([val.to_string()]),
+                ));
             }
         }
         if let Some(exprs) = v.get("matchExpressions").and_then(Value::as_array) {
             for e in exprs {
-                let key = e.get("key").and_then(Value::as_str).ok_or("matchExpressions: key is required")?;
-                let op = e.get("operator").and_then(Value::as_str).ok_or("matchExpressions: operator is required")?;
+                let key = e
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .ok_or("matchExpressions: key is required")?;
+                let op = e
+                    .get("operator")
+                    .and_then(Value::as_str)
+                    .ok_or("matchExpressions: operator is required")?;
                 let values: BTreeSet<String> = e
                     .get("values")
                     .and_then(Value::as_array)
-                    .map(|vs| vs.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                    .map(|vs| {
+                        vs.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let req = match op {
                     "In" | "NotIn" if values.is_empty() => {
-                        return Err(format!("matchExpressions[{key}]: values must be non-empty for {op}"));
+                        return Err(format!(
+                            "matchExpressions[{key}]: values must be non-empty for {op}"
+                        ));
                     }
                     "In" => Requirement::In(key.into(), values),
                     "NotIn" => Requirement::NotIn(key.into(), values),
                     "Exists" => Requirement::Exists(key.into()),
                     "DoesNotExist" => Requirement::DoesNotExist(key.into()),
-                    other => return Err(format!("{other:?} is not a valid label selector operator")),
+                    other => {
+                        return Err(format!("{other:?} is not a valid label selector operator"));
+                    }
                 };
                 reqs.push(req);
             }
@@ -128,7 +153,9 @@ fn split_terms(s: &str) -> Result<Vec<&str>, String> {
             ')' => {
                 depth -= 1;
                 if depth < 0 {
-                    return Err(format!("unable to parse requirement: unbalanced ')' in {s:?}"));
+                    return Err(format!(
+                        "unable to parse requirement: unbalanced ')' in {s:?}"
+                    ));
                 }
             }
             ',' if depth == 0 => {
@@ -139,7 +166,9 @@ fn split_terms(s: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err(format!("unable to parse requirement: unbalanced '(' in {s:?}"));
+        return Err(format!(
+            "unable to parse requirement: unbalanced '(' in {s:?}"
+        ));
     }
     out.push(&s[start..]);
     if out.len() > 1 && out.iter().any(|t| t.trim().is_empty()) {
@@ -194,7 +223,9 @@ fn parse_requirement(term: &str) -> Result<Requirement, String> {
                     })
                 }
                 _ => {
-                    let n: i64 = value.parse().map_err(|_| err("for 'Gt', 'Lt' operators, the value must be an integer"))?;
+                    let n: i64 = value.parse().map_err(|_| {
+                        err("for 'Gt', 'Lt' operators, the value must be an integer")
+                    })?;
                     Ok(if kind == 2 {
                         Requirement::Gt(key.into(), n)
                     } else {
@@ -214,10 +245,10 @@ pub fn validate_key(key: &str) -> Result<(), String> {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
-    if let Some(p) = prefix {
-        if p.is_empty() || p.len() > 253 || !is_dns_subdomain(p) {
-            return Err(format!("prefix part of {key:?} must be a DNS subdomain"));
-        }
+    if let Some(p) = prefix
+        && (p.is_empty() || p.len() > 253 || !is_dns_subdomain(p))
+    {
+        return Err(format!("prefix part of {key:?} must be a DNS subdomain"));
     }
     if name.is_empty() || name.len() > 63 || !is_qualified_name_part(name) {
         return Err(format!(
@@ -244,7 +275,8 @@ fn is_qualified_name_part(s: &str) -> bool {
     let b = s.as_bytes();
     b.first().is_some_and(u8::is_ascii_alphanumeric)
         && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// RFC 1123 subdomain: lowercase alphanumerics, '-' and '.', alphanumeric at both ends.
@@ -256,7 +288,8 @@ pub fn is_dns_subdomain(s: &str) -> bool {
             !b.is_empty()
                 && b[0].is_ascii_alphanumeric()
                 && b[b.len() - 1].is_ascii_alphanumeric()
-                && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         })
 }
 
@@ -299,7 +332,9 @@ impl FieldSelector {
             } else if let Some((n, v)) = split_once_unescaped(&term, "=") {
                 (n, v, false)
             } else {
-                return Err(format!("invalid selector: '{term}'; can't understand '{term}'"));
+                return Err(format!(
+                    "invalid selector: '{term}'; can't understand '{term}'"
+                ));
             };
             let name = name.trim();
             let field = fields
@@ -391,7 +426,10 @@ mod tests {
     use serde_json::json;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -425,7 +463,15 @@ mod tests {
 
     #[test]
     fn malformed_label_selectors_are_errors() {
-        for bad in ["app in (a", "a=b,,c=d", "-bad=x", "app in web", "n>x", "a=b c", "app=-x"] {
+        for bad in [
+            "app in (a",
+            "a=b,,c=d",
+            "-bad=x",
+            "app in web",
+            "n>x",
+            "a=b c",
+            "app=-x",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad} should not parse");
         }
     }
@@ -439,9 +485,22 @@ mod tests {
         })))
         .unwrap();
         assert!(s.matches(&l));
-        assert!(LabelSelector::from_label_selector(Some(&json!({}))).unwrap().matches(&l));
-        assert!(!LabelSelector::from_label_selector(None).unwrap().matches(&l));
-        assert!(LabelSelector::from_label_selector(Some(&json!({"matchExpressions": [{"key": "a", "operator": "In"}]}))).is_err());
+        assert!(
+            LabelSelector::from_label_selector(Some(&json!({})))
+                .unwrap()
+                .matches(&l)
+        );
+        assert!(
+            !LabelSelector::from_label_selector(None)
+                .unwrap()
+                .matches(&l)
+        );
+        assert!(
+            LabelSelector::from_label_selector(Some(
+                &json!({"matchExpressions": [{"key": "a", "operator": "In"}]})
+            ))
+            .is_err()
+        );
     }
 
     #[test]

@@ -79,14 +79,18 @@ impl DeleteOptions {
     pub fn from_body(v: &Value) -> Result<Self, String> {
         let mut o = DeleteOptions::default();
         if let Some(g) = v.get("gracePeriodSeconds").filter(|g| !g.is_null()) {
-            o.grace_period_seconds = Some(g.as_i64().ok_or("gracePeriodSeconds must be an integer")?);
+            o.grace_period_seconds =
+                Some(g.as_i64().ok_or("gracePeriodSeconds must be an integer")?);
         }
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             o.propagation_policy = Some(p.to_string());
         } else if let Some(orphan) = v.get("orphanDependents").and_then(Value::as_bool) {
             o.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
         }
-        o.precondition_uid = v.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string);
+        o.precondition_uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         o.precondition_rv = v
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
@@ -128,7 +132,9 @@ impl Filter {
             None => LabelSelector::everything(),
         };
         let fields = match field {
-            Some(s) => FieldSelector::parse(s, &def.field_names()).map_err(ApiError::bad_request)?,
+            Some(s) => {
+                FieldSelector::parse(s, &def.field_names()).map_err(ApiError::bad_request)?
+            }
             None => FieldSelector::default(),
         };
         Ok(Self { labels, fields })
@@ -186,11 +192,24 @@ impl Server {
         });
         let opts = WriteOptions::default();
         for ns in SYSTEM_NAMESPACES {
-            s.create(&*s.def("", "namespaces")?, None, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), &opts)?;
+            s.create(
+                &*s.def("", "namespaces")?,
+                None,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                &opts,
+            )?;
         }
         for (name, value, desc) in [
-            ("system-node-critical", SYSTEM_NODE_CRITICAL, "Used for system critical pods that must not be moved from their current node."),
-            ("system-cluster-critical", SYSTEM_CLUSTER_CRITICAL, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+            (
+                "system-node-critical",
+                SYSTEM_NODE_CRITICAL,
+                "Used for system critical pods that must not be moved from their current node.",
+            ),
+            (
+                "system-cluster-critical",
+                SYSTEM_CLUSTER_CRITICAL,
+                "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+            ),
         ] {
             s.create(
                 &*s.def("scheduling.k8s.io", "priorityclasses")?,
@@ -219,29 +238,48 @@ impl Server {
     /// Allocates the next service cluster IP from 10.96.0.0/12.
     pub fn allocate_cluster_ip(&self) -> String {
         let n = self.next_ip.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("10.{}.{}.{}", 96 + (n >> 16 & 0x0f), n >> 8 & 0xff, n & 0xff)
+        format!(
+            "10.{}.{}.{}",
+            96 + (n >> 16 & 0x0f),
+            n >> 8 & 0xff,
+            n & 0xff
+        )
     }
 
     /// (value, preemptionPolicy) of a PriorityClass.
     pub fn priority_class(&self, name: &str) -> Option<(i64, String)> {
-        let pc = self.store.get(&GroupResource::new("scheduling.k8s.io", "priorityclasses"), "", name)?;
+        let pc = self.store.get(
+            &GroupResource::new("scheduling.k8s.io", "priorityclasses"),
+            "",
+            name,
+        )?;
         let v = pc.value();
         Some((
             v.get("value").and_then(Value::as_i64).unwrap_or(0),
-            v.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("PreemptLowerPriority").to_string(),
+            v.get("preemptionPolicy")
+                .and_then(Value::as_str)
+                .unwrap_or("PreemptLowerPriority")
+                .to_string(),
         ))
     }
 
     /// (name, value, preemptionPolicy) of the PriorityClass marked `globalDefault`.
     pub fn global_default_priority_class(&self) -> Option<(String, i64, String)> {
-        let (_, pcs) = self.store.list(&GroupResource::new("scheduling.k8s.io", "priorityclasses"), None, None);
+        let (_, pcs) = self.store.list(
+            &GroupResource::new("scheduling.k8s.io", "priorityclasses"),
+            None,
+            None,
+        );
         pcs.iter().find_map(|pc| {
             let v = pc.value();
             (v.get("globalDefault").and_then(Value::as_bool) == Some(true)).then(|| {
                 (
                     pc.name.clone(),
                     v.get("value").and_then(Value::as_i64).unwrap_or(0),
-                    v.get("preemptionPolicy").and_then(Value::as_str).unwrap_or("PreemptLowerPriority").to_string(),
+                    v.get("preemptionPolicy")
+                        .and_then(Value::as_str)
+                        .unwrap_or("PreemptLowerPriority")
+                        .to_string(),
                 )
             })
         })
@@ -269,8 +307,17 @@ impl Server {
     /// Lists with selectors and pagination. The resourceVersion of a
     /// paginated list is that of its first page, so a watch started from it
     /// misses nothing.
-    pub fn list(&self, def: &ResourceDef, ns: Option<&str>, opts: &ListOptions) -> ApiResult<ListPage> {
-        let filter = Filter::parse(def, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
+    pub fn list(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        opts: &ListOptions,
+    ) -> ApiResult<ListPage> {
+        let filter = Filter::parse(
+            def,
+            opts.label_selector.as_deref(),
+            opts.field_selector.as_deref(),
+        )?;
         let (mut list_rv, mut after) = (None, None);
         if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
             let (rv, key) = decode_continue(token)?;
@@ -286,7 +333,10 @@ impl Server {
             }
             if opts.limit > 0 && items.len() == opts.limit {
                 let last: &Arc<Stored> = &items[items.len() - 1];
-                continue_token = Some(encode_continue(list_rv.unwrap_or(rv), &(last.namespace.clone(), last.name.clone())));
+                continue_token = Some(encode_continue(
+                    list_rv.unwrap_or(rv),
+                    &(last.namespace.clone(), last.name.clone()),
+                ));
                 break;
             }
             items.push(o);
@@ -299,7 +349,13 @@ impl Server {
     }
 
     /// Creates an object in `ns` (ignored for cluster-scoped resources).
-    pub fn create(&self, def: &ResourceDef, ns: Option<&str>, mut obj: Value, opts: &WriteOptions) -> ApiResult<Bytes> {
+    pub fn create(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Bytes> {
         if def.create_only {
             return Err(ApiError::method_not_allowed(&def.resource));
         }
@@ -308,7 +364,9 @@ impl Server {
         let meta = obj
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| ApiError::invalid(&def.group, &def.kind, "", vec![Cause::required("metadata")]))?;
+            .ok_or_else(|| {
+                ApiError::invalid(&def.group, &def.kind, "", vec![Cause::required("metadata")])
+            })?;
         if def.namespaced {
             let url_ns = ns.unwrap_or("");
             match meta.get("namespace").and_then(Value::as_str) {
@@ -319,7 +377,9 @@ impl Server {
                 }
                 Some(body_ns) if !body_ns.is_empty() => {}
                 _ if url_ns.is_empty() => {
-                    return Err(ApiError::bad_request("a namespace must be specified for a namespaced resource"));
+                    return Err(ApiError::bad_request(
+                        "a namespace must be specified for a namespaced resource",
+                    ));
                 }
                 _ => {
                     meta.insert("namespace".into(), json!(url_ns));
@@ -328,11 +388,24 @@ impl Server {
         } else {
             meta.remove("namespace");
         }
-        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
-            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        if meta
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
-        let generate = meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty);
-        let prefix = meta.get("generateName").and_then(Value::as_str).unwrap_or("").to_string();
+        let generate = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if generate && prefix.is_empty() {
             return Err(ApiError::invalid(
                 &def.group,
@@ -348,10 +421,17 @@ impl Server {
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(self.clock.rfc3339()));
         meta.insert("generation".into(), json!(1));
-        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        for f in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
             meta.remove(f);
         }
-        let namespace = meta.get("namespace").and_then(Value::as_str).map(str::to_string);
+        let namespace = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         if let Some(ns) = &namespace {
             self.check_namespace_open(ns)?;
         }
@@ -363,7 +443,9 @@ impl Server {
             admission::admit_create(self, def, &mut o)?;
             let o = self.normalize(def, o, opts.field_validation)?;
             if opts.dry_run {
-                return Ok(Bytes::from(serde_json::to_vec(&o).map_err(|e| ApiError::internal(e.to_string()))?));
+                return Ok(Bytes::from(
+                    serde_json::to_vec(&o).map_err(|e| ApiError::internal(e.to_string()))?,
+                ));
             }
             let name = name_of(&o);
             match self.store.create(def, o) {
@@ -389,7 +471,9 @@ impl Server {
                 "",
                 "namespaces",
                 ns,
-                format!("unable to create new content in namespace {ns} because it is being terminated"),
+                format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
             ));
         }
         Ok(())
@@ -398,10 +482,18 @@ impl Server {
     fn normalize(&self, def: &ResourceDef, o: Value, mode: FieldValidation) -> ApiResult<Value> {
         let name = name_of(&o);
         normalize(&def.group, &def.kind, o, mode).map_err(|e| match e {
-            NormalizeError::Invalid(m) => ApiError::invalid(&def.group, &def.kind, &name, vec![Cause::invalid("", "", m)]),
+            NormalizeError::Invalid(m) => ApiError::invalid(
+                &def.group,
+                &def.kind,
+                &name,
+                vec![Cause::invalid("", "", m)],
+            ),
             NormalizeError::UnknownFields(f) => ApiError::bad_request(format!(
                 "strict decoding error: {}",
-                f.iter().map(|p| format!("unknown field {p:?}")).collect::<Vec<_>>().join(", ")
+                f.iter()
+                    .map(|p| format!("unknown field {p:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         })
     }
@@ -427,7 +519,15 @@ impl Server {
     }
 
     /// Replaces an object (PUT).
-    pub fn update(&self, def: &ResourceDef, ns: &str, name: &str, mut body: Value, sub: Subresource, opts: &WriteOptions) -> ApiResult<Bytes> {
+    pub fn update(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Bytes> {
         check_type(def, &mut body)?;
         if name_of(&body) != name {
             return Err(ApiError::bad_request(format!(
@@ -439,14 +539,27 @@ impl Server {
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}"))))
+            .map(|s| {
+                s.parse::<u64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))
+            })
             .transpose()?;
         self.guaranteed_update(def, ns, name, sub, opts, precondition, |_| Ok(body.clone()))
     }
 
     /// Patches an object.
     #[allow(clippy::too_many_arguments)]
-    pub fn patch(&self, def: &ResourceDef, ns: &str, name: &str, ty: PatchType, body: &[u8], sub: Subresource, opts: &WriteOptions, manager: &str) -> ApiResult<Bytes> {
+    pub fn patch(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        ty: PatchType,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+        manager: &str,
+    ) -> ApiResult<Bytes> {
         if ty == PatchType::Strategic && def.custom {
             return Err(ApiError::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
@@ -465,7 +578,12 @@ impl Server {
             }
             .map_err(|e| match e.0.starts_with("error decoding") {
                 true => ApiError::bad_request(e.0),
-                false => ApiError::invalid(&def.group, &def.kind, name, vec![Cause::invalid("", "", e.0)]),
+                false => ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    name,
+                    vec![Cause::invalid("", "", e.0)],
+                ),
             })?;
             // A resourceVersion in the patch is a precondition.
             let rv_after = cur.pointer("/metadata/resourceVersion").cloned();
@@ -481,8 +599,19 @@ impl Server {
     /// ownership is tracked only as far as conflicts on values another
     /// manager last set through apply: those are rejected unless `force`.
     #[allow(clippy::too_many_arguments)]
-    fn apply(&self, def: &ResourceDef, ns: &str, name: &str, body: &[u8], sub: Subresource, opts: &WriteOptions, manager: &str, force: bool) -> ApiResult<Bytes> {
-        let mut applied: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding apply patch: {e}")))?;
+    fn apply(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+        manager: &str,
+        force: bool,
+    ) -> ApiResult<Bytes> {
+        let mut applied: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding apply patch: {e}")))?;
         check_type(def, &mut applied)?;
         if name_of(&applied) != name {
             return Err(ApiError::bad_request(format!(
@@ -491,39 +620,51 @@ impl Server {
             )));
         }
         if manager.is_empty() {
-            return Err(ApiError::bad_request("PATCH requests with apply content type require a fieldManager"));
+            return Err(ApiError::bad_request(
+                "PATCH requests with apply content type require a fieldManager",
+            ));
         }
         if self.store.get(&def.gr(), ns, name).is_none() && sub == Subresource::Main {
             let mut obj = applied.clone();
             set_apply_owner(&mut obj, manager, &applied);
             return match self.create(def, Some(ns).filter(|n| !n.is_empty()), obj, opts) {
-                Err(e) if e.reason == "AlreadyExists" => self.apply(def, ns, name, body, sub, opts, manager, force),
+                Err(e) if e.reason == "AlreadyExists" => {
+                    self.apply(def, ns, name, body, sub, opts, manager, force)
+                }
                 other => other,
             };
         }
-        let applied_bytes = serde_json::to_vec(&applied).map_err(|e| ApiError::internal(e.to_string()))?;
+        let applied_bytes =
+            serde_json::to_vec(&applied).map_err(|e| ApiError::internal(e.to_string()))?;
         self.guaranteed_update(def, ns, name, sub, opts, None, |mut cur| {
-            if !force {
-                if let Some(conflict) = apply_conflict(&cur, &applied, manager) {
-                    return Err(ApiError::conflict(
-                        &def.group,
-                        &def.resource,
-                        name,
-                        &format!("Apply failed with 1 conflict: conflict with {conflict}"),
-                    ));
-                }
+            if !force && let Some(conflict) = apply_conflict(&cur, &applied, manager) {
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.resource,
+                    name,
+                    &format!("Apply failed with 1 conflict: conflict with {conflict}"),
+                ));
             }
-            if let Some(m) = applied.get("metadata").and_then(Value::as_object) {
-                if m.contains_key("resourceVersion") && applied.pointer("/metadata/resourceVersion") != cur.pointer("/metadata/resourceVersion") {
-                    return Err(ApiError::stale(&def.group, &def.resource, name));
-                }
+            if let Some(m) = applied.get("metadata").and_then(Value::as_object)
+                && m.contains_key("resourceVersion")
+                && applied.pointer("/metadata/resourceVersion")
+                    != cur.pointer("/metadata/resourceVersion")
+            {
+                return Err(ApiError::stale(&def.group, &def.resource, name));
             }
             if def.custom {
                 patch::merge_patch(&mut cur, &applied_bytes)
             } else {
                 patch::strategic_merge_patch(&mut cur, &applied_bytes)
             }
-            .map_err(|e| ApiError::invalid(&def.group, &def.kind, name, vec![Cause::invalid("", "", e.0)]))?;
+            .map_err(|e| {
+                ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    name,
+                    vec![Cause::invalid("", "", e.0)],
+                )
+            })?;
             set_apply_owner(&mut cur, manager, &applied);
             Ok(cur)
         })
@@ -552,16 +693,25 @@ impl Server {
             check_type(def, &mut new)?;
             let new = self.prepare_update(def, &old, new, sub, opts)?;
             if opts.dry_run {
-                return Ok(Bytes::from(serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?));
+                return Ok(Bytes::from(
+                    serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?,
+                ));
             }
             let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
-                && new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty)
-                && old.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) == Some(0)
-                && !(def.group.is_empty() && def.resource == "namespaces" && has_spec_finalizers(&new));
+                && new
+                    .pointer("/metadata/finalizers")
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty)
+                && old
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    == Some(0)
+                && !(def.group.is_empty()
+                    && def.resource == "namespaces"
+                    && has_spec_finalizers(&new));
             let result = if finalized {
-                self.store.delete(def, ns, name, Some(cur.rv)).map(|s| {
-                    self.after_delete(def, &s);
-                    s
+                self.store.delete(def, ns, name, Some(cur.rv)).inspect(|s| {
+                    self.after_delete(def, s);
                 })
             } else {
                 self.store.update(def, cur.rv, new)
@@ -579,7 +729,14 @@ impl Server {
         }
     }
 
-    fn prepare_update(&self, def: &ResourceDef, old: &Value, mut new: Value, sub: Subresource, opts: &WriteOptions) -> ApiResult<Value> {
+    fn prepare_update(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        mut new: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
         let name = name_of(old);
         if name_of(&new) != name {
             return Err(ApiError::bad_request(format!(
@@ -587,15 +744,16 @@ impl Server {
                 name_of(&new)
             )));
         }
-        if let (Some(a), Some(b)) = (old.pointer("/metadata/uid"), new.pointer("/metadata/uid")) {
-            if a != b && !b.as_str().is_some_and(str::is_empty) {
-                return Err(ApiError::conflict(
-                    &def.group,
-                    &def.resource,
-                    &name,
-                    &format!("Precondition failed: UID in precondition: {b}, UID in object meta: {a}"),
-                ));
-            }
+        if let (Some(a), Some(b)) = (old.pointer("/metadata/uid"), new.pointer("/metadata/uid"))
+            && a != b
+            && !b.as_str().is_some_and(str::is_empty)
+        {
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.resource,
+                &name,
+                &format!("Precondition failed: UID in precondition: {b}, UID in object meta: {a}"),
+            ));
         }
         let mut out = match sub {
             Subresource::Status => {
@@ -612,7 +770,10 @@ impl Server {
             }
             Subresource::Finalize => {
                 let mut o = old.clone();
-                o["spec"]["finalizers"] = new.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
+                o["spec"]["finalizers"] = new
+                    .pointer("/spec/finalizers")
+                    .cloned()
+                    .unwrap_or(json!([]));
                 o
             }
             Subresource::Main => {
@@ -627,11 +788,19 @@ impl Server {
                     }
                 }
                 // System-owned metadata is kept from the stored object.
-                for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"] {
+                for f in [
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                    "namespace",
+                ] {
                     match old.pointer(&format!("/metadata/{f}")) {
                         Some(v) => new["metadata"][f] = v.clone(),
                         None => {
-                            if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                            if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut)
+                            {
                                 m.remove(f);
                             }
                         }
@@ -639,7 +808,10 @@ impl Server {
                 }
                 admission::admit_update(def, old, &mut new)?;
                 if spec_changed(old, &new) {
-                    let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+                    let g = old
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
                     new["metadata"]["generation"] = json!(g + 1);
                 }
                 new
@@ -654,38 +826,54 @@ impl Server {
 
     /// Deletes an object with the real API server's graceful deletion,
     /// finalizer and propagation semantics.
-    pub fn delete(&self, def: &ResourceDef, ns: &str, name: &str, opts: &DeleteOptions) -> ApiResult<Deleted> {
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Deleted> {
         if def.create_only {
             return Err(ApiError::method_not_allowed(&def.resource));
         }
         loop {
             let cur = self.get(def, ns, name)?;
             let mut obj = cur.value();
-            if let Some(uid) = &opts.precondition_uid {
-                if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid) {
-                    return Err(ApiError::conflict(
-                        &def.group,
-                        &def.resource,
-                        name,
-                        &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", cur.uid),
-                    ));
-                }
+            if let Some(uid) = &opts.precondition_uid
+                && obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid)
+            {
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.resource,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        cur.uid
+                    ),
+                ));
             }
-            if let Some(rv) = &opts.precondition_rv {
-                if *rv != cur.rv.to_string() {
-                    return Err(ApiError::conflict(
-                        &def.group,
-                        &def.resource,
-                        name,
-                        &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", cur.rv),
-                    ));
-                }
+            if let Some(rv) = &opts.precondition_rv
+                && *rv != cur.rv.to_string()
+            {
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.resource,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        cur.rv
+                    ),
+                ));
             }
             let grace = self.grace_period(def, &obj, opts.grace_period_seconds);
             let mut finalizers: Vec<String> = obj
                 .pointer("/metadata/finalizers")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default();
             let before = finalizers.clone();
             match opts.propagation_policy.as_deref() {
@@ -710,7 +898,12 @@ impl Server {
             }
             let is_namespace = def.group.is_empty() && def.resource == "namespaces";
             if is_namespace && SYSTEM_NAMESPACES.contains(&name) {
-                return Err(ApiError::forbidden("", "namespaces", name, "this namespace may not be deleted"));
+                return Err(ApiError::forbidden(
+                    "",
+                    "namespaces",
+                    name,
+                    "this namespace may not be deleted",
+                ));
             }
             let deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
             let blocked = !finalizers.is_empty() || (is_namespace && has_spec_finalizers(&obj));
@@ -728,7 +921,9 @@ impl Server {
                 }
             }
             // Graceful deletion: mark, and let finalizers / the kubelet finish.
-            let current_grace = obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64);
+            let current_grace = obj
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64);
             let mut changed = finalizers != before;
             if !deleting || current_grace.is_some_and(|g| grace < g) {
                 let at = self.clock.now() + Duration::from_secs(grace.max(0) as u64);
@@ -743,10 +938,10 @@ impl Server {
                 return Ok(Deleted::Pending(cur.json.clone()));
             }
             obj["metadata"]["finalizers"] = json!(finalizers);
-            if finalizers.is_empty() {
-                if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    m.remove("finalizers");
-                }
+            if finalizers.is_empty()
+                && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                m.remove("finalizers");
             }
             match self.store.update(def, cur.rv, obj) {
                 Ok(s) => return Ok(Deleted::Pending(s.json.clone())),
@@ -757,8 +952,22 @@ impl Server {
     }
 
     /// Deletes every object of a resource that matches the selectors.
-    pub fn delete_collection(&self, def: &ResourceDef, ns: Option<&str>, list: &ListOptions, opts: &DeleteOptions) -> ApiResult<Vec<Bytes>> {
-        let page = self.list(def, ns, &ListOptions { limit: 0, continue_token: None, ..list.clone() })?;
+    pub fn delete_collection(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Vec<Bytes>> {
+        let page = self.list(
+            def,
+            ns,
+            &ListOptions {
+                limit: 0,
+                continue_token: None,
+                ..list.clone()
+            },
+        )?;
         let mut out = Vec::new();
         for o in page.items {
             match self.delete(def, &o.namespace, &o.name, opts) {
@@ -771,17 +980,18 @@ impl Server {
     }
 
     fn after_delete(&self, def: &ResourceDef, stored: &Stored) {
-        if def.group == "apiextensions.k8s.io" && def.resource == "customresourcedefinitions" {
-            if let Ok(res) = crd_resource(&stored.value()) {
-                let gr = res.gr();
-                if let Some(d) = self.registry.by_gr(&gr) {
-                    let (_, items) = self.store.list(&gr, None, None);
-                    for o in items {
-                        let _ = self.store.delete(&d, &o.namespace, &o.name, None);
-                    }
+        if def.group == "apiextensions.k8s.io"
+            && def.resource == "customresourcedefinitions"
+            && let Ok(res) = crd_resource(&stored.value())
+        {
+            let gr = res.gr();
+            if let Some(d) = self.registry.by_gr(&gr) {
+                let (_, items) = self.store.list(&gr, None, None);
+                for o in items {
+                    let _ = self.store.delete(&d, &o.namespace, &o.name, None);
                 }
-                self.registry.remove(&gr);
             }
+            self.registry.remove(&gr);
         }
     }
 
@@ -792,20 +1002,32 @@ impl Server {
         if !(def.group.is_empty() && def.resource == "pods") {
             return 0;
         }
-        let bound = obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-        let phase = obj.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+        let bound = obj
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let phase = obj
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if !bound || phase == "Succeeded" || phase == "Failed" {
             return 0;
         }
         requested
-            .or_else(|| obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+            .or_else(|| {
+                obj.pointer("/spec/terminationGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+            })
             .unwrap_or(30)
             .max(0)
     }
 
     /// The `autoscaling/v1` Scale of an object.
     pub fn get_scale(&self, def: &ResourceDef, ns: &str, name: &str) -> ApiResult<Value> {
-        let spec = def.scale.clone().ok_or_else(|| ApiError::no_route(&format!("{}/{name}/scale", def.resource)))?;
+        let spec = def
+            .scale
+            .clone()
+            .ok_or_else(|| ApiError::no_route(&format!("{}/{name}/scale", def.resource)))?;
         let cur = self.get(def, ns, name)?;
         let obj = cur.value();
         let selector = spec
@@ -836,18 +1058,39 @@ impl Server {
     }
 
     /// Writes a Scale (PUT, or the result of a patch) back to its object.
-    pub fn update_scale(&self, def: &ResourceDef, ns: &str, name: &str, scale: &Value, opts: &WriteOptions) -> ApiResult<Value> {
-        let spec = def.scale.clone().ok_or_else(|| ApiError::no_route(&format!("{}/{name}/scale", def.resource)))?;
+    pub fn update_scale(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        scale: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        let spec = def
+            .scale
+            .clone()
+            .ok_or_else(|| ApiError::no_route(&format!("{}/{name}/scale", def.resource)))?;
         let replicas = scale
             .pointer("/spec/replicas")
             .and_then(Value::as_i64)
-            .ok_or_else(|| ApiError::invalid("autoscaling", "Scale", name, vec![Cause::required("spec.replicas")]))?;
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "autoscaling",
+                    "Scale",
+                    name,
+                    vec![Cause::required("spec.replicas")],
+                )
+            })?;
         if replicas < 0 {
             return Err(ApiError::invalid(
                 "autoscaling",
                 "Scale",
                 name,
-                vec![Cause::invalid("spec.replicas", &replicas.to_string(), "must be greater than or equal to 0")],
+                vec![Cause::invalid(
+                    "spec.replicas",
+                    &replicas.to_string(),
+                    "must be greater than or equal to 0",
+                )],
             ));
         }
         let precondition = scale
@@ -855,10 +1098,18 @@ impl Server {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .and_then(|s| s.parse::<u64>().ok());
-        self.guaranteed_update(def, ns, name, Subresource::Main, opts, precondition, |mut cur| {
-            set_path(&mut cur, &spec.spec_replicas, json!(replicas));
-            Ok(cur)
-        })?;
+        self.guaranteed_update(
+            def,
+            ns,
+            name,
+            Subresource::Main,
+            opts,
+            precondition,
+            |mut cur| {
+                set_path(&mut cur, &spec.spec_replicas, json!(replicas));
+                Ok(cur)
+            },
+        )?;
         self.get_scale(def, ns, name)
     }
 }
@@ -866,7 +1117,9 @@ impl Server {
 /// kind/apiVersion must match the resource when present; absent ones are filled in.
 fn check_type(def: &ResourceDef, obj: &mut Value) -> ApiResult<()> {
     let Some(m) = obj.as_object_mut() else {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     };
     match m.get("kind").and_then(Value::as_str) {
         Some(k) if k != def.kind => {
@@ -880,7 +1133,12 @@ fn check_type(def: &ResourceDef, obj: &mut Value) -> ApiResult<()> {
         }
     }
     match m.get("apiVersion").and_then(Value::as_str) {
-        Some(v) if !def.versions.iter().any(|ver| crate::registry::api_version(&def.group, ver) == v) => {
+        Some(v)
+            if !def
+                .versions
+                .iter()
+                .any(|ver| crate::registry::api_version(&def.group, ver) == v) =>
+        {
             return Err(ApiError::bad_request(format!(
                 "the API version in the data ({v}) does not match the expected API version ({})",
                 def.api_version()
@@ -899,7 +1157,9 @@ fn check_type(def: &ResourceDef, obj: &mut Value) -> ApiResult<()> {
 }
 
 fn has_spec_finalizers(ns: &Value) -> bool {
-    ns.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+    ns.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
 }
 
 /// Whether anything but metadata and status differs.
@@ -990,21 +1250,28 @@ fn set_apply_owner(obj: &mut Value, manager: &str, applied: &Value) {
 fn apply_conflict(cur: &Value, applied: &Value, manager: &str) -> Option<String> {
     let mut mine = Vec::new();
     leaf_paths(applied, "", &mut mine);
-    for e in cur.pointer("/metadata/managedFields").and_then(Value::as_array)? {
+    for e in cur
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)?
+    {
         let other = e.get("manager").and_then(Value::as_str).unwrap_or("");
         if other == manager || e.get("operation").and_then(Value::as_str) != Some("Apply") {
             continue;
         }
         let owned: Vec<&str> = e
-            .pointer(&format!("/fieldsV1/{}", APPLY_ANNOTATION.replace('/', "~1")))
+            .pointer(&format!(
+                "/fieldsV1/{}",
+                APPLY_ANNOTATION.replace('/', "~1")
+            ))
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         for p in &mine {
-            if owned.contains(&p.as_str()) {
-                if cur.pointer(p) != applied.pointer(p) {
-                    return Some(format!("{other:?} using {}: {p}", e.get("apiVersion").and_then(Value::as_str).unwrap_or("")));
-                }
+            if owned.contains(&p.as_str()) && cur.pointer(p) != applied.pointer(p) {
+                return Some(format!(
+                    "{other:?} using {}: {p}",
+                    e.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+                ));
             }
         }
     }
@@ -1016,7 +1283,11 @@ fn leaf_paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
     if let Value::Object(m) = v {
         for (k, child) in m {
             let skip = (prefix.is_empty() && matches!(k.as_str(), "apiVersion" | "kind"))
-                || (prefix == "/metadata" && matches!(k.as_str(), "name" | "namespace" | "managedFields" | "resourceVersion"));
+                || (prefix == "/metadata"
+                    && matches!(
+                        k.as_str(),
+                        "name" | "namespace" | "managedFields" | "resourceVersion"
+                    ));
             if skip {
                 continue;
             }
@@ -1032,7 +1303,10 @@ fn leaf_paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
 fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+    bytes[..5]
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
 }
 
 fn encode_continue(rv: u64, key: &ObjKey) -> String {
@@ -1042,7 +1316,9 @@ fn encode_continue(rv: u64, key: &ObjKey) -> String {
 
 fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
     let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
     let ns = v.get("ns").and_then(Value::as_str).ok_or_else(bad)?;

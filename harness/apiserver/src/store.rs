@@ -133,7 +133,10 @@ struct Watcher {
 impl Watcher {
     fn wants(&self, c: &Change) -> bool {
         self.gr.as_ref().is_none_or(|g| *g == c.gr)
-            && self.namespace.as_ref().is_none_or(|n| *n == c.obj.namespace)
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|n| *n == c.obj.namespace)
     }
 }
 
@@ -193,7 +196,12 @@ impl Store {
 
     /// Lists objects of a resource (in one namespace or all) in key order,
     /// starting after `after`, with the resourceVersion of the snapshot.
-    pub fn list(&self, gr: &GroupResource, namespace: Option<&str>, after: Option<&ObjKey>) -> (u64, Vec<Arc<Stored>>) {
+    pub fn list(
+        &self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        after: Option<&ObjKey>,
+    ) -> (u64, Vec<Arc<Stored>>) {
         let inner = self.lock();
         let Some(t) = inner.tables.get(gr) else {
             return (inner.rv, Vec::new());
@@ -232,7 +240,11 @@ impl Store {
         let stored = Arc::new(make_stored(def, &mut value, rv)?);
         inner.rv = rv;
         inner.index(&gr, &key, None, Some(&stored));
-        inner.tables.entry(gr.clone()).or_default().insert(key, stored.clone());
+        inner
+            .tables
+            .entry(gr.clone())
+            .or_default()
+            .insert(key, stored.clone());
         self.commit(&mut inner, gr, ChangeType::Added, stored.clone(), None);
         Ok(stored)
     }
@@ -240,7 +252,12 @@ impl Store {
     /// Replaces an object if its resourceVersion is still `expected_rv`.
     /// An update that changes nothing returns the current object without a
     /// new resourceVersion, as the real API server does.
-    pub fn update(&self, def: &ResourceDef, expected_rv: u64, mut value: Value) -> Result<Arc<Stored>, StoreError> {
+    pub fn update(
+        &self,
+        def: &ResourceDef,
+        expected_rv: u64,
+        mut value: Value,
+    ) -> Result<Arc<Stored>, StoreError> {
         let gr = def.gr();
         let mut inner = self.lock();
         let key = key_of(&value)?;
@@ -255,7 +272,9 @@ impl Store {
         }
         // No-op detection: serialize with the old resourceVersion and compare.
         set_rv(&mut value, prev.rv);
-        let same = serde_json::to_vec(&value).map(|b| b == prev.json).unwrap_or(false);
+        let same = serde_json::to_vec(&value)
+            .map(|b| b == prev.json)
+            .unwrap_or(false);
         if same {
             return Ok(prev);
         }
@@ -263,13 +282,29 @@ impl Store {
         let stored = Arc::new(make_stored(def, &mut value, rv)?);
         inner.rv = rv;
         inner.index(&gr, &key, Some(&prev), Some(&stored));
-        inner.tables.entry(gr.clone()).or_default().insert(key, stored.clone());
-        self.commit(&mut inner, gr, ChangeType::Modified, stored.clone(), Some(prev));
+        inner
+            .tables
+            .entry(gr.clone())
+            .or_default()
+            .insert(key, stored.clone());
+        self.commit(
+            &mut inner,
+            gr,
+            ChangeType::Modified,
+            stored.clone(),
+            Some(prev),
+        );
         Ok(stored)
     }
 
     /// Removes an object if its resourceVersion is still `expected_rv` (when given).
-    pub fn delete(&self, def: &ResourceDef, namespace: &str, name: &str, expected_rv: Option<u64>) -> Result<Arc<Stored>, StoreError> {
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        expected_rv: Option<u64>,
+    ) -> Result<Arc<Stored>, StoreError> {
         let gr = def.gr();
         let mut inner = self.lock();
         let key = (namespace.to_string(), name.to_string());
@@ -279,10 +314,10 @@ impl Store {
             .and_then(|t| t.get(&key))
             .cloned()
             .ok_or(StoreError::NotFound)?;
-        if let Some(rv) = expected_rv {
-            if prev.rv != rv {
-                return Err(StoreError::Conflict(prev.rv));
-            }
+        if let Some(rv) = expected_rv
+            && prev.rv != rv
+        {
+            return Err(StoreError::Conflict(prev.rv));
         }
         let rv = inner.rv + 1;
         let mut last = prev.value();
@@ -292,11 +327,24 @@ impl Store {
         if let Some(t) = inner.tables.get_mut(&gr) {
             t.remove(&key);
         }
-        self.commit(&mut inner, gr, ChangeType::Deleted, stored.clone(), Some(prev));
+        self.commit(
+            &mut inner,
+            gr,
+            ChangeType::Deleted,
+            stored.clone(),
+            Some(prev),
+        );
         Ok(stored)
     }
 
-    fn commit(&self, inner: &mut Inner, gr: GroupResource, kind: ChangeType, obj: Arc<Stored>, prev: Option<Arc<Stored>>) {
+    fn commit(
+        &self,
+        inner: &mut Inner,
+        gr: GroupResource,
+        kind: ChangeType,
+        obj: Arc<Stored>,
+        prev: Option<Arc<Stored>>,
+    ) {
         let change = Arc::new(Change {
             rv: obj.rv,
             gr,
@@ -328,7 +376,14 @@ impl Store {
         gr: Option<GroupResource>,
         namespace: Option<String>,
         from: WatchFrom,
-    ) -> Result<(WatcherId, mpsc::UnboundedReceiver<WatchItem>, Vec<Arc<Stored>>), StoreError> {
+    ) -> Result<
+        (
+            WatcherId,
+            mpsc::UnboundedReceiver<WatchItem>,
+            Vec<Arc<Stored>>,
+        ),
+        StoreError,
+    > {
         let mut inner = self.lock();
         let (tx, rx) = mpsc::unbounded_channel();
         let watcher = Watcher { gr, namespace, tx };
@@ -341,7 +396,9 @@ impl Store {
                     }
                     initial.extend(
                         t.values()
-                            .filter(|o| watcher.namespace.as_ref().is_none_or(|n| *n == o.namespace))
+                            .filter(|o| {
+                                watcher.namespace.as_ref().is_none_or(|n| *n == o.namespace)
+                            })
                             .cloned(),
                     );
                 }
@@ -423,7 +480,13 @@ impl Store {
 }
 
 impl Inner {
-    fn index(&mut self, gr: &GroupResource, key: &ObjKey, prev: Option<&Arc<Stored>>, next: Option<&Arc<Stored>>) {
+    fn index(
+        &mut self,
+        gr: &GroupResource,
+        key: &ObjKey,
+        prev: Option<&Arc<Stored>>,
+        next: Option<&Arc<Stored>>,
+    ) {
         if let Some(p) = prev {
             self.uids.remove(&p.uid);
             for o in &p.owners {
@@ -438,14 +501,19 @@ impl Inner {
         if let Some(n) = next {
             self.uids.insert(n.uid.clone(), (gr.clone(), key.clone()));
             for o in &n.owners {
-                self.dependents.entry(o.clone()).or_default().insert((gr.clone(), key.clone()));
+                self.dependents
+                    .entry(o.clone())
+                    .or_default()
+                    .insert((gr.clone(), key.clone()));
             }
         }
     }
 }
 
 fn key_of(value: &Value) -> Result<ObjKey, StoreError> {
-    let meta = value.get("metadata").ok_or_else(|| StoreError::Malformed("metadata is missing".into()))?;
+    let meta = value
+        .get("metadata")
+        .ok_or_else(|| StoreError::Malformed("metadata is missing".into()))?;
     let name = meta
         .get("name")
         .and_then(Value::as_str)
@@ -464,7 +532,11 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
     set_rv(value, rv);
     let (namespace, name) = key_of(value)?;
     let meta = &value["metadata"];
-    let uid = meta.get("uid").and_then(Value::as_str).unwrap_or("").to_string();
+    let uid = meta
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let labels = meta
         .get("labels")
         .and_then(Value::as_object)
@@ -484,7 +556,8 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
         })
         .unwrap_or_default();
     let fields = def.field_values(value);
-    let json = Bytes::from(serde_json::to_vec(value).map_err(|e| StoreError::Malformed(e.to_string()))?);
+    let json =
+        Bytes::from(serde_json::to_vec(value).map_err(|e| StoreError::Malformed(e.to_string()))?);
     Ok(Stored {
         namespace,
         name,
@@ -514,10 +587,16 @@ mod tests {
         let s = Store::new(10);
         let a = s.create(&def, cm("a", "1")).unwrap();
         assert_eq!(a.rv, 1);
-        assert_eq!(s.create(&def, cm("a", "1")).unwrap_err(), StoreError::AlreadyExists);
+        assert_eq!(
+            s.create(&def, cm("a", "1")).unwrap_err(),
+            StoreError::AlreadyExists
+        );
         let a2 = s.update(&def, 1, cm("a", "2")).unwrap();
         assert_eq!(a2.rv, 2);
-        assert_eq!(s.update(&def, 1, cm("a", "3")).unwrap_err(), StoreError::Conflict(2));
+        assert_eq!(
+            s.update(&def, 1, cm("a", "3")).unwrap_err(),
+            StoreError::Conflict(2)
+        );
         // A no-op update keeps the resourceVersion.
         assert_eq!(s.update(&def, 2, cm("a", "2")).unwrap().rv, 2);
         let gone = s.delete(&def, "default", "a", None).unwrap();
@@ -533,8 +612,13 @@ mod tests {
         for i in 0..5 {
             s.create(&def, cm(&format!("c{i}"), "x")).unwrap();
         }
-        assert!(matches!(s.watch(Some(def.gr()), None, WatchFrom::Version(1)), Err(StoreError::Gone { .. })));
-        let (_, mut rx, initial) = s.watch(Some(def.gr()), None, WatchFrom::Version(3)).unwrap();
+        assert!(matches!(
+            s.watch(Some(def.gr()), None, WatchFrom::Version(1)),
+            Err(StoreError::Gone { .. })
+        ));
+        let (_, mut rx, initial) = s
+            .watch(Some(def.gr()), None, WatchFrom::Version(3))
+            .unwrap();
         assert!(initial.is_empty());
         s.create(&def, cm("c5", "x")).unwrap();
         let mut seen = Vec::new();
@@ -542,7 +626,9 @@ mod tests {
             seen.push(c.rv);
         }
         assert_eq!(seen, vec![4, 5, 6]);
-        let (_, _, initial) = s.watch(Some(def.gr()), Some("default".into()), WatchFrom::Now).unwrap();
+        let (_, _, initial) = s
+            .watch(Some(def.gr()), Some("default".into()), WatchFrom::Now)
+            .unwrap();
         assert_eq!(initial.len(), 6);
     }
 

@@ -31,7 +31,11 @@ fn i(v: &Value, ptr: &str) -> i64 {
 }
 
 fn or_none(x: String) -> Value {
-    json!(if x.is_empty() { "<none>".to_string() } else { x })
+    json!(if x.is_empty() {
+        "<none>".to_string()
+    } else {
+        x
+    })
 }
 
 /// kubectl's human duration (`duration.HumanDuration`).
@@ -42,17 +46,29 @@ pub fn human_duration(secs: i64) -> String {
         format!("{secs}s")
     } else if m < 10 {
         let s = secs % 60;
-        if s == 0 { format!("{m}m") } else { format!("{m}m{s}s") }
+        if s == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{s}s")
+        }
     } else if h < 3 {
         format!("{m}m")
     } else if h < 8 {
         let mm = m % 60;
-        if mm == 0 { format!("{h}h") } else { format!("{h}h{mm}m") }
+        if mm == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{mm}m")
+        }
     } else if h < 48 {
         format!("{h}h")
     } else if h < 24 * 8 {
         let hh = h % 24;
-        if hh == 0 { format!("{d}d") } else { format!("{d}d{hh}h") }
+        if hh == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{hh}h")
+        }
     } else if h < 24 * 365 * 2 {
         format!("{d}d")
     } else {
@@ -61,9 +77,16 @@ pub fn human_duration(secs: i64) -> String {
 }
 
 fn age_of(v: &Value, ptr: &str, now: SystemTime) -> Value {
-    match v.pointer(ptr).and_then(Value::as_str).and_then(simclock::parse_rfc3339) {
+    match v
+        .pointer(ptr)
+        .and_then(Value::as_str)
+        .and_then(simclock::parse_rfc3339)
+    {
         Some(t) => {
-            let secs = now.duration_since(t).map(|d| d.as_secs() as i64).unwrap_or(0);
+            let secs = now
+                .duration_since(t)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
             json!(human_duration(secs))
         }
         None => json!("<unknown>"),
@@ -79,7 +102,12 @@ fn name(v: &Value, _: SystemTime) -> Value {
 }
 
 const fn col(name: &'static str, ty: &'static str, priority: u8, cell: Cell) -> Column {
-    Column { name, ty, priority, cell }
+    Column {
+        name,
+        ty,
+        priority,
+        cell,
+    }
 }
 
 fn pod_status(v: &Value) -> String {
@@ -90,7 +118,12 @@ fn pod_status(v: &Value) -> String {
     if !reason.is_empty() {
         return reason;
     }
-    for cs in v.pointer("/status/containerStatuses").and_then(Value::as_array).into_iter().flatten() {
+    for cs in v
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let waiting = s(cs, "/state/waiting/reason");
         if !waiting.is_empty() {
             return waiting;
@@ -107,7 +140,10 @@ fn node_status(v: &Value) -> String {
     let ready = v
         .pointer("/status/conditions")
         .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Ready")))
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        })
         .map(|c| match c.get("status").and_then(Value::as_str) {
             Some("True") => "Ready",
             Some("False") => "NotReady",
@@ -130,9 +166,18 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "pods") => named(vec![
             col("Ready", "string", 0, |v, _| {
-                let cs = v.pointer("/status/containerStatuses").and_then(Value::as_array);
-                let total = v.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
-                let ready = cs.map_or(0, |c| c.iter().filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true)).count());
+                let cs = v
+                    .pointer("/status/containerStatuses")
+                    .and_then(Value::as_array);
+                let total = v
+                    .pointer("/spec/containers")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                let ready = cs.map_or(0, |c| {
+                    c.iter()
+                        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                        .count()
+                });
                 json!(format!("{ready}/{total}"))
             }),
             col("Status", "string", 0, |v, _| json!(pod_status(v))),
@@ -140,13 +185,19 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
                 let n: i64 = v
                     .pointer("/status/containerStatuses")
                     .and_then(Value::as_array)
-                    .map_or(0, |c| c.iter().map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0)).sum());
+                    .map_or(0, |c| {
+                        c.iter()
+                            .map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
+                            .sum()
+                    });
                 json!(n.to_string())
             }),
             col("Age", "string", 0, age),
             col("IP", "string", 1, |v, _| or_none(s(v, "/status/podIP"))),
             col("Node", "string", 1, |v, _| or_none(s(v, "/spec/nodeName"))),
-            col("Nominated Node", "string", 1, |v, _| or_none(s(v, "/status/nominatedNodeName"))),
+            col("Nominated Node", "string", 1, |v, _| {
+                or_none(s(v, "/status/nominatedNodeName"))
+            }),
         ]),
         ("", "nodes") => named(vec![
             col("Status", "string", 0, |v, _| json!(node_status(v))),
@@ -154,32 +205,55 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
                 let roles: Vec<String> = v
                     .pointer("/metadata/labels")
                     .and_then(Value::as_object)
-                    .map(|m| m.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/").map(str::to_string)).collect())
+                    .map(|m| {
+                        m.keys()
+                            .filter_map(|k| {
+                                k.strip_prefix("node-role.kubernetes.io/")
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
                     .unwrap_or_default();
                 or_none(roles.join(","))
             }),
             col("Age", "string", 0, age),
-            col("Version", "string", 0, |v, _| json!(s(v, "/status/nodeInfo/kubeletVersion"))),
+            col("Version", "string", 0, |v, _| {
+                json!(s(v, "/status/nodeInfo/kubeletVersion"))
+            }),
             col("Internal-IP", "string", 1, |v, _| {
                 let ip = v
                     .pointer("/status/addresses")
                     .and_then(Value::as_array)
-                    .and_then(|a| a.iter().find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP")))
+                    .and_then(|a| {
+                        a.iter()
+                            .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+                    })
                     .map(|x| s(x, "/address"))
                     .unwrap_or_default();
                 or_none(ip)
             }),
         ]),
-        ("", "namespaces") => named(vec![col("Status", "string", 0, |v, _| json!(s(v, "/status/phase"))), col("Age", "string", 0, age)]),
+        ("", "namespaces") => named(vec![
+            col("Status", "string", 0, |v, _| json!(s(v, "/status/phase"))),
+            col("Age", "string", 0, age),
+        ]),
         ("", "services") => named(vec![
             col("Type", "string", 0, |v, _| json!(s(v, "/spec/type"))),
-            col("Cluster-IP", "string", 0, |v, _| or_none(s(v, "/spec/clusterIP"))),
-            col("External-IP", "string", 0, |v, _| or_none(s(v, "/spec/externalName"))),
+            col("Cluster-IP", "string", 0, |v, _| {
+                or_none(s(v, "/spec/clusterIP"))
+            }),
+            col("External-IP", "string", 0, |v, _| {
+                or_none(s(v, "/spec/externalName"))
+            }),
             col("Port(s)", "string", 0, |v, _| {
                 let ports: Vec<String> = v
                     .pointer("/spec/ports")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().map(|p| format!("{}/{}", s(p, "/port"), s(p, "/protocol"))).collect())
+                    .map(|a| {
+                        a.iter()
+                            .map(|p| format!("{}/{}", s(p, "/port"), s(p, "/protocol")))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 or_none(ports.join(","))
             }),
@@ -187,20 +261,34 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ]),
         ("", "configmaps") => named(vec![
             col("Data", "integer", 0, |v, _| {
-                let n = v.get("data").and_then(Value::as_object).map_or(0, |m| m.len())
-                    + v.get("binaryData").and_then(Value::as_object).map_or(0, |m| m.len());
+                let n = v
+                    .get("data")
+                    .and_then(Value::as_object)
+                    .map_or(0, |m| m.len())
+                    + v.get("binaryData")
+                        .and_then(Value::as_object)
+                        .map_or(0, |m| m.len());
                 json!(n)
             }),
             col("Age", "string", 0, age),
         ]),
         ("", "secrets") => named(vec![
             col("Type", "string", 0, |v, _| json!(s(v, "/type"))),
-            col("Data", "integer", 0, |v, _| json!(v.get("data").and_then(Value::as_object).map_or(0, |m| m.len()))),
+            col("Data", "integer", 0, |v, _| {
+                json!(
+                    v.get("data")
+                        .and_then(Value::as_object)
+                        .map_or(0, |m| m.len())
+                )
+            }),
             col("Age", "string", 0, age),
         ]),
         ("", "events") => vec![
             col("Last Seen", "string", 0, |v, now| {
-                if v.pointer("/lastTimestamp").and_then(Value::as_str).is_some() {
+                if v.pointer("/lastTimestamp")
+                    .and_then(Value::as_str)
+                    .is_some()
+                {
                     age_of(v, "/lastTimestamp", now)
                 } else {
                     age_of(v, "/eventTime", now)
@@ -209,64 +297,138 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
             col("Type", "string", 0, |v, _| json!(s(v, "/type"))),
             col("Reason", "string", 0, |v, _| json!(s(v, "/reason"))),
             col("Object", "string", 0, |v, _| {
-                json!(format!("{}/{}", s(v, "/involvedObject/kind").to_lowercase(), s(v, "/involvedObject/name")))
+                json!(format!(
+                    "{}/{}",
+                    s(v, "/involvedObject/kind").to_lowercase(),
+                    s(v, "/involvedObject/name")
+                ))
             }),
             col("Message", "string", 0, |v, _| json!(s(v, "/message"))),
             col("Name", "string", 1, name),
         ],
         ("apps", "deployments") => named(vec![
-            col("Ready", "string", 0, |v, _| json!(format!("{}/{}", i(v, "/status/readyReplicas"), i(v, "/spec/replicas")))),
-            col("Up-to-date", "integer", 0, |v, _| json!(i(v, "/status/updatedReplicas"))),
-            col("Available", "integer", 0, |v, _| json!(i(v, "/status/availableReplicas"))),
+            col("Ready", "string", 0, |v, _| {
+                json!(format!(
+                    "{}/{}",
+                    i(v, "/status/readyReplicas"),
+                    i(v, "/spec/replicas")
+                ))
+            }),
+            col("Up-to-date", "integer", 0, |v, _| {
+                json!(i(v, "/status/updatedReplicas"))
+            }),
+            col("Available", "integer", 0, |v, _| {
+                json!(i(v, "/status/availableReplicas"))
+            }),
             col("Age", "string", 0, age),
         ]),
         ("apps", "replicasets") | ("", "replicationcontrollers") => named(vec![
-            col("Desired", "integer", 0, |v, _| json!(i(v, "/spec/replicas"))),
-            col("Current", "integer", 0, |v, _| json!(i(v, "/status/replicas"))),
-            col("Ready", "integer", 0, |v, _| json!(i(v, "/status/readyReplicas"))),
+            col("Desired", "integer", 0, |v, _| {
+                json!(i(v, "/spec/replicas"))
+            }),
+            col("Current", "integer", 0, |v, _| {
+                json!(i(v, "/status/replicas"))
+            }),
+            col("Ready", "integer", 0, |v, _| {
+                json!(i(v, "/status/readyReplicas"))
+            }),
             col("Age", "string", 0, age),
         ]),
         ("apps", "statefulsets") => named(vec![
-            col("Ready", "string", 0, |v, _| json!(format!("{}/{}", i(v, "/status/readyReplicas"), i(v, "/spec/replicas")))),
+            col("Ready", "string", 0, |v, _| {
+                json!(format!(
+                    "{}/{}",
+                    i(v, "/status/readyReplicas"),
+                    i(v, "/spec/replicas")
+                ))
+            }),
             col("Age", "string", 0, age),
         ]),
         ("apps", "daemonsets") => named(vec![
-            col("Desired", "integer", 0, |v, _| json!(i(v, "/status/desiredNumberScheduled"))),
-            col("Current", "integer", 0, |v, _| json!(i(v, "/status/currentNumberScheduled"))),
-            col("Ready", "integer", 0, |v, _| json!(i(v, "/status/numberReady"))),
-            col("Up-to-date", "integer", 0, |v, _| json!(i(v, "/status/updatedNumberScheduled"))),
-            col("Available", "integer", 0, |v, _| json!(i(v, "/status/numberAvailable"))),
+            col("Desired", "integer", 0, |v, _| {
+                json!(i(v, "/status/desiredNumberScheduled"))
+            }),
+            col("Current", "integer", 0, |v, _| {
+                json!(i(v, "/status/currentNumberScheduled"))
+            }),
+            col("Ready", "integer", 0, |v, _| {
+                json!(i(v, "/status/numberReady"))
+            }),
+            col("Up-to-date", "integer", 0, |v, _| {
+                json!(i(v, "/status/updatedNumberScheduled"))
+            }),
+            col("Available", "integer", 0, |v, _| {
+                json!(i(v, "/status/numberAvailable"))
+            }),
             col("Age", "string", 0, age),
         ]),
         ("batch", "jobs") => named(vec![
-            col("Completions", "string", 0, |v, _| json!(format!("{}/{}", i(v, "/status/succeeded"), i(v, "/spec/completions")))),
+            col("Completions", "string", 0, |v, _| {
+                json!(format!(
+                    "{}/{}",
+                    i(v, "/status/succeeded"),
+                    i(v, "/spec/completions")
+                ))
+            }),
             col("Age", "string", 0, age),
         ]),
         ("policy", "poddisruptionbudgets") => named(vec![
-            col("Min Available", "string", 0, |v, _| json!(if s(v, "/spec/minAvailable").is_empty() { "N/A".into() } else { s(v, "/spec/minAvailable") })),
-            col("Max Unavailable", "string", 0, |v, _| json!(if s(v, "/spec/maxUnavailable").is_empty() { "N/A".into() } else { s(v, "/spec/maxUnavailable") })),
-            col("Allowed Disruptions", "integer", 0, |v, _| json!(i(v, "/status/disruptionsAllowed"))),
+            col("Min Available", "string", 0, |v, _| {
+                json!(if s(v, "/spec/minAvailable").is_empty() {
+                    "N/A".into()
+                } else {
+                    s(v, "/spec/minAvailable")
+                })
+            }),
+            col("Max Unavailable", "string", 0, |v, _| {
+                json!(if s(v, "/spec/maxUnavailable").is_empty() {
+                    "N/A".into()
+                } else {
+                    s(v, "/spec/maxUnavailable")
+                })
+            }),
+            col("Allowed Disruptions", "integer", 0, |v, _| {
+                json!(i(v, "/status/disruptionsAllowed"))
+            }),
             col("Age", "string", 0, age),
         ]),
         ("scheduling.k8s.io", "priorityclasses") => named(vec![
             col("Value", "integer", 0, |v, _| json!(i(v, "/value"))),
-            col("Global-Default", "boolean", 0, |v, _| json!(v.get("globalDefault").and_then(Value::as_bool).unwrap_or(false))),
+            col("Global-Default", "boolean", 0, |v, _| {
+                json!(
+                    v.get("globalDefault")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
             col("Age", "string", 0, age),
-            col("PreemptionPolicy", "string", 0, |v, _| json!(s(v, "/preemptionPolicy"))),
+            col("PreemptionPolicy", "string", 0, |v, _| {
+                json!(s(v, "/preemptionPolicy"))
+            }),
         ]),
         ("coordination.k8s.io", "leases") => named(vec![
-            col("Holder", "string", 0, |v, _| json!(s(v, "/spec/holderIdentity"))),
+            col("Holder", "string", 0, |v, _| {
+                json!(s(v, "/spec/holderIdentity"))
+            }),
             col("Age", "string", 0, age),
         ]),
-        ("apiextensions.k8s.io", "customresourcedefinitions") => named(vec![col("Created At", "date", 0, |v, _| {
-            json!(s(v, "/metadata/creationTimestamp"))
-        })]),
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            named(vec![col("Created At", "date", 0, |v, _| {
+                json!(s(v, "/metadata/creationTimestamp"))
+            })])
+        }
         _ => named(vec![col("Age", "string", 0, age)]),
     }
 }
 
 /// Converts objects to a Table.
-pub fn table(def: &ResourceDef, objects: &[Value], now: SystemTime, rv: u64, cont: Option<&str>) -> Value {
+pub fn table(
+    def: &ResourceDef,
+    objects: &[Value],
+    now: SystemTime,
+    rv: u64,
+    cont: Option<&str>,
+) -> Value {
     let mut defs: Vec<Value> = Vec::new();
     let cols = columns(def);
     let custom = &def.printer_columns;
@@ -292,7 +454,13 @@ pub fn table(def: &ResourceDef, objects: &[Value], now: SystemTime, rv: u64, con
                     cells.push(if c.type_ == "date" {
                         v.as_str()
                             .and_then(simclock::parse_rfc3339)
-                            .map(|t| json!(human_duration(now.duration_since(t).map(|d| d.as_secs() as i64).unwrap_or(0))))
+                            .map(|t| {
+                                json!(human_duration(
+                                    now.duration_since(t)
+                                        .map(|d| d.as_secs() as i64)
+                                        .unwrap_or(0)
+                                ))
+                            })
                             .unwrap_or(v)
                     } else {
                         v

@@ -9,7 +9,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::task::JoinHandle;
 
@@ -58,16 +61,27 @@ impl Certs {
     pub fn generate() -> Result<Self, ServeError> {
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(DnType::CommonName, "testbed-ca");
-        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "testbed-ca");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let ca_key = KeyPair::generate()?;
         let ca_cert = ca_params.self_signed(&ca_key)?;
         let issuer = Issuer::new(ca_params, ca_key);
 
-        let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?;
-        leaf.distinguished_name.push(DnType::CommonName, "testbed-apiserver");
+        let mut leaf =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?;
+        leaf.distinguished_name
+            .push(DnType::CommonName, "testbed-apiserver");
         leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        leaf.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         let leaf_key = KeyPair::generate()?;
         let leaf_cert = leaf.signed_by(&leaf_key, &issuer)?;
         Ok(Self {
@@ -114,16 +128,29 @@ impl TlsEndpoint {
     ) -> Result<Self, ServeError> {
         let certs = Certs::generate()?;
         let token = uuid::Uuid::new_v4().simple().to_string();
-        let listener = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Io { addr: addr.to_string(), source })?;
+        let listener = std::net::TcpListener::bind(addr).map_err(|source| ServeError::Io {
+            addr: addr.to_string(),
+            source,
+        })?;
         listener
             .set_nonblocking(true)
-            .map_err(|source| ServeError::Io { addr: addr.to_string(), source })?;
-        let local = listener.local_addr().map_err(|source| ServeError::Io { addr: addr.to_string(), source })?;
+            .map_err(|source| ServeError::Io {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| ServeError::Io {
+            addr: addr.to_string(),
+            source,
+        })?;
         let router = make_router(token.clone(), local.to_string());
-        let cfg = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(certs.server_config()?));
+        let cfg =
+            axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(certs.server_config()?));
         let handle = axum_server::Handle::new();
         let server = axum_server::from_tcp_rustls(listener, cfg)
-            .map_err(|source| ServeError::Io { addr: local.to_string(), source })?
+            .map_err(|source| ServeError::Io {
+                addr: local.to_string(),
+                source,
+            })?
             .handle(handle.clone());
         let task = tokio::spawn(async move {
             if let Err(e) = server.serve(router.into_make_service()).await {
@@ -153,7 +180,10 @@ impl TlsEndpoint {
 
     /// Writes the kubeconfig to `path` (mode 0600).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), ServeError> {
-        let err = |source| ServeError::Kubeconfig { path: path.display().to_string(), source };
+        let err = |source| ServeError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(err)?;
         }

@@ -1,4 +1,5 @@
 //! kube-rs clients against the embedded API server, in memory and over TLS.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,7 +9,10 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::{Eviction, PodDisruptionBudget};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Error};
@@ -56,7 +60,10 @@ async fn typed_crud_selectors_and_errors() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let mut p = pod("", json!({"app": "web", "tier": "front"}));
     p.metadata.generate_name = Some("web-".into());
-    let created = pods.create(&PostParams::default(), &p).await.expect("create");
+    let created = pods
+        .create(&PostParams::default(), &p)
+        .await
+        .expect("create");
     let name = created.metadata.name.clone().expect("generated name");
     assert!(name.starts_with("web-") && name.len() == 9, "{name}");
     assert!(created.metadata.uid.is_some() && created.metadata.creation_timestamp.is_some());
@@ -67,57 +74,123 @@ async fn typed_crud_selectors_and_errors() {
     assert_eq!(spec.scheduler_name.as_deref(), Some("default-scheduler"));
     assert_eq!(spec.priority, Some(0));
     let tolerations = spec.tolerations.unwrap_or_default();
-    assert!(tolerations.iter().any(|t| t.key.as_deref() == Some("node.kubernetes.io/not-ready") && t.toleration_seconds == Some(300)));
+    assert!(
+        tolerations
+            .iter()
+            .any(|t| t.key.as_deref() == Some("node.kubernetes.io/not-ready")
+                && t.toleration_seconds == Some(300))
+    );
 
-    pods.create(&PostParams::default(), &pod("db", json!({"app": "db"}))).await.expect("create db");
-    let listed = pods.list(&ListParams::default().labels("app in (web,cache),tier")).await.expect("list");
+    pods.create(&PostParams::default(), &pod("db", json!({"app": "db"})))
+        .await
+        .expect("create db");
+    let listed = pods
+        .list(&ListParams::default().labels("app in (web,cache),tier"))
+        .await
+        .expect("list");
     assert_eq!(listed.items.len(), 1);
-    let unbound = pods.list(&ListParams::default().fields("spec.nodeName=")).await.expect("list");
+    let unbound = pods
+        .list(&ListParams::default().fields("spec.nodeName="))
+        .await
+        .expect("list");
     assert_eq!(unbound.items.len(), 2);
 
     // Errors carry the right code and reason.
     let (code, reason) = api_code(&pods.get("missing").await.unwrap_err());
     assert_eq!((code, reason.as_str()), (404, "NotFound"));
-    let (code, reason) = api_code(&pods.create(&PostParams::default(), &pod("db", json!({}))).await.unwrap_err());
+    let (code, reason) = api_code(
+        &pods
+            .create(&PostParams::default(), &pod("db", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((code, reason.as_str()), (409, "AlreadyExists"));
-    let no_containers: Pod = serde_json::from_value(json!({"metadata": {"name": "bad"}, "spec": {"containers": []}})).unwrap();
-    match pods.create(&PostParams::default(), &no_containers).await.unwrap_err() {
+    let no_containers: Pod =
+        serde_json::from_value(json!({"metadata": {"name": "bad"}, "spec": {"containers": []}}))
+            .unwrap();
+    match pods
+        .create(&PostParams::default(), &no_containers)
+        .await
+        .unwrap_err()
+    {
         Error::Api(s) => {
             assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
             assert!(s.message.contains("spec.containers"), "{}", s.message);
         }
         other => panic!("{other:?}"),
     }
-    let (code, _) = api_code(&pods.list(&ListParams::default().labels("app in (web")).await.unwrap_err());
+    let (code, _) = api_code(
+        &pods
+            .list(&ListParams::default().labels("app in (web"))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 400);
-    let (code, _) = api_code(&pods.list(&ListParams::default().fields("spec.bogus=1")).await.unwrap_err());
+    let (code, _) = api_code(
+        &pods
+            .list(&ListParams::default().fields("spec.bogus=1"))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 400);
     let other_ns: Api<Pod> = Api::namespaced(client.clone(), "nope");
-    let (code, _) = api_code(&other_ns.create(&PostParams::default(), &pod("x", json!({}))).await.unwrap_err());
+    let (code, _) = api_code(
+        &other_ns
+            .create(&PostParams::default(), &pod("x", json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 404);
     // The failed requests changed nothing.
-    assert_eq!(pods.list(&ListParams::default()).await.unwrap().items.len(), 2);
+    assert_eq!(
+        pods.list(&ListParams::default()).await.unwrap().items.len(),
+        2
+    );
 }
 
 #[tokio::test]
 async fn updates_conflict_patches_and_generation() {
     let (_s, client) = start();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let mut cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c"}, "data": {"a": "1"}})).unwrap();
+    let mut cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "c"}, "data": {"a": "1"}})).unwrap();
     let v1 = cms.create(&PostParams::default(), &cm).await.unwrap();
     cm = v1.clone();
     cm.data = Some(BTreeMap::from([("a".into(), "2".into())]));
     let v2 = cms.replace("c", &PostParams::default(), &cm).await.unwrap();
     assert_ne!(v1.metadata.resource_version, v2.metadata.resource_version);
     // Stale resourceVersion: 409 Conflict.
-    let (code, reason) = api_code(&cms.replace("c", &PostParams::default(), &cm).await.unwrap_err());
+    let (code, reason) = api_code(
+        &cms.replace("c", &PostParams::default(), &cm)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((code, reason.as_str()), (409, "Conflict"));
     // All three patch types.
-    cms.patch("c", &PatchParams::default(), &Patch::Merge(json!({"data": {"b": "x"}}))).await.unwrap();
-    cms.patch("c", &PatchParams::default(), &Patch::Strategic(json!({"metadata": {"labels": {"l": "1"}}}))).await.unwrap();
-    let jp: json_patch::Patch = serde_json::from_value(json!([{"op": "remove", "path": "/data/a"}])).unwrap();
-    let out = cms.patch("c", &PatchParams::default(), &Patch::<()>::Json(jp)).await.unwrap();
-    assert_eq!(out.data.unwrap(), BTreeMap::from([("b".into(), "x".into())]));
+    cms.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"b": "x"}})),
+    )
+    .await
+    .unwrap();
+    cms.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"metadata": {"labels": {"l": "1"}}})),
+    )
+    .await
+    .unwrap();
+    let jp: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "remove", "path": "/data/a"}])).unwrap();
+    let out = cms
+        .patch("c", &PatchParams::default(), &Patch::<()>::Json(jp))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.data.unwrap(),
+        BTreeMap::from([("b".into(), "x".into())])
+    );
     assert_eq!(out.metadata.labels.unwrap()["l"], "1");
 
     // Node: strategic patch of taints and status through the status subresource.
@@ -129,13 +202,26 @@ async fn updates_conflict_patches_and_generation() {
         .await
         .unwrap();
     assert_eq!(patched.spec.unwrap().taints.unwrap().len(), 1);
-    assert!(patched.status.and_then(|s| s.capacity).is_none(), "status changes through the main resource are ignored");
+    assert!(
+        patched.status.and_then(|s| s.capacity).is_none(),
+        "status changes through the main resource are ignored"
+    );
     let st = nodes
-        .patch_status("n1", &PatchParams::default(), &Patch::Merge(json!({"status": {"capacity": {"cpu": "4"}}, "spec": {"unschedulable": true}})))
+        .patch_status(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"capacity": {"cpu": "4"}}, "spec": {"unschedulable": true}}),
+            ),
+        )
         .await
         .unwrap();
     assert_eq!(st.status.unwrap().capacity.unwrap()["cpu"].0, "4");
-    assert_ne!(st.spec.and_then(|s| s.unschedulable), Some(true), "spec changes through status are ignored");
+    assert_ne!(
+        st.spec.and_then(|s| s.unschedulable),
+        Some(true),
+        "spec changes through status are ignored"
+    );
 }
 
 #[tokio::test]
@@ -143,7 +229,8 @@ async fn pagination_is_complete_and_ordered() {
     let (_s, client) = start();
     let cms: Api<ConfigMap> = Api::namespaced(client, "kube-public");
     for i in 0..25 {
-        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("cm-{i:02}")}})).unwrap();
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("cm-{i:02}")}})).unwrap();
         cms.create(&PostParams::default(), &cm).await.unwrap();
     }
     let mut names = Vec::new();
@@ -168,9 +255,24 @@ async fn watchers_see_every_change_in_order_and_old_versions_are_gone() {
     let api = ApiServer::with_history(Clock::new(), 20).unwrap();
     let client = api.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "counter"}, "data": {"n": "0"}})).unwrap();
-    let start_rv = cms.create(&PostParams::default(), &cm).await.unwrap().metadata.resource_version.unwrap();
-    let mut stream = cms.watch(&WatchParams::default().fields("metadata.name=counter"), &start_rv).await.unwrap().boxed();
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "counter"}, "data": {"n": "0"}}))
+            .unwrap();
+    let start_rv = cms
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = cms
+        .watch(
+            &WatchParams::default().fields("metadata.name=counter"),
+            &start_rv,
+        )
+        .await
+        .unwrap()
+        .boxed();
 
     // Writers race on one object: every increment lands exactly once.
     let mut tasks = Vec::new();
@@ -200,11 +302,17 @@ async fn watchers_see_every_change_in_order_and_old_versions_are_gone() {
     let mut seen = Vec::new();
     while seen.len() < 40 {
         match tokio::time::timeout(Duration::from_secs(5), stream.next()).await {
-            Ok(Some(Ok(WatchEvent::Modified(c)))) => seen.push(c.data.unwrap()["n"].parse::<u32>().unwrap()),
+            Ok(Some(Ok(WatchEvent::Modified(c)))) => {
+                seen.push(c.data.unwrap()["n"].parse::<u32>().unwrap())
+            }
             other => panic!("unexpected watch item {other:?}"),
         }
     }
-    assert_eq!(seen, (1..=40).collect::<Vec<_>>(), "every committed change, in order");
+    assert_eq!(
+        seen,
+        (1..=40).collect::<Vec<_>>(),
+        "every committed change, in order"
+    );
 
     // History keeps 20 changes: resuming from the first version is 410 Gone.
     let res = cms.watch(&WatchParams::default(), &start_rv).await;
@@ -220,20 +328,31 @@ async fn watchers_see_every_change_in_order_and_old_versions_are_gone() {
 async fn runtime_watcher_and_reflector_work() {
     let (_s, client) = start();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("before", json!({"app": "a"}))).await.unwrap();
+    pods.create(&PostParams::default(), &pod("before", json!({"app": "a"})))
+        .await
+        .unwrap();
     let (reader, writer) = kube::runtime::reflector::store();
-    let stream = kube::runtime::reflector(writer, watcher(pods.clone(), watcher::Config::default().labels("app=a")))
-        .applied_objects()
-        .boxed();
+    let stream = kube::runtime::reflector(
+        writer,
+        watcher(pods.clone(), watcher::Config::default().labels("app=a")),
+    )
+    .applied_objects()
+    .boxed();
     let handle = tokio::spawn(async move { stream.try_for_each(|_| async { Ok(()) }).await });
-    pods.create(&PostParams::default(), &pod("after", json!({"app": "a"}))).await.unwrap();
-    pods.create(&PostParams::default(), &pod("other", json!({"app": "b"}))).await.unwrap();
+    pods.create(&PostParams::default(), &pod("after", json!({"app": "a"})))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &pod("other", json!({"app": "b"})))
+        .await
+        .unwrap();
     eventually("the reflector holds both matching pods", || {
         let reader = reader.clone();
         async move { reader.state().len() == 2 }
     })
     .await;
-    pods.delete("before", &DeleteParams::default()).await.unwrap();
+    pods.delete("before", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually("the reflector drops the deleted pod", || {
         let reader = reader.clone();
         async move { reader.state().len() == 1 }
@@ -247,7 +366,10 @@ async fn guarded_pods(client: &Client, n: usize) {
     let rs_api: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         "default",
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "ReplicaSet"), "replicasets"),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "ReplicaSet"),
+            "replicasets",
+        ),
     );
     let rs: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -285,12 +407,16 @@ async fn evictions_allowed(budget: Value, replicas: usize) -> (usize, String) {
     for (k, v) in budget.as_object().unwrap() {
         spec[k] = v.clone();
     }
-    let pdb: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "budget"}, "spec": spec})).unwrap();
+    let pdb: PodDisruptionBudget =
+        serde_json::from_value(json!({"metadata": {"name": "budget"}, "spec": spec})).unwrap();
     pdbs.create(&PostParams::default(), &pdb).await.unwrap();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     let mut allowed = 0;
     for i in 0..replicas {
-        match pods.evict(&format!("guarded-{i}"), &Default::default()).await {
+        match pods
+            .evict(&format!("guarded-{i}"), &Default::default())
+            .await
+        {
             Ok(_) => allowed += 1,
             Err(Error::Api(s)) => {
                 assert_eq!((s.code, s.reason.as_str()), (429, "TooManyRequests"));
@@ -329,7 +455,9 @@ async fn eviction_honours_pod_disruption_budgets() {
 async fn eviction_deletes_gracefully_and_unguarded_pods_go_at_once() {
     let (_s, client) = start();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("free", json!({}))).await.unwrap();
+    pods.create(&PostParams::default(), &pod("free", json!({})))
+        .await
+        .unwrap();
     // An unbound pod has no grace period: eviction removes it.
     pods.evict("free", &Default::default()).await.unwrap();
     assert_eq!(api_code(&pods.get("free").await.unwrap_err()).0, 404);
@@ -337,24 +465,40 @@ async fn eviction_deletes_gracefully_and_unguarded_pods_go_at_once() {
     let mut bound = pod("bound", json!({}));
     bound.spec.as_mut().unwrap().node_name = Some("node-a".into());
     pods.create(&PostParams::default(), &bound).await.unwrap();
-    pods.evict("bound", &kube::api::EvictParams::default()).await.unwrap();
+    pods.evict("bound", &kube::api::EvictParams::default())
+        .await
+        .unwrap();
     let p = pods.get("bound").await.unwrap();
     assert!(p.metadata.deletion_timestamp.is_some());
     assert_eq!(p.metadata.deletion_grace_period_seconds, Some(30));
     // The kubelet's final delete (grace 0) removes it.
-    pods.delete("bound", &DeleteParams::default().grace_period(0)).await.unwrap();
+    pods.delete("bound", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
     assert_eq!(api_code(&pods.get("bound").await.unwrap_err()).0, 404);
     let e = Eviction::default();
-    assert_eq!(api_code(&pods.evict("bound", &Default::default()).await.unwrap_err()).0, 404, "{e:?}");
+    assert_eq!(
+        api_code(&pods.evict("bound", &Default::default()).await.unwrap_err()).0,
+        404,
+        "{e:?}"
+    );
 }
 
 #[tokio::test]
 async fn garbage_collection_background_foreground_and_orphan() {
     let (_s, client) = start();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let make_owner = |name: &str| serde_json::from_value::<ConfigMap>(json!({"metadata": {"name": name}})).unwrap();
+    let make_owner = |name: &str| {
+        serde_json::from_value::<ConfigMap>(json!({"metadata": {"name": name}})).unwrap()
+    };
     for policy in ["Background", "Foreground", "Orphan"] {
-        let owner = cms.create(&PostParams::default(), &make_owner(&format!("owner-{}", policy.to_lowercase()))).await.unwrap();
+        let owner = cms
+            .create(
+                &PostParams::default(),
+                &make_owner(&format!("owner-{}", policy.to_lowercase())),
+            )
+            .await
+            .unwrap();
         let uid = owner.metadata.uid.clone().unwrap();
         let oname = owner.metadata.name.clone().unwrap();
         for i in 0..3 {
@@ -380,9 +524,22 @@ async fn garbage_collection_background_foreground_and_orphan() {
             async move {
                 let owner_gone = cms.get_opt(&oname).await.unwrap().is_none();
                 let deps = cms.list(&ListParams::default()).await.unwrap().items;
-                let deps: Vec<_> = deps.iter().filter(|c| c.metadata.name.as_deref().unwrap_or("").starts_with(&prefix)).collect();
+                let deps: Vec<_> = deps
+                    .iter()
+                    .filter(|c| {
+                        c.metadata
+                            .name
+                            .as_deref()
+                            .unwrap_or("")
+                            .starts_with(&prefix)
+                    })
+                    .collect();
                 match policy {
-                    "Orphan" => owner_gone && deps.len() == 3 && deps.iter().all(|d| d.metadata.owner_references.is_none()),
+                    "Orphan" => {
+                        owner_gone
+                            && deps.len() == 3
+                            && deps.iter().all(|d| d.metadata.owner_references.is_none())
+                    }
                     _ => owner_gone && deps.is_empty(),
                 }
             }
@@ -395,12 +552,21 @@ async fn garbage_collection_background_foreground_and_orphan() {
 async fn finalizers_hold_deletion_until_removed() {
     let (_s, client) = start();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})).unwrap();
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
     cms.create(&PostParams::default(), &cm).await.unwrap();
     cms.delete("held", &DeleteParams::default()).await.unwrap();
     let held = cms.get("held").await.unwrap();
     assert!(held.metadata.deletion_timestamp.is_some());
-    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     assert!(cms.get_opt("held").await.unwrap().is_none());
 }
 
@@ -411,15 +577,30 @@ async fn namespace_deletion_removes_its_content() {
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap();
     nss.create(&PostParams::default(), &ns).await.unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
-    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap()).await.unwrap();
-    nss.delete("doomed", &DeleteParams::default()).await.unwrap();
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    nss.delete("doomed", &DeleteParams::default())
+        .await
+        .unwrap();
     let nss2 = nss.clone();
     eventually("the namespace is gone", || {
         let nss = nss2.clone();
         async move { nss.get_opt("doomed").await.unwrap().is_none() }
     })
     .await;
-    assert_eq!(api_code(&nss.delete("kube-system", &DeleteParams::default()).await.unwrap_err()).0, 403);
+    assert_eq!(
+        api_code(
+            &nss.delete("kube-system", &DeleteParams::default())
+                .await
+                .unwrap_err()
+        )
+        .0,
+        403
+    );
 }
 
 #[tokio::test]
@@ -427,7 +608,10 @@ async fn priority_admission_and_binding() {
     let (_s, client) = start();
     let pcs: Api<DynamicObject> = Api::all_with(
         client.clone(),
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("scheduling.k8s.io", "v1", "PriorityClass"), "priorityclasses"),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("scheduling.k8s.io", "v1", "PriorityClass"),
+            "priorityclasses",
+        ),
     );
     let pc: DynamicObject = serde_json::from_value(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch-low"}, "value": -10})).unwrap();
     pcs.create(&PostParams::default(), &pc).await.unwrap();
@@ -438,10 +622,21 @@ async fn priority_admission_and_binding() {
     assert_eq!(created.spec.unwrap().priority, Some(-10));
     let mut crit = pod("crit", json!({}));
     crit.spec.as_mut().unwrap().priority_class_name = Some("system-node-critical".into());
-    assert_eq!(pods.create(&PostParams::default(), &crit).await.unwrap().spec.unwrap().priority, Some(2_000_001_000));
+    assert_eq!(
+        pods.create(&PostParams::default(), &crit)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .priority,
+        Some(2_000_001_000)
+    );
     let mut bad = pod("bad", json!({}));
     bad.spec.as_mut().unwrap().priority_class_name = Some("nope".into());
-    assert_eq!(api_code(&pods.create(&PostParams::default(), &bad).await.unwrap_err()).0, 403);
+    assert_eq!(
+        api_code(&pods.create(&PostParams::default(), &bad).await.unwrap_err()).0,
+        403
+    );
 
     // Binding assigns the node once.
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "low"}, "target": {"kind": "Node", "name": "node-a"}});
@@ -452,12 +647,23 @@ async fn priority_admission_and_binding() {
     client.request::<Value>(req).await.expect("bind");
     let bound = pods.get("low").await.unwrap();
     assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("node-a"));
-    assert!(bound.status.unwrap().conditions.unwrap().iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    assert!(
+        bound
+            .status
+            .unwrap()
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "True")
+    );
     let again = http::Request::post("/api/v1/namespaces/default/pods/low/binding")
         .header("content-type", "application/json")
         .body(serde_json::to_vec(&binding).unwrap())
         .unwrap();
-    assert_eq!(api_code(&client.request::<Value>(again).await.unwrap_err()).0, 409);
+    assert_eq!(
+        api_code(&client.request::<Value>(again).await.unwrap_err()).0,
+        409
+    );
 }
 
 #[tokio::test]
@@ -474,25 +680,54 @@ async fn crds_are_served_at_once_with_status_and_scale() {
     }))
     .unwrap();
     crds.create(&PostParams::default(), &crd).await.unwrap();
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "MachinePool"), "machinepools");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "MachinePool"),
+        "machinepools",
+    );
     let pools: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
     let obj: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "MachinePool", "metadata": {"name": "p"}, "spec": {"replicas": 1}})).unwrap();
     pools.create(&PostParams::default(), &obj).await.unwrap();
-    pools.patch_status("p", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 1, "selector": "pool=p"}, "spec": {"replicas": 9}}))).await.unwrap();
+    pools
+        .patch_status(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"replicas": 1, "selector": "pool=p"}, "spec": {"replicas": 9}}),
+            ),
+        )
+        .await
+        .unwrap();
     let p = pools.get("p").await.unwrap();
     assert_eq!(p.data["spec"]["replicas"], 1, "status writes ignore spec");
     assert_eq!(p.data["status"]["replicas"], 1);
     let scale = pools.get_scale("p").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(1));
     assert_eq!(scale.status.unwrap().selector.as_deref(), Some("pool=p"));
-    pools.patch_scale("p", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+    pools
+        .patch_scale(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(pools.get("p").await.unwrap().data["spec"]["replicas"], 3);
     // Strategic merge patch is not for custom resources.
-    let (code, _) = api_code(&pools.patch("p", &PatchParams::default(), &Patch::Strategic(json!({}))).await.unwrap_err());
+    let (code, _) = api_code(
+        &pools
+            .patch("p", &PatchParams::default(), &Patch::Strategic(json!({})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(code, 415);
     // Deleting the CRD removes the resource.
-    crds.delete("machinepools.example.com", &DeleteParams::default()).await.unwrap();
-    assert_eq!(api_code(&pools.list(&ListParams::default()).await.unwrap_err()).0, 404);
+    crds.delete("machinepools.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        api_code(&pools.list(&ListParams::default()).await.unwrap_err()).0,
+        404
+    );
 }
 
 #[tokio::test]
@@ -500,11 +735,28 @@ async fn server_side_apply_creates_updates_and_reports_conflicts() {
     let (_s, client) = start();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"owner": "a"}});
-    cms.patch("ssa", &PatchParams::apply("manager-a"), &Patch::Apply(&cfg)).await.unwrap();
+    cms.patch("ssa", &PatchParams::apply("manager-a"), &Patch::Apply(&cfg))
+        .await
+        .unwrap();
     let cfg2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"owner": "b"}});
-    let (code, reason) = api_code(&cms.patch("ssa", &PatchParams::apply("manager-b"), &Patch::Apply(&cfg2)).await.unwrap_err());
+    let (code, reason) = api_code(
+        &cms.patch(
+            "ssa",
+            &PatchParams::apply("manager-b"),
+            &Patch::Apply(&cfg2),
+        )
+        .await
+        .unwrap_err(),
+    );
     assert_eq!((code, reason.as_str()), (409, "Conflict"));
-    let forced = cms.patch("ssa", &PatchParams::apply("manager-b").force(), &Patch::Apply(&cfg2)).await.unwrap();
+    let forced = cms
+        .patch(
+            "ssa",
+            &PatchParams::apply("manager-b").force(),
+            &Patch::Apply(&cfg2),
+        )
+        .await
+        .unwrap();
     assert_eq!(forced.data.unwrap()["owner"], "b");
 }
 
@@ -513,9 +765,21 @@ async fn timestamps_follow_virtual_time() {
     let epoch = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let api = ApiServer::start(Clock::starting_at(epoch)).unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(api.client());
-    let a = cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap()).await.unwrap();
+    let a = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap(),
+        )
+        .await
+        .unwrap();
     tokio::time::advance(Duration::from_secs(600)).await;
-    let b = cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "b"}})).unwrap()).await.unwrap();
+    let b = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "b"}})).unwrap(),
+        )
+        .await
+        .unwrap();
     let ta = a.metadata.creation_timestamp.unwrap().0;
     let tb = b.metadata.creation_timestamp.unwrap().0;
     assert_eq!(tb.duration_since(ta).as_secs(), 600);
@@ -527,14 +791,30 @@ async fn tls_endpoint_requires_the_token() {
     let ep = api.serve_tls("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let client = ep.client().unwrap();
     let nss: Api<Namespace> = Api::all(client);
-    let names: Vec<String> = nss.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|n| n.metadata.name).collect();
+    let names: Vec<String> = nss
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
     for want in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
     }
     // Watch over TLS.
     let cms: Api<ConfigMap> = Api::default_namespaced(ep.client().unwrap());
-    let mut w = cms.watch(&WatchParams::default(), "0").await.unwrap().boxed();
-    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "tls"}})).unwrap()).await.unwrap();
+    let mut w = cms
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "tls"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     match tokio::time::timeout(Duration::from_secs(5), w.next()).await {
         Ok(Some(Ok(WatchEvent::Added(c)))) => assert_eq!(c.metadata.name.as_deref(), Some("tls")),
         other => panic!("{other:?}"),
@@ -544,5 +824,8 @@ async fn tls_endpoint_requires_the_token() {
     cfg.root_cert = Some(vec![ep.ca_der.clone()]);
     let anon = Client::try_from(cfg).unwrap();
     let nss: Api<Namespace> = Api::all(anon);
-    assert_eq!(api_code(&nss.list(&ListParams::default()).await.unwrap_err()).0, 401);
+    assert_eq!(
+        api_code(&nss.list(&ListParams::default()).await.unwrap_err()).0,
+        401
+    );
 }

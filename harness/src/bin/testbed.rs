@@ -12,7 +12,11 @@ use clap::{Parser, Subcommand};
 use harness::{Clock, EmbeddedApiServer};
 
 #[derive(Parser)]
-#[command(name = "testbed", version, about = "A kwok-backed Kubernetes testbed for cluster autoscalers")]
+#[command(
+    name = "testbed",
+    version,
+    about = "A kwok-backed Kubernetes testbed for cluster autoscalers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,7 +38,9 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -50,7 +56,10 @@ async fn main() -> ExitCode {
                 }
             };
             println!("kubeconfig: {}", cluster.kubeconfig.display());
-            eprintln!("API server listening on {}; press Ctrl-C to stop", cluster.endpoint.url);
+            eprintln!(
+                "API server listening on {}; press Ctrl-C to stop",
+                cluster.endpoint.url
+            );
             wait_for_signal().await;
             cluster.endpoint.shutdown();
             ExitCode::SUCCESS
