@@ -54,31 +54,28 @@ fn rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// Creates `count` objects made by `make`, `CONCURRENCY` requests at a time.
+async fn create_all<K>(api: &Api<K>, count: usize, make: fn(usize) -> K) -> Duration
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let t = Instant::now();
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            async move { api.create(&PostParams::default(), &make(i)).await }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("objects created");
+    t.elapsed()
+}
+
 async fn populate(client: &kube::Client) -> (Duration, Duration) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let t = Instant::now();
-    futures::stream::iter(0..NODES)
-        .map(|i| {
-            let nodes = nodes.clone();
-            async move { nodes.create(&PostParams::default(), &node(i)).await }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await
-        .expect("nodes created");
-    let nodes_time = t.elapsed();
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    let t = Instant::now();
-    futures::stream::iter(0..PODS)
-        .map(|i| {
-            let pods = pods.clone();
-            async move { pods.create(&PostParams::default(), &pod(i)).await }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await
-        .expect("pods created");
-    (nodes_time, t.elapsed())
+    let nodes = create_all(&Api::<Node>::all(client.clone()), NODES, node).await;
+    let pods = create_all(&Api::<Pod>::default_namespaced(client.clone()), PODS, pod).await;
+    (nodes, pods)
 }
 
 /// Time from a write to its event arriving at each of `WATCHERS` watchers.

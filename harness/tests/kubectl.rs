@@ -75,23 +75,21 @@ impl Testbed {
 
     /// Runs kubectl and returns stdout, failing the test with stderr on error.
     fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args, None);
+        self.expect_success(args, None)
+    }
+
+    /// Like [`Testbed::ok`], feeding `input` on stdin (`apply -f -`).
+    fn ok_stdin(&self, args: &[&str], input: &str) -> String {
+        self.expect_success(args, Some(input))
+    }
+
+    fn expect_success(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
         assert!(
             out.status.success(),
             "kubectl {} failed:\n{}{}",
             args.join(" "),
             String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn ok_stdin(&self, args: &[&str], input: &str) -> String {
-        let out = self.run(args, Some(input));
-        assert!(
-            out.status.success(),
-            "kubectl {} failed: {}",
-            args.join(" "),
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()

@@ -56,19 +56,36 @@ pub fn strategic_merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), Pat
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
-    // PodDisruptionBudgetSpec.selector has `patchStrategy:"replace"`.
-    if target.get("kind").and_then(Value::as_str) == Some("PodDisruptionBudget")
-        && let (Some(sel), Some(spec)) = (
-            p.get("spec").and_then(|s| s.get("selector")),
-            target.get_mut("spec"),
-        )
-    {
-        spec["selector"] = sel.clone();
-    }
+    replace_whole_maps(target, &p);
     if let Value::Object(t) = target {
         merge_map(t, p, "")?;
     }
     Ok(())
+}
+
+/// Map fields whose Go type carries `patchStrategy:"replace"`: a patch that
+/// names them replaces them whole instead of merging, by kind and JSON pointer
+/// of the parent object and field name.
+const REPLACED_MAPS: &[(&str, &str, &str)] = &[("PodDisruptionBudget", "/spec", "selector")];
+
+fn replace_whole_maps(target: &mut Value, patch: &Map<String, Value>) {
+    let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
+    let rules: Vec<_> = REPLACED_MAPS
+        .iter()
+        .filter(|(k, _, _)| *k == kind)
+        .collect();
+    if rules.is_empty() {
+        return;
+    }
+    let patch = Value::Object(patch.clone());
+    for (_, parent, field) in rules {
+        let Some(v) = patch.pointer(&format!("{parent}/{field}")) else {
+            continue;
+        };
+        if let Some(Value::Object(t)) = target.pointer_mut(parent) {
+            t.insert(field.to_string(), v.clone());
+        }
+    }
 }
 
 /// How a list field is merged.
@@ -357,6 +374,19 @@ mod tests {
             json!({"spec": {"strategy": {"$patch": "replace", "type": "Recreate"}}}),
         );
         assert_eq!(out["spec"]["strategy"], json!({"type": "Recreate"}));
+    }
+
+    #[test]
+    fn pdb_selector_is_replaced_not_merged() {
+        let pdb = json!({"kind": "PodDisruptionBudget", "spec": {"selector": {"matchLabels": {"a": "1"}}}});
+        let out = smp(
+            pdb,
+            json!({"spec": {"selector": {"matchLabels": {"b": "2"}}}}),
+        );
+        assert_eq!(out["spec"]["selector"], json!({"matchLabels": {"b": "2"}}));
+        let svc = json!({"kind": "Service", "spec": {"selector": {"a": "1"}}});
+        let out = smp(svc, json!({"spec": {"selector": {"b": "2"}}}));
+        assert_eq!(out["spec"]["selector"], json!({"a": "1", "b": "2"}));
     }
 
     #[test]

@@ -357,14 +357,6 @@ impl FieldSelector {
             (v == r.value) != r.negate
         })
     }
-
-    /// The value required for a field with `=`, if any (used for fast paths).
-    pub fn equals(&self, field: usize) -> Option<&str> {
-        self.reqs
-            .iter()
-            .find(|r| r.field == field && !r.negate)
-            .map(|r| r.value.as_str())
-    }
 }
 
 fn split_unescaped(s: &str, sep: char) -> Vec<String> {

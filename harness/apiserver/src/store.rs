@@ -222,11 +222,6 @@ impl Store {
         (inner.rv, items)
     }
 
-    /// Number of objects of a resource.
-    pub fn count(&self, gr: &GroupResource) -> usize {
-        self.lock().tables.get(gr).map_or(0, BTreeMap::len)
-    }
-
     /// Stores a new object. `value` must carry metadata.name (and namespace
     /// for namespaced resources); the store sets `metadata.resourceVersion`.
     pub fn create(&self, def: &ResourceDef, mut value: Value) -> Result<Arc<Stored>, StoreError> {
@@ -437,11 +432,6 @@ impl Store {
         if let Some(w) = inner.watchers.get(&id) {
             let _ = w.tx.send(WatchItem::Bookmark(inner.rv));
         }
-    }
-
-    /// Number of registered watchers.
-    pub fn watcher_count(&self) -> usize {
-        self.lock().watchers.len()
     }
 
     /// Whether an object with this uid exists.
