@@ -407,3 +407,121 @@ fn requests_without_the_token_are_rejected() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// kubectl's typed `create <kind>` subcommands and `drain` send protobuf.
+#[test]
+fn create_subcommands_and_drain_send_protobuf() {
+    require_kubectl!();
+    let tb = up();
+    tb.ok(&[
+        "create",
+        "poddisruptionbudget",
+        "web",
+        "--selector=app=web",
+        "--min-available=1",
+    ]);
+    tb.ok(&[
+        "create",
+        "pdb",
+        "half",
+        "--selector=app=web",
+        "--max-unavailable=50%",
+    ]);
+    tb.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=mode=fast",
+    ]);
+    tb.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "token",
+        "--from-literal=key=abc",
+    ]);
+    tb.ok(&[
+        "create",
+        "deployment",
+        "idle",
+        "--image=nginx",
+        "--replicas=0",
+    ]);
+    tb.ok(&["create", "priorityclass", "high", "--value=1000"]);
+    assert_eq!(
+        tb.jsonpath(
+            &["get", "pdb", "web"],
+            "{.spec.minAvailable} {.spec.selector.matchLabels.app}"
+        ),
+        "1 web"
+    );
+    assert_eq!(
+        tb.jsonpath(&["get", "pdb", "half"], "{.spec.maxUnavailable}"),
+        "50%"
+    );
+    assert_eq!(
+        tb.jsonpath(&["get", "configmap", "settings"], "{.data.mode}"),
+        "fast"
+    );
+    assert_eq!(
+        tb.jsonpath(&["get", "secret", "token"], "{.data.key}"),
+        "YWJj"
+    );
+    // An explicit zero survives the decoding (a dropped replicas would default to 1).
+    assert_eq!(
+        tb.jsonpath(&["get", "deployment", "idle"], "{.spec.replicas}"),
+        "0"
+    );
+    assert_eq!(
+        tb.jsonpath(&["get", "priorityclass", "high"], "{.value}"),
+        "1000"
+    );
+
+    // drain: cordon (a patch), then evictions (protobuf) honouring the PDB.
+    tb.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: free}\n\
+         spec: {nodeName: n1, containers: [{name: c, image: nginx}]}\n",
+    );
+    // A running, ready pod that the `web` budget (minAvailable 1) protects.
+    tb.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: guarded, labels: {app: web}}\n\
+         spec: {nodeName: n1, containers: [{name: c, image: nginx}]}\n",
+    );
+    tb.ok(&[
+        "patch",
+        "pod",
+        "guarded",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}"#,
+    ]);
+    // Kubernetes refuses evicting a pod under two budgets; keep one.
+    tb.ok(&["delete", "pdb", "half"]);
+    let blocked = tb.run(
+        &["drain", "n1", "--force", "--grace-period=0", "--timeout=3s"],
+        None,
+    );
+    assert!(!blocked.status.success());
+    let stderr = String::from_utf8_lossy(&blocked.stderr);
+    assert!(stderr.contains("disruption budget"), "{stderr}");
+    assert_eq!(tb.ok(&["get", "pods", "-o", "name"]), "pod/guarded\n");
+
+    tb.ok(&["delete", "pdb", "web"]);
+    let out = tb.ok(&[
+        "drain",
+        "n1",
+        "--force",
+        "--grace-period=0",
+        "--timeout=30s",
+    ]);
+    assert!(out.contains("node/n1 drained"), "{out}");
+    assert_eq!(
+        tb.jsonpath(&["get", "node", "n1"], "{.spec.unschedulable}"),
+        "true"
+    );
+    assert_eq!(tb.ok(&["get", "pods", "-o", "name"]), "");
+}

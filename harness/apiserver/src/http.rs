@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::discovery;
 use crate::error::{ApiError, ApiResult};
 use crate::normalize::FieldValidation;
+use crate::protobuf;
 use crate::registry::ResourceDef;
 use crate::server::{
     DeleteOptions, Deleted, Filter, ListOptions, PatchType, Server, Subresource, WriteOptions,
@@ -285,10 +286,8 @@ impl Ctx {
             .get(header::CONTENT_TYPE)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("application/json");
-        if ct.starts_with("application/vnd.kubernetes.protobuf") {
-            return Err(ApiError::unsupported_media_type(
-                "the body of the request was in an unknown format - accepted media types include: application/json",
-            ));
+        if ct.starts_with(protobuf::MEDIA_TYPE) {
+            return protobuf::decode(&self.body);
         }
         serde_json::from_slice(&self.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding the request body: {e}")))
@@ -298,8 +297,7 @@ impl Ctx {
         let mut o = if self.body.is_empty() {
             DeleteOptions::default()
         } else {
-            let v: Value = serde_json::from_slice(&self.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+            let v = self.json_body()?;
             DeleteOptions::from_body(&v).map_err(ApiError::bad_request)?
         };
         if let Some(g) = self.param("gracePeriodSeconds") {

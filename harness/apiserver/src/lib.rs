@@ -39,6 +39,7 @@ pub mod http;
 pub mod normalize;
 pub mod patch;
 pub mod pdb;
+pub mod protobuf;
 pub mod registry;
 pub mod selector;
 pub mod server;
