@@ -1,0 +1,547 @@
+//! The filter plugins of kube-scheduler's default profile, in its order:
+//! NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+//! NodeResourcesFit, PodTopologySpread, InterPodAffinity.
+//!
+//! [`PreFilter::new`] computes once per pod what the cross-node plugins need
+//! (topology counts); [`PreFilter::filter`] then checks one node. A node
+//! fails at the first failing plugin, as in the scheduling framework.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{
+    Pod, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+
+use crate::labels::{
+    Labels, labels_of, node_selector_term_matches, selector_matches, tolerated_by,
+};
+use crate::nodeinfo::{NodeInfo, PodInfo};
+
+/// Why a node cannot take a pod, worded as kube-scheduler words it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// NodeUnschedulable.
+    Unschedulable,
+    /// NodeName.
+    NodeName,
+    /// TaintToleration: the first untolerated NoSchedule/NoExecute taint.
+    UntoleratedTaint {
+        /// Taint key.
+        key: String,
+        /// Taint value.
+        value: String,
+    },
+    /// NodeAffinity (nodeSelector or required node affinity).
+    NodeAffinity,
+    /// NodePorts.
+    HostPorts,
+    /// NodeResourcesFit: `Insufficient <resource>`.
+    Insufficient(String),
+    /// NodeResourcesFit: pod count.
+    TooManyPods,
+    /// PodTopologySpread: the node lacks a constraint's topology key.
+    SpreadMissingLabel,
+    /// PodTopologySpread: placing here would exceed maxSkew.
+    Spread,
+    /// InterPodAffinity: the pod's affinity terms.
+    PodAffinity,
+    /// InterPodAffinity: the pod's anti-affinity terms.
+    PodAntiAffinity,
+    /// InterPodAffinity: an existing pod's anti-affinity terms.
+    ExistingAntiAffinity,
+}
+
+impl Reason {
+    /// Whether preemption cannot help (`UnschedulableAndUnresolvable`).
+    pub fn unresolvable(&self) -> bool {
+        matches!(
+            self,
+            Self::Unschedulable
+                | Self::NodeName
+                | Self::UntoleratedTaint { .. }
+                | Self::NodeAffinity
+                | Self::SpreadMissingLabel
+                | Self::PodAffinity
+        )
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unschedulable => f.write_str("node(s) were unschedulable"),
+            Self::NodeName => f.write_str("node(s) didn't match the requested node name"),
+            Self::UntoleratedTaint { key, value } => {
+                write!(f, "node(s) had untolerated taint {{{key}: {value}}}")
+            }
+            Self::NodeAffinity => f.write_str("node(s) didn't match Pod's node affinity/selector"),
+            Self::HostPorts => {
+                f.write_str("node(s) didn't have free ports for the requested pod ports")
+            }
+            Self::Insufficient(r) => write!(f, "Insufficient {r}"),
+            Self::TooManyPods => f.write_str("Too many pods"),
+            Self::SpreadMissingLabel => f.write_str(
+                "node(s) didn't match pod topology spread constraints (missing required label)",
+            ),
+            Self::Spread => f.write_str("node(s) didn't match pod topology spread constraints"),
+            Self::PodAffinity => f.write_str("node(s) didn't match pod affinity rules"),
+            Self::PodAntiAffinity => f.write_str("node(s) didn't match pod anti-affinity rules"),
+            Self::ExistingAntiAffinity => {
+                f.write_str("node(s) didn't satisfy existing pods anti-affinity rules")
+            }
+        }
+    }
+}
+
+/// kube-scheduler's FitError message: `0/N nodes are available: <count>
+/// <reason>, ...` with the reasons counted over nodes and sorted.
+pub fn fit_error_message(num_nodes: usize, failures: &[Vec<Reason>]) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for reasons in failures {
+        for r in reasons {
+            *counts.entry(r.to_string()).or_default() += 1;
+        }
+    }
+    let mut parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    parts.sort();
+    format!("0/{num_nodes} nodes are available: {}.", parts.join(", "))
+}
+
+/// The `node.kubernetes.io/unschedulable` taint a cordoned node implies.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
+fn tolerations(pod: &Pod) -> &[Toleration] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default()
+}
+
+/// Whether the pod's nodeSelector and required node affinity accept the node
+/// (the NodeAffinity filter; also PodTopologySpread's `nodeAffinityPolicy`).
+pub fn node_affinity_matches(pod: &Pod, node: &NodeInfo) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return true;
+    };
+    let labels = node.labels();
+    if let Some(sel) = &spec.node_selector
+        && !sel.iter().all(|(k, v)| labels.get(k) == Some(v))
+    {
+        return false;
+    }
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    match required {
+        Some(r) => r
+            .node_selector_terms
+            .iter()
+            .any(|t| node_selector_term_matches(t, &node.node)),
+        None => true,
+    }
+}
+
+/// The first NoSchedule/NoExecute taint of the node the pod does not tolerate.
+pub fn untolerated_taint<'a>(taints: &'a [Taint], tols: &[Toleration]) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .find(|t| !tolerated_by(tols, t))
+}
+
+/// A topology domain: (topology key, value).
+type Domain = (String, String);
+
+/// One required pod (anti-)affinity term, resolved.
+#[derive(Debug, Clone)]
+struct Term {
+    selector: LabelSelector,
+    /// `None` = all namespaces.
+    namespaces: Option<Vec<String>>,
+    topology_key: String,
+}
+
+impl Term {
+    fn new(t: &PodAffinityTerm, owner: &Pod) -> Self {
+        let own_ns = owner
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let mut selector = t.label_selector.clone().unwrap_or_default();
+        // matchLabelKeys / mismatchLabelKeys add In / NotIn on the owner's values.
+        let labels = labels_of(owner.metadata.labels.as_ref());
+        for (keys, op) in [
+            (&t.match_label_keys, "In"),
+            (&t.mismatch_label_keys, "NotIn"),
+        ] {
+            for k in keys.iter().flatten() {
+                if let Some(v) = labels.get(k) {
+                    selector
+                        .match_expressions
+                        .get_or_insert_with(Vec::new)
+                        .push(LabelSelectorRequirement {
+                            key: k.clone(),
+                            operator: op.into(),
+                            values: Some(vec![v.clone()]),
+                        });
+                }
+            }
+        }
+        let all = t.namespace_selector.as_ref().is_some_and(|s| {
+            s.match_labels.as_ref().is_none_or(|m| m.is_empty())
+                && s.match_expressions.as_ref().is_none_or(|m| m.is_empty())
+        });
+        let namespaces = if all {
+            None
+        } else {
+            match t.namespaces.as_ref().filter(|n| !n.is_empty()) {
+                Some(ns) => Some(ns.clone()),
+                None => Some(vec![own_ns]),
+            }
+        };
+        Self {
+            selector,
+            namespaces,
+            topology_key: t.topology_key.clone(),
+        }
+    }
+
+    fn matches(&self, namespace: &str, labels: &Labels) -> bool {
+        self.namespaces
+            .as_ref()
+            .is_none_or(|ns| ns.iter().any(|n| n == namespace))
+            && selector_matches(&self.selector, labels)
+    }
+}
+
+fn required_terms(pod: &Pod, anti: bool) -> Vec<Term> {
+    let a = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+    let terms = if anti {
+        a.and_then(|a| a.pod_anti_affinity.as_ref()).and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+    } else {
+        a.and_then(|a| a.pod_affinity.as_ref()).and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+    };
+    terms
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|t| Term::new(t, pod))
+        .collect()
+}
+
+/// A DoNotSchedule topology spread constraint with its counts.
+#[derive(Debug)]
+struct Spread {
+    topology_key: String,
+    max_skew: i32,
+    min_domains: i32,
+    self_match: bool,
+    /// Pods matching the selector per domain value, over eligible nodes.
+    counts: HashMap<String, i32>,
+}
+
+/// What the cross-node plugins precompute for one pod.
+#[derive(Debug)]
+pub struct PreFilter<'a> {
+    /// The incoming pod.
+    pub pod: &'a PodInfo,
+    affinity: Vec<Term>,
+    anti_affinity: Vec<Term>,
+    /// Domains with pods matching all the affinity terms.
+    affinity_counts: HashMap<Domain, usize>,
+    /// Domains with pods matching one of the anti-affinity terms.
+    anti_affinity_counts: HashMap<Domain, usize>,
+    /// Domains where an existing pod's anti-affinity rejects the incoming pod.
+    existing_anti_affinity: HashMap<Domain, usize>,
+    /// The pod matches its own affinity terms (first pod of a group).
+    self_affinity: bool,
+    spreads: Vec<Spread>,
+}
+
+impl<'a> PreFilter<'a> {
+    /// Precomputes, over all nodes, what the InterPodAffinity and
+    /// PodTopologySpread filters need for `pod`.
+    pub fn new(pod: &'a PodInfo, nodes: &[NodeInfo]) -> Self {
+        let affinity = required_terms(&pod.pod, false);
+        let anti_affinity = required_terms(&pod.pod, true);
+        let mut affinity_counts = HashMap::new();
+        let mut anti_affinity_counts = HashMap::new();
+        let mut existing_anti_affinity = HashMap::new();
+        let ns = pod.namespace();
+        let labels = pod.labels();
+        for node in nodes {
+            let node_labels = node.labels();
+            for other in &node.pods {
+                if other.key == pod.key {
+                    continue;
+                }
+                let (ons, olabels) = (other.namespace(), other.labels());
+                if !affinity.is_empty() && affinity.iter().all(|t| t.matches(ons, olabels)) {
+                    for t in &affinity {
+                        if let Some(v) = node_labels.get(&t.topology_key) {
+                            *affinity_counts
+                                .entry((t.topology_key.clone(), v.clone()))
+                                .or_insert(0) += 1;
+                        }
+                    }
+                }
+                for t in &anti_affinity {
+                    if t.matches(ons, olabels)
+                        && let Some(v) = node_labels.get(&t.topology_key)
+                    {
+                        *anti_affinity_counts
+                            .entry((t.topology_key.clone(), v.clone()))
+                            .or_insert(0) += 1;
+                    }
+                }
+                if other.has_required_anti_affinity {
+                    for t in required_terms(&other.pod, true) {
+                        if t.matches(ns, labels)
+                            && let Some(v) = node_labels.get(&t.topology_key)
+                        {
+                            *existing_anti_affinity
+                                .entry((t.topology_key.clone(), v.clone()))
+                                .or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let self_affinity = !affinity.is_empty() && affinity.iter().all(|t| t.matches(ns, labels));
+        let spreads = Self::spreads(pod, nodes);
+        Self {
+            pod,
+            affinity,
+            anti_affinity,
+            affinity_counts,
+            anti_affinity_counts,
+            existing_anti_affinity,
+            self_affinity,
+            spreads,
+        }
+    }
+
+    fn spreads(pod: &PodInfo, nodes: &[NodeInfo]) -> Vec<Spread> {
+        let constraints: Vec<&TopologySpreadConstraint> = pod
+            .pod
+            .spec
+            .iter()
+            .flat_map(|s| s.topology_spread_constraints.iter().flatten())
+            .filter(|c| c.when_unsatisfiable == "DoNotSchedule")
+            .collect();
+        let tols = tolerations(&pod.pod);
+        constraints
+            .into_iter()
+            .map(|c| {
+                let mut selector = c.label_selector.clone().unwrap_or_default();
+                for k in c.match_label_keys.iter().flatten() {
+                    if let Some(v) = pod.labels().get(k) {
+                        selector
+                            .match_labels
+                            .get_or_insert_with(BTreeMap::new)
+                            .insert(k.clone(), v.clone());
+                    }
+                }
+                let honor_affinity = c.node_affinity_policy.as_deref() != Some("Ignore");
+                let honor_taints = c.node_taints_policy.as_deref() == Some("Honor");
+                let mut counts: HashMap<String, i32> = HashMap::new();
+                for node in nodes {
+                    let Some(value) = node.labels().get(&c.topology_key) else {
+                        continue;
+                    };
+                    if honor_affinity && !node_affinity_matches(&pod.pod, node) {
+                        continue;
+                    }
+                    let taints = node
+                        .node
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_deref())
+                        .unwrap_or_default();
+                    if honor_taints && untolerated_taint(taints, tols).is_some() {
+                        continue;
+                    }
+                    let n = node
+                        .pods
+                        .iter()
+                        .filter(|p| {
+                            p.key != pod.key
+                                && p.namespace() == pod.namespace()
+                                && p.pod.metadata.deletion_timestamp.is_none()
+                                && selector_matches(&selector, p.labels())
+                        })
+                        .count();
+                    *counts.entry(value.clone()).or_insert(0) +=
+                        i32::try_from(n).unwrap_or(i32::MAX);
+                }
+                Spread {
+                    topology_key: c.topology_key.clone(),
+                    max_skew: c.max_skew,
+                    min_domains: c.min_domains.unwrap_or(1),
+                    self_match: selector_matches(&selector, pod.labels()),
+                    counts,
+                }
+            })
+            .collect()
+    }
+
+    /// Runs the filters on one node: `Ok` when the pod fits, else the
+    /// reasons of the first failing plugin.
+    pub fn filter(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {
+        let pod = &self.pod.pod;
+        let spec = node.node.spec.as_ref();
+        let tols = tolerations(pod);
+        let taints = spec.and_then(|s| s.taints.as_deref()).unwrap_or_default();
+
+        // NodeUnschedulable
+        if spec.and_then(|s| s.unschedulable).unwrap_or(false) {
+            let cordon = Taint {
+                key: UNSCHEDULABLE_TAINT.into(),
+                effect: "NoSchedule".into(),
+                ..Taint::default()
+            };
+            if !tolerated_by(tols, &cordon) {
+                return Err(vec![Reason::Unschedulable]);
+            }
+        }
+        // NodeName
+        if let Some(want) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+            && !want.is_empty()
+            && want != node.name()
+        {
+            return Err(vec![Reason::NodeName]);
+        }
+        // TaintToleration
+        if let Some(t) = untolerated_taint(taints, tols) {
+            return Err(vec![Reason::UntoleratedTaint {
+                key: t.key.clone(),
+                value: t.value.clone().unwrap_or_default(),
+            }]);
+        }
+        // NodeAffinity
+        if !node_affinity_matches(pod, node) {
+            return Err(vec![Reason::NodeAffinity]);
+        }
+        // NodePorts
+        if self.pod.ports.iter().any(|want| {
+            node.pods
+                .iter()
+                .flat_map(|p| &p.ports)
+                .any(|used| used.conflicts(want))
+        }) {
+            return Err(vec![Reason::HostPorts]);
+        }
+        // NodeResourcesFit
+        let fit = resources_fit(self.pod, node);
+        if !fit.is_empty() {
+            return Err(fit);
+        }
+        // PodTopologySpread
+        self.filter_spread(node)?;
+        // InterPodAffinity
+        self.filter_inter_pod(node)
+    }
+
+    fn filter_spread(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {
+        for s in &self.spreads {
+            let Some(value) = node.labels().get(&s.topology_key) else {
+                return Err(vec![Reason::SpreadMissingLabel]);
+            };
+            let domains = i32::try_from(s.counts.len()).unwrap_or(i32::MAX);
+            let min = if domains < s.min_domains {
+                0
+            } else {
+                s.counts.values().copied().min().unwrap_or(0)
+            };
+            let here = s.counts.get(value).copied().unwrap_or(0) + i32::from(s.self_match);
+            if here - min > s.max_skew {
+                return Err(vec![Reason::Spread]);
+            }
+        }
+        Ok(())
+    }
+
+    fn filter_inter_pod(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {
+        let labels = node.labels();
+        let domain_has = |counts: &HashMap<Domain, usize>, key: &str| {
+            labels.get(key).is_some_and(|v| {
+                counts
+                    .get(&(key.to_string(), v.clone()))
+                    .is_some_and(|n| *n > 0)
+            })
+        };
+        if self
+            .existing_anti_affinity
+            .keys()
+            .any(|(k, _)| domain_has(&self.existing_anti_affinity, k))
+        {
+            return Err(vec![Reason::ExistingAntiAffinity]);
+        }
+        if self
+            .anti_affinity
+            .iter()
+            .any(|t| domain_has(&self.anti_affinity_counts, &t.topology_key))
+        {
+            return Err(vec![Reason::PodAntiAffinity]);
+        }
+        if !self.affinity.is_empty() {
+            let all_present = self
+                .affinity
+                .iter()
+                .all(|t| domain_has(&self.affinity_counts, &t.topology_key));
+            let first_of_group = self.affinity_counts.is_empty()
+                && self.self_affinity
+                && self
+                    .affinity
+                    .iter()
+                    .all(|t| labels.contains_key(&t.topology_key));
+            if !all_present && !first_of_group {
+                return Err(vec![Reason::PodAffinity]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// NodeResourcesFit: every resource the pod requests must fit in what the
+/// node has left; all shortfalls are reported.
+pub fn resources_fit(pod: &PodInfo, node: &NodeInfo) -> Vec<Reason> {
+    let (a, u, r) = (&node.allocatable, &node.requested, &pod.requests);
+    let mut out = Vec::new();
+    if u.pods + 1 > a.pods {
+        out.push(Reason::TooManyPods);
+    }
+    if r.milli_cpu > 0 && r.milli_cpu > a.milli_cpu - u.milli_cpu {
+        out.push(Reason::Insufficient("cpu".into()));
+    }
+    if r.memory > 0 && r.memory > a.memory - u.memory {
+        out.push(Reason::Insufficient("memory".into()));
+    }
+    if r.ephemeral_storage > 0 && r.ephemeral_storage > a.ephemeral_storage - u.ephemeral_storage {
+        out.push(Reason::Insufficient("ephemeral-storage".into()));
+    }
+    for (name, want) in &r.scalar {
+        if *want == 0 {
+            continue;
+        }
+        let have =
+            a.scalar.get(name).copied().unwrap_or(0) - u.scalar.get(name).copied().unwrap_or(0);
+        if *want > have {
+            out.push(Reason::Insufficient(name.clone()));
+        }
+    }
+    out
+}

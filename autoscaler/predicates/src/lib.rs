@@ -1,0 +1,69 @@
+//! kube-scheduler semantics, shared by the embedded scheduler (`harness`)
+//! and the autoscaler's simulator: one implementation of "does this pod fit
+//! on this node, and where would it go".
+//!
+//! - [`quantity`] and [`resources`]: requests and allocatable as integers,
+//!   with kube-scheduler's init-container, sidecar and overhead rules.
+//! - [`labels`]: label selectors, node selector terms, tolerations.
+//! - [`nodeinfo`]: a node with its pods ([`NodeInfo`]), the unit of work.
+//! - [`filters`]: the default filter plugins and their failure [`Reason`]s,
+//!   worded as kube-scheduler words them, and the `0/N nodes are available`
+//!   message.
+//! - [`score`]: the default scoring plugins.
+//! - [`preemption`]: victims and node choice for a high-priority pod.
+//!
+//! [`find_node`] runs one scheduling cycle for a pod over a set of nodes.
+
+pub mod filters;
+pub mod labels;
+pub mod nodeinfo;
+pub mod preemption;
+pub mod quantity;
+pub mod resources;
+pub mod score;
+
+pub use filters::{PreFilter, Reason, fit_error_message};
+pub use nodeinfo::{NodeInfo, PodInfo};
+
+/// A pod that fits nowhere: the failures per node and kube-scheduler's message.
+#[derive(Debug, Clone)]
+pub struct FitError {
+    /// (node index, reasons) for every node.
+    pub failures: Vec<(usize, Vec<Reason>)>,
+    /// `0/N nodes are available: ...`.
+    pub message: String,
+}
+
+/// One scheduling cycle: filters every node, scores the feasible ones and
+/// returns the index of the best (the first among equals, so runs are
+/// deterministic for a given node order).
+pub fn find_node(pod: &PodInfo, nodes: &[NodeInfo]) -> Result<usize, FitError> {
+    let pre = PreFilter::new(pod, nodes);
+    let mut feasible = Vec::new();
+    let mut failures = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        match pre.filter(n) {
+            Ok(()) => feasible.push(i),
+            Err(r) => failures.push((i, r)),
+        }
+    }
+    if feasible.is_empty() {
+        let reasons: Vec<Vec<Reason>> = failures.iter().map(|(_, r)| r.clone()).collect();
+        return Err(FitError {
+            message: fit_error_message(nodes.len(), &reasons),
+            failures,
+        });
+    }
+    if feasible.len() == 1 {
+        return Ok(feasible[0]);
+    }
+    let refs: Vec<&NodeInfo> = feasible.iter().map(|i| &nodes[*i]).collect();
+    let scores = score::score(&pre, &refs);
+    let mut best = 0;
+    for (k, s) in scores.iter().enumerate() {
+        if *s > scores[best] {
+            best = k;
+        }
+    }
+    Ok(feasible[best])
+}

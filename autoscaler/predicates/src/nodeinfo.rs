@@ -1,0 +1,183 @@
+//! `NodeInfo`: a node with the pods bound to it and what they use, the unit
+//! every filter and score works on (kube-scheduler's `framework.NodeInfo`).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::labels::Labels;
+use crate::resources::{Resources, node_allocatable, pod_requests, pod_requests_for_scoring};
+
+/// A host port a pod uses: protocol, host IP (`0.0.0.0` when unset), port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    /// `TCP`, `UDP` or `SCTP`.
+    pub protocol: String,
+    /// Host IP the port binds, `0.0.0.0` for all.
+    pub ip: String,
+    /// Port number.
+    pub port: i32,
+}
+
+impl HostPort {
+    /// Whether two host ports conflict (same protocol and port, and the same
+    /// IP or either binds all addresses).
+    pub fn conflicts(&self, o: &Self) -> bool {
+        self.protocol == o.protocol
+            && self.port == o.port
+            && (self.ip == o.ip || self.ip == "0.0.0.0" || o.ip == "0.0.0.0")
+    }
+}
+
+/// The host ports a pod asks for.
+pub fn pod_host_ports(pod: &Pod) -> Vec<HostPort> {
+    let spec = pod.spec.iter();
+    let containers = spec.flat_map(|s| {
+        s.containers
+            .iter()
+            .chain(s.init_containers.iter().flatten())
+    });
+    containers
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let port = p.host_port.filter(|p| *p > 0)?;
+            Some(HostPort {
+                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                ip: p
+                    .host_ip
+                    .clone()
+                    .filter(|ip| !ip.is_empty())
+                    .unwrap_or_else(|| "0.0.0.0".into()),
+                port,
+            })
+        })
+        .collect()
+}
+
+/// A pod with what the scheduler computes about it once.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    /// The pod.
+    pub pod: Arc<Pod>,
+    /// `namespace/name`.
+    pub key: String,
+    /// Effective requests (`pods` = 1).
+    pub requests: Resources,
+    /// CPU and memory with the scoring defaults for empty requests.
+    pub non_zero: (i64, i64),
+    /// Host ports used.
+    pub ports: Vec<HostPort>,
+    /// Priority (0 when unset).
+    pub priority: i32,
+    /// Whether it has required pod anti-affinity terms (checked against
+    /// incoming pods).
+    pub has_required_anti_affinity: bool,
+}
+
+impl PodInfo {
+    /// Computes the pod's scheduling facts.
+    pub fn new(pod: Arc<Pod>) -> Self {
+        let key = pod_key(&pod);
+        let has_required_anti_affinity = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.affinity.as_ref())
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|t| !t.is_empty());
+        Self {
+            requests: pod_requests(&pod),
+            non_zero: pod_requests_for_scoring(&pod),
+            ports: pod_host_ports(&pod),
+            priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+            has_required_anti_affinity,
+            key,
+            pod,
+        }
+    }
+
+    /// The pod's namespace.
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// The pod's labels.
+    pub fn labels(&self) -> &Labels {
+        crate::labels::labels_of(self.pod.metadata.labels.as_ref())
+    }
+}
+
+/// `namespace/name` of a pod.
+pub fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+/// A node and the pods on it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// The node.
+    pub node: Arc<Node>,
+    /// Allocatable resources (`pods` included).
+    pub allocatable: Resources,
+    /// Sum of the pods' requests (`pods` = their count).
+    pub requested: Resources,
+    /// Sum of the pods' scoring requests (CPU, memory).
+    pub non_zero: (i64, i64),
+    /// The pods bound (or assumed) to the node.
+    pub pods: Vec<PodInfo>,
+}
+
+impl NodeInfo {
+    /// A node without pods.
+    pub fn new(node: Arc<Node>) -> Self {
+        Self {
+            allocatable: node_allocatable(&node),
+            node,
+            requested: Resources::default(),
+            non_zero: (0, 0),
+            pods: Vec::new(),
+        }
+    }
+
+    /// Replaces the node object, keeping the pods.
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        self.allocatable = node_allocatable(&node);
+        self.node = node;
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        self.node.metadata.name.as_deref().unwrap_or("")
+    }
+
+    /// The node's labels.
+    pub fn labels(&self) -> &Labels {
+        crate::labels::labels_of(self.node.metadata.labels.as_ref())
+    }
+
+    /// Adds a pod (replacing one with the same key).
+    pub fn add_pod(&mut self, pod: PodInfo) {
+        self.remove_pod(&pod.key);
+        self.requested.add(&pod.requests);
+        self.non_zero.0 += pod.non_zero.0;
+        self.non_zero.1 += pod.non_zero.1;
+        self.pods.push(pod);
+    }
+
+    /// Removes a pod by `namespace/name`.
+    pub fn remove_pod(&mut self, key: &str) -> Option<PodInfo> {
+        let i = self.pods.iter().position(|p| p.key == key)?;
+        let pod = self.pods.swap_remove(i);
+        self.requested.sub(&pod.requests);
+        self.non_zero.0 -= pod.non_zero.0;
+        self.non_zero.1 -= pod.non_zero.1;
+        Some(pod)
+    }
+}
