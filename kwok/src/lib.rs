@@ -1,12 +1,50 @@
-//! `kwok`: the fake-kubelet controller of the testbed.
+//! `kwok`: the fake-kubelet controller of the testbed, runnable against any
+//! Kubernetes API server (the embedded one, or a real one through a
+//! kubeconfig).
 //!
-//! This crate will hold the kwok controller (library and `kwok` binary): it
-//! watches nodes and pods through any Kubernetes API server (the testbed's
-//! embedded one or a real one through a kubeconfig) and drives their
-//! lifecycle with kwok's Stage API (`kwok.x-k8s.io/v1alpha1`): fake nodes
-//! become Ready with capacity, heartbeats and leases; bound pods become
-//! Running and Ready; pods being deleted are removed. Delays, jitter and
-//! failures are configured per scenario with Stages (see
-//! `shared/spec/kwok-compat.md`).
-//!
-//! Nothing is implemented yet; the embedded API server comes first.
+//! It follows kwok's design (`shared/spec/kwok-compat.md`): the controller
+//! ([`controller`]) holds no hard-coded lifecycle; every status change is a
+//! Stage ([`stage`], `kwok.x-k8s.io/v1alpha1`) chosen by selector and weight,
+//! delayed (with jitter) and performed as steps (event, finalizers, status
+//! patch, delete). The default fast stage set ([`defaults`]) makes managed
+//! nodes Ready and bound pods Running, completes Job pods and finishes
+//! graceful deletion. Custom stages (YAML files) override them by weight:
+//! nodes that never become Ready, take minutes to, or fail later. Selectors
+//! use a jq subset ([`jq`]); status templates a documented subset of Go
+//! templates ([`template`]). Leases in `kube-node-lease` are renewed for
+//! managed nodes, pod IPs come from a per-CIDR pool.
+
+pub mod controller;
+pub mod defaults;
+pub mod jq;
+pub mod stage;
+pub mod template;
+
+pub use controller::{Config, Controller};
+pub use stage::{Compiled, StageError, parse_stages};
+
+/// The default fast stage set, compiled.
+pub fn default_stages() -> Vec<Compiled> {
+    // The built-in YAML is covered by a test; a failure here is a bug.
+    parse_stages(defaults::FAST_STAGES, "built-in fast stages").unwrap_or_default()
+}
+
+/// Stages from a custom YAML file, added to the defaults (a custom stage
+/// with a positive weight beats an overlapping default stage).
+pub fn load_stage_file(path: &std::path::Path) -> Result<Vec<Compiled>, StageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| StageError::Yaml {
+        file: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    parse_stages(&text, &path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_fast_stage_set_parses() {
+        let stages = super::parse_stages(super::defaults::FAST_STAGES, "fast").unwrap();
+        let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"]);
+    }
+}

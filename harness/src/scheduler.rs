@@ -1,0 +1,426 @@
+//! The embedded scheduler: kube-scheduler's behaviour for pods whose
+//! `schedulerName` is `default-scheduler`, over the API server only.
+//!
+//! It keeps a cache of nodes and bound pods from watches, and a queue of
+//! pending pods ordered by priority, then age. Each pod gets one scheduling
+//! cycle ([`predicates::find_node`]); a pod that fits is bound through
+//! `pods/binding` and assumed on its node at once; a pod that fits nowhere
+//! may preempt lower-priority pods (victims deleted, `nominatedNodeName`
+//! set), and gets `PodScheduled=False, reason Unschedulable` with
+//! kube-scheduler's message. Unschedulable pods are retried when the
+//! cluster changes (a node added or changed, a pod deleted), after a
+//! per-pod backoff of 1 s doubling to 10 s, and at the latest every 5 min.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{StreamExt, stream::BoxStream};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use predicates::preemption::{Budget, preempt};
+use predicates::{NodeInfo, PodInfo, find_node};
+use serde_json::json;
+use simclock::Clock;
+use tokio::time::Instant;
+
+/// The scheduler name this scheduler serves.
+pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
+const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// kube-scheduler's `podMaxInUnschedulablePodsDuration`.
+const MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
+
+enum Change {
+    Pod(Event<Pod>),
+    Node(Event<Node>),
+    Budget(Event<PodDisruptionBudget>),
+}
+
+/// A pod waiting to be scheduled.
+struct Pending {
+    pod: Arc<Pod>,
+    attempts: u32,
+    /// Not before this instant (backoff).
+    ready_at: Instant,
+    /// Parked until a cluster change (or `MAX_UNSCHEDULABLE`).
+    parked: bool,
+    /// The last Unschedulable message written, to skip identical patches.
+    last_message: Option<String>,
+}
+
+/// The scheduler's state.
+pub struct Scheduler {
+    client: Client,
+    clock: Clock,
+    /// Nodes by name (sorted: a deterministic order for scoring ties).
+    nodes: BTreeMap<String, NodeInfo>,
+    /// Bound pods whose node is not (yet) known, by node name.
+    orphans: HashMap<String, Vec<PodInfo>>,
+    /// Where each bound pod is: key → node name.
+    bound: HashMap<String, String>,
+    pending: HashMap<String, Pending>,
+    budgets: HashMap<String, Budget>,
+    /// Pods whose binding is in flight or done, until the watch confirms.
+    assumed: HashSet<String>,
+}
+
+impl Scheduler {
+    /// A scheduler talking to the API server through `client`.
+    pub fn new(client: Client, clock: Clock) -> Self {
+        Self {
+            client,
+            clock,
+            nodes: BTreeMap::new(),
+            orphans: HashMap::new(),
+            bound: HashMap::new(),
+            pending: HashMap::new(),
+            budgets: HashMap::new(),
+            assumed: HashSet::new(),
+        }
+    }
+
+    /// Runs until the watches end (the API server goes away).
+    pub async fn run(mut self) {
+        let cfg = watcher::Config::default;
+        let pods: BoxStream<'static, Change> =
+            watcher::watcher(Api::<Pod>::all(self.client.clone()), cfg())
+                .filter_map(|e| async move { e.ok().map(Change::Pod) })
+                .boxed();
+        let nodes = watcher::watcher(Api::<Node>::all(self.client.clone()), cfg())
+            .filter_map(|e| async move { e.ok().map(Change::Node) })
+            .boxed();
+        let budgets = watcher::watcher(Api::<PodDisruptionBudget>::all(self.client.clone()), cfg())
+            .filter_map(|e| async move { e.ok().map(Change::Budget) })
+            .boxed();
+        let mut changes = futures::stream::select_all([pods, nodes, budgets]);
+        loop {
+            let deadline = self.next_deadline();
+            tokio::select! {
+                c = changes.next() => match c {
+                    Some(c) => self.apply(c),
+                    None => return,
+                },
+                () = sleep_until(deadline) => {}
+            }
+            // Take every change already delivered before scheduling.
+            while let Some(Some(c)) = changes.next().now_or_never() {
+                self.apply(c);
+            }
+            self.schedule_ready().await;
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.pending
+            .values()
+            .map(|p| {
+                if p.parked {
+                    p.ready_at + MAX_UNSCHEDULABLE
+                } else {
+                    p.ready_at
+                }
+            })
+            .min()
+    }
+
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::Pod(Event::Apply(p) | Event::InitApply(p)) => self.pod_changed(p),
+            Change::Pod(Event::Delete(p)) => {
+                self.pod_gone(&predicates::nodeinfo::pod_key(&p));
+                self.cluster_changed();
+            }
+            Change::Node(Event::Apply(n) | Event::InitApply(n)) => {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                let n = Arc::new(n);
+                match self.nodes.get_mut(&name) {
+                    Some(info) => info.set_node(n),
+                    None => {
+                        let mut info = NodeInfo::new(n);
+                        for p in self.orphans.remove(&name).unwrap_or_default() {
+                            info.add_pod(p);
+                        }
+                        self.nodes.insert(name, info);
+                    }
+                }
+                self.cluster_changed();
+            }
+            Change::Node(Event::Delete(n)) => {
+                let name = n.metadata.name.unwrap_or_default();
+                if let Some(info) = self.nodes.remove(&name) {
+                    self.orphans.insert(name, info.pods);
+                }
+            }
+            Change::Budget(Event::Apply(b) | Event::InitApply(b)) => {
+                let key = format!(
+                    "{}/{}",
+                    b.metadata.namespace.as_deref().unwrap_or_default(),
+                    b.metadata.name.as_deref().unwrap_or_default()
+                );
+                self.budgets.insert(
+                    key,
+                    Budget {
+                        namespace: b.metadata.namespace.clone().unwrap_or_default(),
+                        selector: b.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default(),
+                        disruptions_allowed: b.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+                    },
+                );
+            }
+            Change::Budget(Event::Delete(b)) => {
+                self.budgets.remove(&format!(
+                    "{}/{}",
+                    b.metadata.namespace.as_deref().unwrap_or_default(),
+                    b.metadata.name.as_deref().unwrap_or_default()
+                ));
+            }
+            Change::Pod(_) | Change::Node(_) | Change::Budget(_) => {}
+        }
+    }
+
+    fn pod_changed(&mut self, pod: Pod) {
+        let key = predicates::nodeinfo::pod_key(&pod);
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        let terminal = matches!(phase, Some("Succeeded" | "Failed"));
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
+        match node {
+            Some(_) if terminal => {
+                // Terminal pods use no resources (kube-scheduler ignores them).
+                self.pod_gone(&key);
+                self.cluster_changed();
+            }
+            Some(node) => {
+                self.pending.remove(&key);
+                self.assumed.remove(&key);
+                let info = PodInfo::new(Arc::new(pod));
+                if let Some(old) = self.bound.insert(key.clone(), node.clone())
+                    && old != node
+                    && let Some(n) = self.nodes.get_mut(&old)
+                {
+                    n.remove_pod(&key);
+                }
+                match self.nodes.get_mut(&node) {
+                    Some(n) => n.add_pod(info),
+                    None => self.orphans.entry(node).or_default().push(info),
+                }
+            }
+            None => {
+                let ours = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref())
+                    .is_none_or(|s| s == DEFAULT_SCHEDULER);
+                if !ours || terminal || pod.metadata.deletion_timestamp.is_some() || self.assumed.contains(&key) {
+                    self.pending.remove(&key);
+                    return;
+                }
+                let pod = Arc::new(pod);
+                match self.pending.get_mut(&key) {
+                    Some(p) => p.pod = pod,
+                    None => {
+                        self.pending.insert(
+                            key,
+                            Pending {
+                                pod,
+                                attempts: 0,
+                                ready_at: Instant::now(),
+                                parked: false,
+                                last_message: None,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn pod_gone(&mut self, key: &str) {
+        self.pending.remove(key);
+        self.assumed.remove(key);
+        if let Some(node) = self.bound.remove(key) {
+            if let Some(n) = self.nodes.get_mut(&node) {
+                n.remove_pod(key);
+            } else if let Some(list) = self.orphans.get_mut(&node) {
+                list.retain(|p| p.key != key);
+            }
+        }
+    }
+
+    /// A change that may make unschedulable pods fit: unpark them (they
+    /// still honour their backoff).
+    fn cluster_changed(&mut self) {
+        for p in self.pending.values_mut() {
+            p.parked = false;
+        }
+    }
+
+    async fn schedule_ready(&mut self) {
+        let now = Instant::now();
+        let mut ready: Vec<(i32, String, String)> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                if p.parked {
+                    now >= p.ready_at + MAX_UNSCHEDULABLE
+                } else {
+                    now >= p.ready_at
+                }
+            })
+            .map(|(k, p)| {
+                let prio = p.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+                let created = p
+                    .pod
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map(|t| simclock::format_rfc3339(t.0.into()))
+                    .unwrap_or_default();
+                (-prio, created, k.clone())
+            })
+            .collect();
+        ready.sort();
+        let nodes_vec: Vec<String> = self.nodes.keys().cloned().collect();
+        let mut infos: Vec<NodeInfo> = std::mem::take(&mut self.nodes).into_values().collect();
+        for (_, _, key) in ready {
+            let Some(pending) = self.pending.get(&key) else { continue };
+            let pod = PodInfo::new(pending.pod.clone());
+            match find_node(&pod, &infos) {
+                Ok(i) => {
+                    let node = nodes_vec[i].clone();
+                    if self.bind(&pod, &node).await {
+                        self.pending.remove(&key);
+                        self.assumed.insert(key.clone());
+                        self.bound.insert(key, node);
+                        let mut assumed = (*pod.pod).clone();
+                        if let Some(spec) = assumed.spec.as_mut() {
+                            spec.node_name = Some(nodes_vec[i].clone());
+                        }
+                        infos[i].add_pod(PodInfo::new(Arc::new(assumed)));
+                    } else {
+                        self.backoff(&key);
+                    }
+                }
+                Err(fit) => {
+                    let budgets: Vec<Budget> = self.budgets.values().cloned().collect();
+                    let nominated = match preempt(&pod, &infos, &fit.failures, &budgets) {
+                        Some(p) => {
+                            for v in &p.victims {
+                                self.delete_victim(v).await;
+                            }
+                            Some(nodes_vec[p.node].clone())
+                        }
+                        None => None,
+                    };
+                    let message = if nominated.is_some() {
+                        fit.message.clone()
+                    } else {
+                        format!(
+                            "{} preemption: 0/{} nodes are available: {}.",
+                            fit.message,
+                            infos.len(),
+                            preemption_summary(&fit.failures, infos.len())
+                        )
+                    };
+                    self.mark_unschedulable(&key, &message, nominated).await;
+                }
+            }
+        }
+        self.nodes = nodes_vec.into_iter().zip(infos).collect();
+    }
+
+    fn backoff(&mut self, key: &str) {
+        if let Some(p) = self.pending.get_mut(key) {
+            p.attempts += 1;
+            let exp = p.attempts.saturating_sub(1).min(4);
+            let delay = (INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF);
+            p.ready_at = Instant::now() + delay;
+        }
+    }
+
+    async fn bind(&self, pod: &PodInfo, node: &str) -> bool {
+        let ns = pod.namespace().to_string();
+        let name = pod.pod.metadata.name.clone().unwrap_or_default();
+        let binding = json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}
+        });
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        match api
+            .create_subresource::<_, serde_json::Value>("binding", &name, &PostParams::default(), &binding)
+            .await
+        {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::debug!("binding pod {ns}/{name} to node {node} failed: {e}");
+                false
+            }
+        }
+    }
+
+    async fn delete_victim(&self, victim: &PodInfo) {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), victim.namespace());
+        let name = victim.pod.metadata.name.clone().unwrap_or_default();
+        if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
+            tracing::debug!("preemption: deleting victim {} failed: {e}", victim.key);
+        }
+    }
+
+    async fn mark_unschedulable(&mut self, key: &str, message: &str, nominated: Option<String>) {
+        let Some(p) = self.pending.get_mut(key) else { return };
+        p.parked = true;
+        p.attempts += 1;
+        let exp = p.attempts.saturating_sub(1).min(4);
+        p.ready_at = Instant::now() + (INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF);
+        let already = p.last_message.as_deref() == Some(message) && nominated.is_none();
+        let current = p.pod.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| {
+            c.iter().find(|c| c.type_ == "PodScheduled").map(|c| {
+                c.status == "False" && c.reason.as_deref() == Some("Unschedulable") && c.message.as_deref() == Some(message)
+            })
+        });
+        if already || (current == Some(true) && nominated.is_none()) {
+            return;
+        }
+        p.last_message = Some(message.to_string());
+        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+        let mut status = json!({"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message, "lastProbeTime": null,
+            "lastTransitionTime": self.clock.rfc3339(),
+        }]});
+        if let Some(n) = nominated {
+            status["nominatedNodeName"] = json!(n);
+        }
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(json!({"status": status})))
+            .await
+        {
+            tracing::debug!("marking pod {key} unschedulable failed: {e}");
+        }
+    }
+}
+
+/// The preemption part of the message when no victims help.
+fn preemption_summary(failures: &[(usize, Vec<predicates::Reason>)], nodes: usize) -> String {
+    let unresolvable = failures.iter().filter(|(_, r)| r.iter().any(predicates::Reason::unresolvable)).count();
+    let rest = nodes.saturating_sub(unresolvable);
+    let mut parts = Vec::new();
+    if rest > 0 {
+        parts.push(format!("{rest} No preemption victims found for incoming pod"));
+    }
+    if unresolvable > 0 {
+        parts.push(format!("{unresolvable} Preemption is not helpful for scheduling"));
+    }
+    parts.sort();
+    parts.join(", ")
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => futures::future::pending().await,
+    }
+}
+
+use futures::FutureExt as _;
