@@ -8,6 +8,8 @@
 //! container backends come with the next issues and stand behind the same
 //! entry point.
 
+pub mod cluster;
+pub mod controllers;
 pub mod scheduler;
 
 use std::net::SocketAddr;

@@ -165,7 +165,11 @@ impl Scheduler {
                     key,
                     Budget {
                         namespace: b.metadata.namespace.clone().unwrap_or_default(),
-                        selector: b.spec.as_ref().and_then(|s| s.selector.clone()).unwrap_or_default(),
+                        selector: b
+                            .spec
+                            .as_ref()
+                            .and_then(|s| s.selector.clone())
+                            .unwrap_or_default(),
                         disruptions_allowed: b.status.as_ref().map_or(0, |s| s.disruptions_allowed),
                     },
                 );
@@ -185,7 +189,11 @@ impl Scheduler {
         let key = predicates::nodeinfo::pod_key(&pod);
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         let terminal = matches!(phase, Some("Succeeded" | "Failed"));
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty());
         match node {
             Some(_) if terminal => {
                 // Terminal pods use no resources (kube-scheduler ignores them).
@@ -208,9 +216,16 @@ impl Scheduler {
                 }
             }
             None => {
-                let ours = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref())
+                let ours = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.scheduler_name.as_deref())
                     .is_none_or(|s| s == DEFAULT_SCHEDULER);
-                if !ours || terminal || pod.metadata.deletion_timestamp.is_some() || self.assumed.contains(&key) {
+                if !ours
+                    || terminal
+                    || pod.metadata.deletion_timestamp.is_some()
+                    || self.assumed.contains(&key)
+                {
                     self.pending.remove(&key);
                     return;
                 }
@@ -282,7 +297,9 @@ impl Scheduler {
         let nodes_vec: Vec<String> = self.nodes.keys().cloned().collect();
         let mut infos: Vec<NodeInfo> = std::mem::take(&mut self.nodes).into_values().collect();
         for (_, _, key) in ready {
-            let Some(pending) = self.pending.get(&key) else { continue };
+            let Some(pending) = self.pending.get(&key) else {
+                continue;
+            };
             let pod = PodInfo::new(pending.pod.clone());
             match find_node(&pod, &infos) {
                 Ok(i) => {
@@ -347,7 +364,12 @@ impl Scheduler {
         });
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         match api
-            .create_subresource::<_, serde_json::Value>("binding", &name, &PostParams::default(), &binding)
+            .create_subresource::<_, serde_json::Value>(
+                "binding",
+                &name,
+                &PostParams::default(),
+                &binding,
+            )
             .await
         {
             Ok(_) => true,
@@ -367,17 +389,26 @@ impl Scheduler {
     }
 
     async fn mark_unschedulable(&mut self, key: &str, message: &str, nominated: Option<String>) {
-        let Some(p) = self.pending.get_mut(key) else { return };
+        let Some(p) = self.pending.get_mut(key) else {
+            return;
+        };
         p.parked = true;
         p.attempts += 1;
         let exp = p.attempts.saturating_sub(1).min(4);
         p.ready_at = Instant::now() + (INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF);
         let already = p.last_message.as_deref() == Some(message) && nominated.is_none();
-        let current = p.pod.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| {
-            c.iter().find(|c| c.type_ == "PodScheduled").map(|c| {
-                c.status == "False" && c.reason.as_deref() == Some("Unschedulable") && c.message.as_deref() == Some(message)
-            })
-        });
+        let current = p
+            .pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| {
+                c.iter().find(|c| c.type_ == "PodScheduled").map(|c| {
+                    c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable")
+                        && c.message.as_deref() == Some(message)
+                })
+            });
         if already || (current == Some(true) && nominated.is_none()) {
             return;
         }
@@ -393,7 +424,11 @@ impl Scheduler {
         }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         if let Err(e) = api
-            .patch_status(name, &PatchParams::default(), &Patch::Strategic(json!({"status": status})))
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Strategic(json!({"status": status})),
+            )
             .await
         {
             tracing::debug!("marking pod {key} unschedulable failed: {e}");
@@ -403,14 +438,21 @@ impl Scheduler {
 
 /// The preemption part of the message when no victims help.
 fn preemption_summary(failures: &[(usize, Vec<predicates::Reason>)], nodes: usize) -> String {
-    let unresolvable = failures.iter().filter(|(_, r)| r.iter().any(predicates::Reason::unresolvable)).count();
+    let unresolvable = failures
+        .iter()
+        .filter(|(_, r)| r.iter().any(predicates::Reason::unresolvable))
+        .count();
     let rest = nodes.saturating_sub(unresolvable);
     let mut parts = Vec::new();
     if rest > 0 {
-        parts.push(format!("{rest} No preemption victims found for incoming pod"));
+        parts.push(format!(
+            "{rest} No preemption victims found for incoming pod"
+        ));
     }
     if unresolvable > 0 {
-        parts.push(format!("{unresolvable} Preemption is not helpful for scheduling"));
+        parts.push(format!(
+            "{unresolvable} Preemption is not helpful for scheduling"
+        ));
     }
     parts.sort();
     parts.join(", ")

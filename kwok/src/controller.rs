@@ -58,17 +58,24 @@ impl Default for Config {
 /// Whether a node's annotations pass an annotation selector (`k=v`,
 /// `k!=v`, `k`, `!k`, comma-separated, all must hold).
 pub fn annotations_match(selector: &str, annotations: &BTreeMap<String, String>) -> bool {
-    selector.split(',').map(str::trim).filter(|s| !s.is_empty()).all(|req| {
-        if let Some((k, v)) = req.split_once("!=") {
-            annotations.get(k.trim()).map(String::as_str) != Some(v.trim())
-        } else if let Some((k, v)) = req.split_once('=') {
-            annotations.get(k.trim().trim_end_matches('=')).map(String::as_str) == Some(v.trim())
-        } else if let Some(k) = req.strip_prefix('!') {
-            !annotations.contains_key(k.trim())
-        } else {
-            annotations.contains_key(req)
-        }
-    })
+    selector
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .all(|req| {
+            if let Some((k, v)) = req.split_once("!=") {
+                annotations.get(k.trim()).map(String::as_str) != Some(v.trim())
+            } else if let Some((k, v)) = req.split_once('=') {
+                annotations
+                    .get(k.trim().trim_end_matches('='))
+                    .map(String::as_str)
+                    == Some(v.trim())
+            } else if let Some(k) = req.strip_prefix('!') {
+                !annotations.contains_key(k.trim())
+            } else {
+                annotations.contains_key(req)
+            }
+        })
 }
 
 /// A pool of pod IPs per CIDR string (kwok-compat §1.6).
@@ -160,14 +167,18 @@ impl Controller {
     pub async fn run(mut self) {
         let client = self.shared.client.clone();
         let cfg = watcher::Config::default;
-        let nodes: BoxStream<'static, Change> = watcher::watcher(Api::<Node>::all(client.clone()), cfg())
-            .default_backoff()
-            .filter_map(|e| async move { e.ok().map(Change::Node) })
-            .boxed();
-        let pods = watcher::watcher(Api::<Pod>::all(client.clone()), cfg().fields("spec.nodeName!="))
-            .default_backoff()
-            .filter_map(|e| async move { e.ok().map(Change::Pod) })
-            .boxed();
+        let nodes: BoxStream<'static, Change> =
+            watcher::watcher(Api::<Node>::all(client.clone()), cfg())
+                .default_backoff()
+                .filter_map(|e| async move { e.ok().map(Change::Node) })
+                .boxed();
+        let pods = watcher::watcher(
+            Api::<Pod>::all(client.clone()),
+            cfg().fields("spec.nodeName!="),
+        )
+        .default_backoff()
+        .filter_map(|e| async move { e.ok().map(Change::Pod) })
+        .boxed();
         let lease_task = (!self.shared.config.node_lease_duration.is_zero())
             .then(|| tokio::spawn(renew_leases(self.shared.clone(), self.leased.clone())));
         let mut changes = futures::stream::select_all([nodes, pods]);
@@ -184,7 +195,11 @@ impl Controller {
                 }
                 Change::Pod(Event::Apply(p) | Event::InitApply(p)) => self.pod_changed(p),
                 Change::Pod(Event::Delete(p)) => {
-                    let key = format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), p.metadata.name.as_deref().unwrap_or(""));
+                    let key = format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or(""),
+                        p.metadata.name.as_deref().unwrap_or("")
+                    );
                     self.pods.remove(&key);
                     self.cancel(&format!("Pod/{key}"));
                     if let Some(ip) = p.status.as_ref().and_then(|s| s.pod_ip.as_deref())
@@ -205,7 +220,10 @@ impl Controller {
         self.shared.config.manage_all_nodes
             || annotations_match(
                 &self.shared.config.node_annotation_selector,
-                node.metadata.annotations.as_ref().unwrap_or(&BTreeMap::new()),
+                node.metadata
+                    .annotations
+                    .as_ref()
+                    .unwrap_or(&BTreeMap::new()),
             )
     }
 
@@ -226,7 +244,9 @@ impl Controller {
             let waiting: Vec<(String, Value)> = self
                 .pods
                 .iter()
-                .filter(|(_, p)| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str()))
+                .filter(|(_, p)| {
+                    p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name.as_str())
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             for (key, pod) in waiting {
@@ -236,9 +256,17 @@ impl Controller {
     }
 
     fn pod_changed(&mut self, pod: Pod) {
-        let key = format!("{}/{}", pod.metadata.namespace.as_deref().unwrap_or(""), pod.metadata.name.as_deref().unwrap_or(""));
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or(""),
+            pod.metadata.name.as_deref().unwrap_or("")
+        );
         let value = serde_json::to_value(&pod).unwrap_or(Value::Null);
-        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
         self.pods.insert(key.clone(), value.clone());
         if self.nodes.contains_key(&node) {
             self.evaluate("Pod", format!("Pod/{key}"), value);
@@ -253,18 +281,37 @@ impl Controller {
 
     /// Picks a stage for the object and queues its job, replacing any other.
     fn evaluate(&mut self, kind: &str, key: String, obj: Value) {
-        let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_string();
-        if self.jobs.get(&key).is_some_and(|j| j.resource_version == rv && !j.handle.is_finished()) {
+        let rv = obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if self
+            .jobs
+            .get(&key)
+            .is_some_and(|j| j.resource_version == rv && !j.handle.is_finished())
+        {
             return;
         }
         self.cancel(&key);
-        let matching: Vec<&Compiled> = self.stages.iter().filter(|s| s.kind() == kind && s.matches(&obj)).collect();
-        let Some(stage) = choose(&matching) else { return };
+        let matching: Vec<&Compiled> = self
+            .stages
+            .iter()
+            .filter(|s| s.kind() == kind && s.matches(&obj))
+            .collect();
+        let Some(stage) = choose(&matching) else {
+            return;
+        };
         let delay = stage.delay(&obj, self.shared.clock.now());
         let stage = stage.clone();
         let shared = self.shared.clone();
         let node = (kind == "Pod")
-            .then(|| obj.pointer("/spec/nodeName").and_then(Value::as_str).and_then(|n| self.nodes.get(n)).cloned())
+            .then(|| {
+                obj.pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .and_then(|n| self.nodes.get(n))
+                    .cloned()
+            })
             .flatten();
         let handle = tokio::spawn(async move {
             if !delay.is_zero() {
@@ -274,14 +321,23 @@ impl Controller {
                 tracing::debug!("kwok stage {} on {}: {e}", stage.name(), describe(&obj));
             }
         });
-        self.jobs.insert(key, Job { resource_version: rv, handle });
+        self.jobs.insert(
+            key,
+            Job {
+                resource_version: rv,
+                handle,
+            },
+        );
     }
 }
 
 fn describe(obj: &Value) -> String {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("object");
     let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     match ns {
         Some(ns) => format!("{kind} {ns}/{name}"),
         None => format!("{kind} {name}"),
@@ -289,11 +345,24 @@ fn describe(obj: &Value) -> String {
 }
 
 /// Runs a stage's steps in kwok's order: event, finalizers, status, delete.
-async fn perform(shared: &Shared, stage: &Compiled, obj: &Value, node: Option<&Value>) -> Result<(), kube::Error> {
+async fn perform(
+    shared: &Shared,
+    stage: &Compiled,
+    obj: &Value,
+    node: Option<&Value>,
+) -> Result<(), kube::Error> {
     let next = &stage.stage.spec.next;
     let is_pod = stage.kind() == "Pod";
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_string();
     let client = shared.client.clone();
     if let Some(ev) = &next.event {
         record_event(shared, obj, &ev.type_, &ev.reason, &ev.message).await;
@@ -302,12 +371,20 @@ async fn perform(shared: &Shared, stage: &Compiled, obj: &Value, node: Option<&V
         let current: Vec<String> = obj
             .pointer("/metadata/finalizers")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         let mut wanted: Vec<String> = if f.empty {
             Vec::new()
         } else {
-            current.iter().filter(|c| !f.remove.iter().any(|r| &r.value == *c)).cloned().collect()
+            current
+                .iter()
+                .filter(|c| !f.remove.iter().any(|r| &r.value == *c))
+                .cloned()
+                .collect()
         };
         for a in &f.add {
             if !wanted.contains(&a.value) {
@@ -315,21 +392,35 @@ async fn perform(shared: &Shared, stage: &Compiled, obj: &Value, node: Option<&V
             }
         }
         if wanted != current {
-            let patch = Patch::Merge(json!({"metadata": {"finalizers": if wanted.is_empty() { Value::Null } else { json!(wanted) }}}));
+            let patch = Patch::Merge(
+                json!({"metadata": {"finalizers": if wanted.is_empty() { Value::Null } else { json!(wanted) }}}),
+            );
             if is_pod {
-                Api::<Pod>::namespaced(client.clone(), &ns).patch(&name, &PatchParams::default(), &patch).await?;
+                Api::<Pod>::namespaced(client.clone(), &ns)
+                    .patch(&name, &PatchParams::default(), &patch)
+                    .await?;
             } else {
-                Api::<Node>::all(client.clone()).patch(&name, &PatchParams::default(), &patch).await?;
+                Api::<Node>::all(client.clone())
+                    .patch(&name, &PatchParams::default(), &patch)
+                    .await?;
             }
         }
     }
     if let Some(text) = &next.status_template {
-        let template = Template::parse(text).map_err(|e| kube::Error::Service(e.to_string().into()))?;
-        let needs_ip = is_pod && template == Template::PodReady && obj.pointer("/status/podIP").is_none();
+        let template =
+            Template::parse(text).map_err(|e| kube::Error::Service(e.to_string().into()))?;
+        let needs_ip =
+            is_pod && template == Template::PodReady && obj.pointer("/status/podIP").is_none();
         let pod_ip = if needs_ip {
-            shared.ips.lock().ok().map(|mut ips| ips.allocate(&shared.config.cidr))
+            shared
+                .ips
+                .lock()
+                .ok()
+                .map(|mut ips| ips.allocate(&shared.config.cidr))
         } else {
-            obj.pointer("/status/podIP").and_then(Value::as_str).map(str::to_string)
+            obj.pointer("/status/podIP")
+                .and_then(Value::as_str)
+                .map(str::to_string)
         };
         let ctx = Context {
             now: shared.clock.now(),
@@ -339,18 +430,26 @@ async fn perform(shared: &Shared, stage: &Compiled, obj: &Value, node: Option<&V
             node,
             pod_ip,
         };
-        let status = template.render(obj, &ctx).map_err(|e| kube::Error::Service(e.into()))?;
+        let status = template
+            .render(obj, &ctx)
+            .map_err(|e| kube::Error::Service(e.into()))?;
         let patch = Patch::Strategic(json!({"status": status}));
         if is_pod {
-            Api::<Pod>::namespaced(client.clone(), &ns).patch_status(&name, &PatchParams::default(), &patch).await?;
+            Api::<Pod>::namespaced(client.clone(), &ns)
+                .patch_status(&name, &PatchParams::default(), &patch)
+                .await?;
         } else {
-            Api::<Node>::all(client.clone()).patch_status(&name, &PatchParams::default(), &patch).await?;
+            Api::<Node>::all(client.clone())
+                .patch_status(&name, &PatchParams::default(), &patch)
+                .await?;
         }
     }
     if next.delete {
         let dp = DeleteParams::default().grace_period(0);
         if is_pod {
-            Api::<Pod>::namespaced(client, &ns).delete(&name, &dp).await?;
+            Api::<Pod>::namespaced(client, &ns)
+                .delete(&name, &dp)
+                .await?;
         } else {
             Api::<Node>::all(client).delete(&name, &dp).await?;
         }
@@ -359,7 +458,10 @@ async fn perform(shared: &Shared, stage: &Compiled, obj: &Value, node: Option<&V
 }
 
 async fn record_event(shared: &Shared, obj: &Value, type_: &str, reason: &str, message: &str) {
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
     let now = shared.clock.rfc3339();
     let event = json!({
         "apiVersion": "v1", "kind": "Event",
@@ -384,12 +486,18 @@ async fn record_event(shared: &Shared, obj: &Value, type_: &str, reason: &str, m
 /// Renews the lease of every managed node every duration/4 (kwok-compat §1.4).
 async fn renew_leases(shared: Arc<Shared>, leased: Arc<Mutex<BTreeMap<String, String>>>) {
     let duration = shared.config.node_lease_duration;
-    let api: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(shared.client.clone(), "kube-node-lease");
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(shared.client.clone(), "kube-node-lease");
     let params = PatchParams::apply(&shared.config.identity).force();
     loop {
-        let nodes: Vec<(String, String)> = leased.lock().map(|l| l.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
+        let nodes: Vec<(String, String)> = leased
+            .lock()
+            .map(|l| l.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
         let now = shared.clock.now();
-        let renew = jiff::Timestamp::try_from(now).map(|t| format!("{t:.6}")).unwrap_or_default();
+        let renew = jiff::Timestamp::try_from(now)
+            .map(|t| format!("{t:.6}"))
+            .unwrap_or_default();
         for (name, uid) in nodes {
             let lease = json!({
                 "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -412,7 +520,8 @@ mod tests {
 
     #[test]
     fn annotation_selectors() {
-        let a: BTreeMap<String, String> = [("kwok.x-k8s.io/node".to_string(), "fake".to_string())].into();
+        let a: BTreeMap<String, String> =
+            [("kwok.x-k8s.io/node".to_string(), "fake".to_string())].into();
         assert!(annotations_match("kwok.x-k8s.io/node=fake", &a));
         assert!(!annotations_match("kwok.x-k8s.io/node=real", &a));
         assert!(annotations_match("kwok.x-k8s.io/node", &a));

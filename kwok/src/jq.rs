@@ -13,7 +13,11 @@ enum Segment {
     /// A path of keys and `[]` iterations.
     Path(Vec<Step>),
     /// `select(<path> == <literal>)` (or `!=`).
-    Select { path: Vec<Step>, equal: bool, value: Value },
+    Select {
+        path: Vec<Step>,
+        equal: bool,
+        value: Value,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +44,10 @@ impl Query {
         let mut segments = Vec::new();
         for part in query.split('|') {
             let part = part.trim();
-            if let Some(inner) = part.strip_prefix("select(").and_then(|p| p.strip_suffix(')')) {
+            if let Some(inner) = part
+                .strip_prefix("select(")
+                .and_then(|p| p.strip_suffix(')'))
+            {
                 let (lhs, rhs, equal) = if let Some((l, r)) = inner.split_once("==") {
                     (l, r, true)
                 } else if let Some((l, r)) = inner.split_once("!=") {
@@ -48,14 +55,17 @@ impl Query {
                 } else {
                     return Err(err("select() needs == or !="));
                 };
-                let value: Value = serde_json::from_str(rhs.trim()).map_err(|_| err("select() compares with a JSON literal"))?;
+                let value: Value = serde_json::from_str(rhs.trim())
+                    .map_err(|_| err("select() compares with a JSON literal"))?;
                 segments.push(Segment::Select {
                     path: parse_path(lhs.trim()).ok_or_else(|| err("bad path in select()"))?,
                     equal,
                     value,
                 });
             } else {
-                segments.push(Segment::Path(parse_path(part).ok_or_else(|| err("bad path"))?));
+                segments.push(Segment::Path(
+                    parse_path(part).ok_or_else(|| err("bad path"))?,
+                ));
             }
         }
         Ok(Self(segments))
@@ -134,8 +144,14 @@ mod tests {
         let q = |s: &str| Query::parse(s).unwrap().run(&pod);
         assert_eq!(q(".status.phase"), vec![json!("Pending")]);
         assert_eq!(q(".metadata.deletionTimestamp"), Vec::<Value>::new());
-        assert_eq!(q(".metadata.ownerReferences.[].kind"), vec![json!("Job"), json!("Other")]);
-        assert_eq!(q(".status.conditions.[] | select( .type == \"Ready\" ) | .status"), vec![json!("False")]);
+        assert_eq!(
+            q(".metadata.ownerReferences.[].kind"),
+            vec![json!("Job"), json!("Other")]
+        );
+        assert_eq!(
+            q(".status.conditions.[] | select( .type == \"Ready\" ) | .status"),
+            vec![json!("False")]
+        );
         assert_eq!(q(".metadata.labels[\"a/b\"]"), vec![json!("x")]);
         assert_eq!(q(".metadata.labels.\"a/b\""), vec![json!("x")]);
         assert!(Query::parse("length > 1").is_err());

@@ -45,6 +45,15 @@ mod tests {
     fn the_fast_stage_set_parses() {
         let stages = super::parse_stages(super::defaults::FAST_STAGES, "fast").unwrap();
         let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"]);
+        assert_eq!(
+            names,
+            [
+                "node-initialize",
+                "node-heartbeat-with-lease",
+                "pod-ready",
+                "pod-complete",
+                "pod-delete"
+            ]
+        );
     }
 }

@@ -202,7 +202,9 @@ pub enum StageError {
         source: JqError,
     },
     /// An operator kwok does not have.
-    #[error("stage {stage}: unknown selector operator {operator:?} (want In, NotIn, Exists or DoesNotExist)")]
+    #[error(
+        "stage {stage}: unknown selector operator {operator:?} (want In, NotIn, Exists or DoesNotExist)"
+    )]
     Operator {
         /// Stage name.
         stage: String,
@@ -230,8 +232,16 @@ impl Compiled {
             })
         };
         let mut expressions = Vec::new();
-        for e in stage.spec.selector.iter().flat_map(|s| &s.match_expressions) {
-            if !matches!(e.operator.as_str(), "In" | "NotIn" | "Exists" | "DoesNotExist") {
+        for e in stage
+            .spec
+            .selector
+            .iter()
+            .flat_map(|s| &s.match_expressions)
+        {
+            if !matches!(
+                e.operator.as_str(),
+                "In" | "NotIn" | "Exists" | "DoesNotExist"
+            ) {
                 return Err(StageError::Operator {
                     stage: name,
                     operator: e.operator.clone(),
@@ -240,8 +250,16 @@ impl Compiled {
             expressions.push((jq(&e.key)?, e.operator.clone(), e.values.clone()));
         }
         let delay = stage.spec.delay.clone().unwrap_or_default();
-        let duration_from = delay.duration_from.as_ref().map(|d| jq(&d.expression_from)).transpose()?;
-        let jitter_from = delay.jitter_duration_from.as_ref().map(|d| jq(&d.expression_from)).transpose()?;
+        let duration_from = delay
+            .duration_from
+            .as_ref()
+            .map(|d| jq(&d.expression_from))
+            .transpose()?;
+        let jitter_from = delay
+            .jitter_duration_from
+            .as_ref()
+            .map(|d| jq(&d.expression_from))
+            .transpose()?;
         Ok(Self {
             stage,
             expressions,
@@ -265,9 +283,20 @@ impl Compiled {
         let Some(sel) = &self.stage.spec.selector else {
             return false;
         };
-        let meta = |field: &str, k: &str| obj.get("metadata").and_then(|m| m.get(field)).and_then(|l| l.get(k)).and_then(Value::as_str).map(str::to_string);
-        sel.match_labels.iter().all(|(k, v)| meta("labels", k).as_deref() == Some(v))
-            && sel.match_annotations.iter().all(|(k, v)| meta("annotations", k).as_deref() == Some(v))
+        let meta = |field: &str, k: &str| {
+            obj.get("metadata")
+                .and_then(|m| m.get(field))
+                .and_then(|l| l.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        sel.match_labels
+            .iter()
+            .all(|(k, v)| meta("labels", k).as_deref() == Some(v))
+            && sel
+                .match_annotations
+                .iter()
+                .all(|(k, v)| meta("annotations", k).as_deref() == Some(v))
             && self.expressions.iter().all(|(q, op, values)| {
                 let found: Vec<String> = q.run(obj).iter().map(scalar_string).collect();
                 match op.as_str() {
@@ -336,7 +365,9 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
         let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
         let n: f64 = rest[..num_end].parse().ok()?;
         rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let secs = match &rest[..unit_end] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -429,18 +460,30 @@ spec:
         assert!(s.matches(&node));
         assert!(!s.matches(&json!({"metadata": {}})));
         let d = s.delay(&node, std::time::SystemTime::now());
-        assert!(d >= Duration::from_secs(1) && d < Duration::from_secs(3), "{d:?}");
+        assert!(
+            d >= Duration::from_secs(1) && d < Duration::from_secs(3),
+            "{d:?}"
+        );
         let no_jitter = json!({"metadata": {"annotations": {"testbed.example/stuck": "true"}}});
-        assert_eq!(s.delay(&no_jitter, std::time::SystemTime::now()), Duration::from_secs(1));
+        assert_eq!(
+            s.delay(&no_jitter, std::time::SystemTime::now()),
+            Duration::from_secs(1)
+        );
     }
 
     #[test]
     fn jitter_below_delay_wins_as_upstream() {
-        let mut s: Stage = serde_json::from_value(json!({"spec": {"resourceRef": {"kind": "Pod"}, "selector": {},
-            "delay": {"durationMilliseconds": 5000, "jitterDurationMilliseconds": 2000}}})).unwrap();
+        let mut s: Stage = serde_json::from_value(
+            json!({"spec": {"resourceRef": {"kind": "Pod"}, "selector": {},
+            "delay": {"durationMilliseconds": 5000, "jitterDurationMilliseconds": 2000}}}),
+        )
+        .unwrap();
         s.metadata.name = "x".into();
         let c = Compiled::new(s).unwrap();
-        assert_eq!(c.delay(&json!({}), std::time::SystemTime::now()), Duration::from_secs(2));
+        assert_eq!(
+            c.delay(&json!({}), std::time::SystemTime::now()),
+            Duration::from_secs(2)
+        );
     }
 
     #[test]

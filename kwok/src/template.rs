@@ -51,7 +51,9 @@ pub enum Piece {
 
 /// A template outside the subset.
 #[derive(Debug, thiserror::Error)]
-#[error("unsupported template action {{{{{action}}}}}: only Now, StartTime, NodeIP, NodeName, .field paths, KwokNodeStatus, KwokPodReady and KwokPodComplete are supported")]
+#[error(
+    "unsupported template action {{{{{action}}}}}: only Now, StartTime, NodeIP, NodeName, .field paths, KwokNodeStatus, KwokPodReady and KwokPodComplete are supported"
+)]
 pub struct TemplateError {
     action: String,
 }
@@ -97,10 +99,18 @@ impl Template {
                 "StartTime" => Piece::StartTime,
                 "NodeIP" => Piece::NodeIp,
                 "NodeName" => Piece::NodeName,
-                a if a.starts_with('.') && !a.contains(' ') => {
-                    Piece::Field(a[1..].split('.').filter(|s| !s.is_empty()).map(str::to_string).collect())
+                a if a.starts_with('.') && !a.contains(' ') => Piece::Field(
+                    a[1..]
+                        .split('.')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                ),
+                a => {
+                    return Err(TemplateError {
+                        action: a.to_string(),
+                    });
                 }
-                a => return Err(TemplateError { action: a.to_string() }),
             });
             rest = &rest[end + 2..];
         }
@@ -125,12 +135,15 @@ impl Template {
                         Piece::NodeIp => out.push_str(ctx.node_ip),
                         Piece::NodeName => out.push_str(ctx.node_name),
                         Piece::Field(path) => {
-                            let v = path.iter().fold(obj, |v, k| v.get(k).unwrap_or(&Value::Null));
+                            let v = path
+                                .iter()
+                                .fold(obj, |v, k| v.get(k).unwrap_or(&Value::Null));
                             out.push_str(&serde_json::to_string(v).unwrap_or_default());
                         }
                     }
                 }
-                serde_saphyr::from_str::<Value>(&out).map_err(|e| format!("rendered template is not YAML: {e}"))
+                serde_saphyr::from_str::<Value>(&out)
+                    .map_err(|e| format!("rendered template is not YAML: {e}"))
             }
         }
     }
@@ -146,19 +159,51 @@ fn node_conditions(obj: &Value, now: &str) -> Value {
                "lastHeartbeatTime": now, "lastTransitionTime": transition})
     };
     json!([
-        cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-        cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-        cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-        cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-        cond("NetworkUnavailable", "False", "RouteCreated", "RouteController created a route"),
+        cond(
+            "Ready",
+            "True",
+            "KubeletReady",
+            "kubelet is posting ready status"
+        ),
+        cond(
+            "MemoryPressure",
+            "False",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available"
+        ),
+        cond(
+            "DiskPressure",
+            "False",
+            "KubeletHasNoDiskPressure",
+            "kubelet has no disk pressure"
+        ),
+        cond(
+            "PIDPressure",
+            "False",
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available"
+        ),
+        cond(
+            "NetworkUnavailable",
+            "False",
+            "RouteCreated",
+            "RouteController created a route"
+        ),
     ])
 }
 
 fn node_status(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
     let status = obj.get("status").cloned().unwrap_or(json!({}));
     let mut out = json!({"conditions": node_conditions(obj, now), "phase": "Running"});
-    let mut addresses = status.get("addresses").and_then(Value::as_array).cloned().unwrap_or_default();
-    let has = |t: &str, a: &[Value]| a.iter().any(|x| x.get("type").and_then(Value::as_str) == Some(t));
+    let mut addresses = status
+        .get("addresses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let has = |t: &str, a: &[Value]| {
+        a.iter()
+            .any(|x| x.get("type").and_then(Value::as_str) == Some(t))
+    };
     if !has("InternalIP", &addresses) && !ctx.node_ip.is_empty() {
         addresses.push(json!({"type": "InternalIP", "address": ctx.node_ip}));
     }
@@ -170,11 +215,21 @@ fn node_status(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
     }
     let defaults = json!({"cpu": "1k", "memory": "1Ti", "pods": "1M"});
     for field in ["allocatable", "capacity"] {
-        out[field] = status.get(field).filter(|v| v.as_object().is_some_and(|m| !m.is_empty())).cloned().unwrap_or_else(|| defaults.clone());
+        out[field] = status
+            .get(field)
+            .filter(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+            .cloned()
+            .unwrap_or_else(|| defaults.clone());
     }
     let version = format!("kwok-v{}", env!("CARGO_PKG_VERSION"));
     let info = status.get("nodeInfo").cloned().unwrap_or(json!({}));
-    let keep = |k: &str, d: &str| info.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or(d).to_string();
+    let keep = |k: &str, d: &str| {
+        info.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(d)
+            .to_string()
+    };
     out["nodeInfo"] = json!({
         "architecture": keep("architecture", "amd64"),
         "operatingSystem": keep("operatingSystem", "linux"),
@@ -190,7 +245,11 @@ fn node_status(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
 
 /// The node's host IPs: InternalIP addresses, then ExternalIP ones.
 fn host_ips(node: Option<&Value>, fallback: &str) -> Vec<String> {
-    let addresses = node.and_then(|n| n.pointer("/status/addresses")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let addresses = node
+        .and_then(|n| n.pointer("/status/addresses"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut ips: Vec<String> = ["InternalIP", "ExternalIP"]
         .iter()
         .flat_map(|t| {
@@ -211,7 +270,12 @@ fn pod_ready(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
     let spec = obj.get("spec").cloned().unwrap_or(json!({}));
     let cond = |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": now});
     let mut conditions = vec![cond("Initialized"), cond("Ready"), cond("ContainersReady")];
-    for gate in spec.get("readinessGates").and_then(Value::as_array).into_iter().flatten() {
+    for gate in spec
+        .get("readinessGates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(t) = gate.get("conditionType").and_then(Value::as_str) {
             conditions.push(cond(t));
         }
@@ -242,8 +306,15 @@ fn pod_ready(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
         })
         .collect();
     let hosts = host_ips(ctx.node, ctx.node_ip);
-    let host_network = spec.get("hostNetwork").and_then(Value::as_bool).unwrap_or(false);
-    let pod_ip = if host_network { hosts.first().cloned() } else { ctx.pod_ip.clone() };
+    let host_network = spec
+        .get("hostNetwork")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let pod_ip = if host_network {
+        hosts.first().cloned()
+    } else {
+        ctx.pod_ip.clone()
+    };
     let mut out = json!({
         "conditions": conditions,
         "containerStatuses": containers,
@@ -295,9 +366,19 @@ mod tests {
     #[test]
     fn text_templates_substitute_the_subset() {
         let t = Template::parse("conditions:\n- type: Ready\n  status: \"False\"\n  reason: {{ .metadata.annotations.why }}\n  lastHeartbeatTime: {{ Now }}\n").unwrap();
-        let v = t.render(&json!({"metadata": {"annotations": {"why": "Broken"}}}), &ctx(None)).unwrap();
-        assert_eq!(v, json!({"conditions": [{"type": "Ready", "status": "False", "reason": "Broken", "lastHeartbeatTime": "2023-11-14T22:13:20Z"}]}));
-        let err = Template::parse("{{ range .spec.containers }}x{{ end }}").unwrap_err().to_string();
+        let v = t
+            .render(
+                &json!({"metadata": {"annotations": {"why": "Broken"}}}),
+                &ctx(None),
+            )
+            .unwrap();
+        assert_eq!(
+            v,
+            json!({"conditions": [{"type": "Ready", "status": "False", "reason": "Broken", "lastHeartbeatTime": "2023-11-14T22:13:20Z"}]})
+        );
+        let err = Template::parse("{{ range .spec.containers }}x{{ end }}")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("range .spec.containers"), "{err}");
     }
 
@@ -306,15 +387,22 @@ mod tests {
         let node = json!({"metadata": {"creationTimestamp": "2023-01-01T00:00:00Z"}, "status": {"capacity": {"cpu": "4"}}});
         let v = Template::NodeStatus.render(&node, &ctx(None)).unwrap();
         assert_eq!(v["capacity"], json!({"cpu": "4"}));
-        assert_eq!(v["allocatable"], json!({"cpu": "1k", "memory": "1Ti", "pods": "1M"}));
+        assert_eq!(
+            v["allocatable"],
+            json!({"cpu": "1k", "memory": "1Ti", "pods": "1M"})
+        );
         assert_eq!(v["conditions"][0]["reason"], "KubeletReady");
-        assert_eq!(v["conditions"][0]["lastTransitionTime"], "2023-01-01T00:00:00Z");
+        assert_eq!(
+            v["conditions"][0]["lastTransitionTime"],
+            "2023-01-01T00:00:00Z"
+        );
         assert_eq!(v["phase"], "Running");
     }
 
     #[test]
     fn pod_ready_uses_the_node_address_and_allocated_ip() {
-        let node = json!({"status": {"addresses": [{"type": "InternalIP", "address": "192.168.0.5"}]}});
+        let node =
+            json!({"status": {"addresses": [{"type": "InternalIP", "address": "192.168.0.5"}]}});
         let pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx"}], "readinessGates": [{"conditionType": "x/y"}]}});
         let v = Template::PodReady.render(&pod, &ctx(Some(&node))).unwrap();
         assert_eq!(v["hostIP"], "192.168.0.5");

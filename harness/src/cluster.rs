@@ -1,0 +1,482 @@
+//! `Cluster`: what tests and the conformance suite hold.
+//!
+//! [`ClusterBuilder::start`] brings up the embedded cluster in one call: the
+//! API server, the scheduler, the workload controllers and kwok, each a task
+//! talking to the API server through its own in-memory `kube::Client`; then
+//! creates the namespaces, priority classes, nodes and objects asked for.
+//!
+//! Time is the clock of the runtime: under `#[tokio::test(start_paused =
+//! true)]` it is virtual (tokio jumps to the next timer whenever every task
+//! is idle), so [`Cluster::advance`] by ten minutes costs milliseconds; in a
+//! normal runtime it is real time. Observers ([`Cluster::wait_until`] and
+//! the helpers built on it) poll the API server on that clock, with a
+//! bounded timeout and a failure message that says what was last seen.
+//!
+//! Everything a test does goes through [`Cluster::client`]; nothing reaches
+//! into the components. A cluster in containers can stand behind the same
+//! API: it only needs a client and a clock ([`Cluster::external`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{ListParams, PostParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use simclock::Clock;
+use tokio::task::JoinHandle;
+
+use crate::controllers::Controllers;
+use crate::scheduler::Scheduler;
+
+/// The kwok annotation that marks fake nodes.
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+
+/// Why a cluster operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The API server did not start.
+    #[error("starting the embedded API server: {0}")]
+    Start(#[from] apiserver::ApiError),
+    /// A request failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// A manifest or stage could not be used.
+    #[error("{0}")]
+    Invalid(String),
+    /// An observer timed out.
+    #[error("timed out after {timeout:?} waiting until {what}; last seen: {seen}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// The bound.
+        timeout: Duration,
+        /// The last observation.
+        seen: String,
+    },
+}
+
+/// A node shape for [`ClusterBuilder::nodes`].
+#[derive(Debug, Clone)]
+pub struct NodeTemplate {
+    /// Name prefix; nodes are `<prefix>-<i>`.
+    pub prefix: String,
+    /// CPU capacity (`4`, `3500m`).
+    pub cpu: String,
+    /// Memory capacity (`16Gi`).
+    pub memory: String,
+    /// Pod capacity.
+    pub pods: u32,
+    /// Extra labels.
+    pub labels: BTreeMap<String, String>,
+    /// Extra annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// Taints (`{key, value, effect}` objects).
+    pub taints: Vec<Value>,
+}
+
+impl Default for NodeTemplate {
+    fn default() -> Self {
+        Self {
+            prefix: "node".into(),
+            cpu: "4".into(),
+            memory: "16Gi".into(),
+            pods: 110,
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            taints: Vec::new(),
+        }
+    }
+}
+
+impl NodeTemplate {
+    /// A node template with this CPU and memory.
+    pub fn new(prefix: &str, cpu: &str, memory: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            cpu: cpu.into(),
+            memory: memory.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The Node object for index `i`: a kwok-managed fake node with its
+    /// capacity in status (kwok keeps what the creator set).
+    pub fn node(&self, i: usize) -> Value {
+        let name = format!("{}-{i}", self.prefix);
+        let mut labels = json!({
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "type": "kwok",
+        });
+        for (k, v) in &self.labels {
+            labels[k] = json!(v);
+        }
+        let mut annotations = json!({KWOK_NODE_ANNOTATION: "fake"});
+        for (k, v) in &self.annotations {
+            annotations[k] = json!(v);
+        }
+        let resources = json!({"cpu": self.cpu, "memory": self.memory, "pods": self.pods.to_string(), "ephemeral-storage": "100Gi"});
+        json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {"taints": if self.taints.is_empty() { Value::Null } else { json!(self.taints) }},
+            "status": {"capacity": resources, "allocatable": resources,
+                "addresses": [{"type": "InternalIP", "address": format!("192.168.{}.{}", i / 250, i % 250 + 1)}]},
+        })
+    }
+}
+
+/// Builds an embedded cluster.
+#[derive(Default)]
+pub struct ClusterBuilder {
+    objects: Vec<Value>,
+    stages: Vec<kwok::Compiled>,
+    kwok: kwok::Config,
+    errors: Vec<String>,
+}
+
+impl ClusterBuilder {
+    /// `count` fake nodes of a template.
+    pub fn nodes(mut self, count: usize, template: &NodeTemplate) -> Self {
+        self.objects.extend((0..count).map(|i| template.node(i)));
+        self
+    }
+
+    /// A namespace.
+    pub fn namespace(mut self, name: &str) -> Self {
+        self.objects
+            .push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
+        self
+    }
+
+    /// A PriorityClass.
+    pub fn priority_class(mut self, name: &str, value: i32) -> Self {
+        self.objects.push(
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value}),
+        );
+        self
+    }
+
+    /// Any object (a workload, a PDB, a ConfigMap...), created in order.
+    pub fn object(mut self, obj: Value) -> Self {
+        self.objects.push(obj);
+        self
+    }
+
+    /// Custom kwok stages (multi-document YAML), added to the defaults.
+    pub fn stages(mut self, yaml: &str) -> Self {
+        match kwok::parse_stages(yaml, "builder stages") {
+            Ok(s) => self.stages.extend(s),
+            Err(e) => self.errors.push(e.to_string()),
+        }
+        self
+    }
+
+    /// kwok settings (leases, CIDR, node selection).
+    pub fn kwok_config(mut self, config: kwok::Config) -> Self {
+        self.kwok = config;
+        self
+    }
+
+    /// Starts the cluster on the runtime's clock and creates the objects.
+    pub async fn start(self) -> Result<Cluster, ClusterError> {
+        if let Some(e) = self.errors.first() {
+            return Err(ClusterError::Invalid(e.clone()));
+        }
+        let clock = Clock::new();
+        let api = apiserver::ApiServer::start(clock.clone())?;
+        let mut stages = kwok::default_stages();
+        stages.extend(self.stages);
+        let tasks = vec![
+            tokio::spawn(Scheduler::new(api.client(), clock.clone()).run()),
+            tokio::spawn(Controllers::new(api.client(), clock.clone()).run()),
+            tokio::spawn(
+                kwok::Controller::new(api.client(), clock.clone(), self.kwok, stages).run(),
+            ),
+        ];
+        let cluster = Cluster {
+            client: api.client(),
+            clock,
+            embedded: Some(Embedded { api, tasks }),
+        };
+        for obj in self.objects {
+            cluster.create(obj).await?;
+        }
+        Ok(cluster)
+    }
+}
+
+struct Embedded {
+    api: apiserver::ApiServer,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// A running cluster.
+pub struct Cluster {
+    client: Client,
+    clock: Clock,
+    embedded: Option<Embedded>,
+}
+
+impl Cluster {
+    /// A builder for an embedded cluster.
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    /// A cluster that something else runs (containers, a real cluster):
+    /// observers and helpers work the same through its client.
+    pub fn external(client: Client, clock: Clock) -> Self {
+        Self {
+            client,
+            clock,
+            embedded: None,
+        }
+    }
+
+    /// A client (a fresh handle; all share the connection).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// The cluster's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The embedded API server, when there is one (to serve it over TLS).
+    pub fn api_server(&self) -> Option<&apiserver::ApiServer> {
+        self.embedded.as_ref().map(|e| &e.api)
+    }
+
+    /// Lets `d` pass (virtual or real, per the runtime) while every
+    /// component runs.
+    pub async fn advance(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+
+    /// Creates any object from its JSON form (built-in or custom kind).
+    pub async fn create(&self, obj: Value) -> Result<(), ClusterError> {
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("v1")
+            .to_string();
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+        let gvk = GroupVersionKind::gvk(group, version, &kind);
+        let (resource, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .map_err(|source| ClusterError::Api {
+                what: format!("discovering {api_version} {kind}"),
+                source,
+            })?;
+        let ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
+            Api::namespaced_with(self.client.clone(), ns, &resource)
+        } else {
+            Api::all_with(self.client.clone(), &resource)
+        };
+        let dynamic: DynamicObject = serde_json::from_value(obj)
+            .map_err(|e| ClusterError::Invalid(format!("{kind} {name}: {e}")))?;
+        api.create(&PostParams::default(), &dynamic)
+            .await
+            .map_err(|source| ClusterError::Api {
+                what: format!("creating {kind} {name}"),
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Waits until `check` returns `Ok(value)`, polling every 250 ms of the
+    /// cluster's time, for at most `timeout`. `check` returns `Err(seen)`
+    /// describing what it saw, which the timeout error reports.
+    pub async fn wait_until<T, F, Fut>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: F,
+    ) -> Result<T, ClusterError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, String>>,
+    {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let seen = match check(self.client.clone()).await {
+                Ok(v) => return Ok(v),
+                Err(seen) => seen,
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ClusterError::Timeout {
+                    what: what.into(),
+                    timeout,
+                    seen,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Waits until at least `count` pods matching `selector` (all
+    /// namespaces) are Running and Ready; returns them.
+    pub async fn wait_pods_running(
+        &self,
+        selector: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Pod>, ClusterError> {
+        let selector = selector.to_string();
+        self.wait_until(
+            &format!("{count} pods {selector:?} are Running"),
+            timeout,
+            |c| {
+                let selector = selector.clone();
+                async move {
+                    let pods = list::<Pod>(&c, &selector).await?;
+                    let running: Vec<Pod> =
+                        pods.iter().filter(|p| pod_running(p)).cloned().collect();
+                    if running.len() >= count {
+                        Ok(running)
+                    } else {
+                        Err(format!(
+                            "{} Running of {} pods: {}",
+                            running.len(),
+                            pods.len(),
+                            summarize(&pods)
+                        ))
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    /// Waits until `count` nodes are Ready.
+    pub async fn wait_nodes_ready(
+        &self,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Node>, ClusterError> {
+        self.wait_until(
+            &format!("{count} nodes are Ready"),
+            timeout,
+            |c| async move {
+                let nodes = list::<Node>(&c, "").await?;
+                let ready: Vec<Node> = nodes.iter().filter(|n| node_ready(n)).cloned().collect();
+                if ready.len() >= count {
+                    Ok(ready)
+                } else {
+                    Err(format!("{} of {} nodes Ready", ready.len(), nodes.len()))
+                }
+            },
+        )
+        .await
+    }
+
+    /// Waits until a node no longer exists.
+    pub async fn wait_node_gone(&self, name: &str, timeout: Duration) -> Result<(), ClusterError> {
+        let name = name.to_string();
+        self.wait_until(&format!("node {name} is gone"), timeout, |c| {
+            let name = name.clone();
+            async move {
+                match Api::<Node>::all(c).get_opt(&name).await {
+                    Ok(None) => Ok(()),
+                    Ok(Some(n)) => Err(format!("node {name} exists (Ready: {})", node_ready(&n))),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// Lists objects of a kind in all namespaces with a label selector.
+pub async fn list<K>(client: &Client, selector: &str) -> Result<Vec<K>, String>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned,
+{
+    let lp = if selector.is_empty() {
+        ListParams::default()
+    } else {
+        ListParams::default().labels(selector)
+    };
+    Api::<K>::all(client.clone())
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .map_err(|e| format!("listing {}: {e}", K::kind(&())))
+}
+
+/// Whether a pod is Running and Ready.
+pub fn pod_running(p: &Pod) -> bool {
+    let s = p.status.as_ref();
+    s.and_then(|s| s.phase.as_deref()) == Some("Running")
+        && s.and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Whether a node's Ready condition is True.
+pub fn node_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// `name: phase@node` for each pod, for failure messages.
+pub fn summarize(pods: &[Pod]) -> String {
+    let mut out: Vec<String> = pods
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: {}@{}",
+                p.metadata.name.as_deref().unwrap_or(""),
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.phase.as_deref())
+                    .unwrap_or("?"),
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .unwrap_or("-")
+            )
+        })
+        .collect();
+    out.sort();
+    if out.len() > 20 {
+        let n = out.len() - 20;
+        out.truncate(20);
+        out.push(format!("... and {n} more"));
+    }
+    out.join(", ")
+}

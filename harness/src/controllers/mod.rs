@@ -1,0 +1,15 @@
+//! The workload controllers of the embedded cluster (kube-controller-manager's
+//! role): ReplicaSet, Deployment, DaemonSet, StatefulSet, Job, and pod
+//! garbage collection for pods bound to nodes that no longer exist.
+//! (Owner-reference GC, namespace termination and PodDisruptionBudget status
+//! are done by the API server's own loop, `apiserver::gc`.)
+//!
+//! One task watches pods, nodes and the workload kinds through the API
+//! server, keeps a cache, and after each batch of changes reconciles the
+//! owners that changed. Pods it creates or deletes are recorded in the cache
+//! at once (kube's "expectations"), so a reconcile never acts twice on
+//! changes the watch has not delivered yet.
+
+mod workloads;
+
+pub use workloads::Controllers;

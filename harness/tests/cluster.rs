@@ -1,0 +1,335 @@
+//! The embedded cluster end to end, in virtual time: scheduler, workload
+//! controllers and kwok working through the API server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use harness::cluster::{Cluster, NodeTemplate, list, node_ready};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use serde_json::{Value, json};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn deployment(name: &str, replicas: i32, cpu: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]}}}
+    })
+}
+
+fn pod(name: &str, cpu: &str, priority_class: Option<&str>) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": {"priorityClassName": priority_class,
+            "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]}
+    })
+}
+
+fn nodes_of(pods: &[Pod]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for p in pods {
+        *m.entry(p.spec.as_ref().unwrap().node_name.clone().unwrap())
+            .or_insert(0) += 1;
+    }
+    m
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deployment_spreads_over_the_nodes_and_runs() {
+    let cluster = Cluster::builder()
+        .nodes(3, &NodeTemplate::new("node", "4", "16Gi"))
+        .object(deployment("web", 10, "100m"))
+        .start()
+        .await
+        .unwrap();
+    cluster.wait_nodes_ready(3, MINUTE).await.unwrap();
+    let pods = cluster
+        .wait_pods_running("app=web", 10, MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(pods.len(), 10);
+    let spread = nodes_of(&pods);
+    assert_eq!(spread.len(), 3, "{spread:?}");
+    assert!(spread.values().all(|n| *n >= 3), "{spread:?}");
+    for p in &pods {
+        let ip = p.status.as_ref().unwrap().pod_ip.clone().unwrap();
+        assert!(ip.starts_with("10.0.0."), "{ip}");
+    }
+}
+
+fn condition(p: &Pod, type_: &str) -> Option<(String, String, String)> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
+    let tainted = NodeTemplate {
+        taints: vec![json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})],
+        ..NodeTemplate::new("gpu", "8", "16Gi")
+    };
+    let cluster = Cluster::builder()
+        .nodes(2, &NodeTemplate::new("small", "1", "4Gi"))
+        .nodes(1, &tainted)
+        .object(pod("big", "3", None))
+        .start()
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let p = cluster
+        .wait_until("pod big is marked Unschedulable", MINUTE, |_| {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get("big").await.map_err(|e| e.to_string())?;
+                match condition(&p, "PodScheduled") {
+                    Some((s, r, _)) if s == "False" && r == "Unschedulable" => Ok(p),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        })
+        .await
+        .unwrap();
+    let (_, _, message) = condition(&p, "PodScheduled").unwrap();
+    assert_eq!(
+        message,
+        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. \
+         preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, \
+         2 No preemption victims found for incoming pod."
+    );
+    // Nothing changes for a while: it stays pending.
+    cluster.advance(5 * MINUTE).await;
+    assert!(
+        pods.get("big")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .is_none()
+    );
+
+    cluster
+        .create(NodeTemplate::new("large", "8", "32Gi").node(0))
+        .await
+        .unwrap();
+    let running = cluster
+        .wait_pods_running("app=big", 1, Duration::from_secs(15))
+        .await
+        .unwrap();
+    assert_eq!(
+        running[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some("large-0")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_high_priority_pod_preempts_a_low_priority_one() {
+    let cluster = Cluster::builder()
+        .priority_class("low", 10)
+        .priority_class("high", 1000)
+        .nodes(1, &NodeTemplate::new("node", "2", "8Gi"))
+        .object(pod("victim", "1500m", Some("low")))
+        .start()
+        .await
+        .unwrap();
+    cluster
+        .wait_pods_running("app=victim", 1, MINUTE)
+        .await
+        .unwrap();
+    cluster.create(pod("vip", "1", Some("high"))).await.unwrap();
+    let running = cluster
+        .wait_pods_running("app=vip", 1, MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(
+        running[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some("node-0")
+    );
+    let victims = list::<Pod>(&cluster.client(), "app=victim").await.unwrap();
+    assert!(victims.is_empty(), "the victim is gone: {victims:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_daemonset_runs_on_every_node_including_new_ones() {
+    let tainted = NodeTemplate {
+        taints: vec![json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})],
+        ..NodeTemplate::new("cordoned", "4", "8Gi")
+    };
+    let cluster = Cluster::builder()
+        .nodes(2, &NodeTemplate::new("node", "4", "8Gi"))
+        .nodes(1, &tainted)
+        .object(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                "template": {"metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "c", "image": "agent"}]}}}
+        }))
+        .start()
+        .await
+        .unwrap();
+    let pods = cluster
+        .wait_pods_running("app=agent", 3, MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(
+        nodes_of(&pods).len(),
+        3,
+        "the DaemonSet tolerates the unschedulable taint"
+    );
+    cluster
+        .create(NodeTemplate::new("late", "4", "8Gi").node(0))
+        .await
+        .unwrap();
+    let pods = cluster
+        .wait_pods_running("app=agent", 4, MINUTE)
+        .await
+        .unwrap();
+    assert!(nodes_of(&pods).contains_key("late-0"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_jobs_pods_complete() {
+    let cluster = Cluster::builder()
+        .nodes(2, &NodeTemplate::default())
+        .object(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "batch", "namespace": "default"},
+            "spec": {"completions": 3, "parallelism": 2,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+        }))
+        .start()
+        .await
+        .unwrap();
+    let jobs: Api<Job> = Api::namespaced(cluster.client(), "default");
+    let job = cluster
+        .wait_until("job batch is Complete", MINUTE, |_| {
+            let jobs = jobs.clone();
+            async move {
+                let j = jobs.get("batch").await.map_err(|e| e.to_string())?;
+                let status = j.status.clone().unwrap_or_default();
+                if status
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Complete" && c.status == "True")
+                {
+                    Ok(j)
+                } else {
+                    Err(format!("{status:?}"))
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(job.status.unwrap().succeeded, Some(3));
+    let pods = list::<Pod>(&cluster.client(), "batch.kubernetes.io/job-name=batch")
+        .await
+        .unwrap();
+    assert_eq!(pods.len(), 3);
+    assert!(
+        pods.iter()
+            .all(|p| p.status.as_ref().unwrap().phase.as_deref() == Some("Succeeded"))
+    );
+}
+
+const NODE_FAILS_LATER: &str = r#"
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: testbed-node-not-ready
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchLabels: {testbed.example/fail: "true"}
+    matchExpressions:
+    - {key: .status.phase, operator: In, values: [Running]}
+  weight: 10000
+  delay:
+    durationMilliseconds: 120000
+  next:
+    statusTemplate: |
+      conditions:
+      - type: Ready
+        status: "False"
+        reason: NodeFailed
+        message: node failed
+        lastHeartbeatTime: {{ Now }}
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_node_made_not_ready_by_a_stage_stays_not_ready() {
+    let failing = NodeTemplate {
+        labels: [("testbed.example/fail".to_string(), "true".to_string())].into(),
+        ..NodeTemplate::new("failing", "4", "8Gi")
+    };
+    let cluster = Cluster::builder()
+        .stages(NODE_FAILS_LATER)
+        .nodes(1, &NodeTemplate::new("healthy", "4", "8Gi"))
+        .nodes(1, &failing)
+        .start()
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(cluster.client());
+    // node-initialize first (the failing stage needs phase Running).
+    cluster.wait_nodes_ready(2, MINUTE).await.unwrap();
+    cluster.advance(3 * MINUTE).await;
+    let failed = nodes.get("failing-0").await.unwrap();
+    assert!(!node_ready(&failed), "{:?}", failed.status);
+    cluster.advance(30 * MINUTE).await;
+    assert!(
+        !node_ready(&nodes.get("failing-0").await.unwrap()),
+        "still NotReady"
+    );
+    assert!(node_ready(&nodes.get("healthy-0").await.unwrap()));
+}
+
+async fn assignment(seed_pods: usize) -> BTreeMap<String, String> {
+    let cluster = Cluster::builder()
+        .nodes(4, &NodeTemplate::new("node", "2", "8Gi"))
+        .object(deployment("a", i32::try_from(seed_pods).unwrap(), "300m"))
+        .object(deployment("b", 5, "700m"))
+        .start()
+        .await
+        .unwrap();
+    let mut pods = cluster
+        .wait_pods_running("app in (a,b)", seed_pods + 5, MINUTE)
+        .await
+        .unwrap();
+    pods.sort_by_key(|p| p.metadata.name.clone());
+    // Pod names are random (generateName): compare per-app node multisets.
+    let mut out = BTreeMap::new();
+    for p in pods {
+        let app = p.metadata.labels.unwrap()["app"].clone();
+        let node = p.spec.unwrap().node_name.unwrap();
+        out.entry(format!("{app}@{node}"))
+            .and_modify(|n: &mut String| n.push('+'))
+            .or_insert_with(|| "+".into());
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_same_scenario_ends_in_the_same_state() {
+    let first = assignment(7).await;
+    let second = assignment(7).await;
+    assert_eq!(first, second);
+}
