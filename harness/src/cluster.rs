@@ -108,6 +108,27 @@ impl NodeTemplate {
         }
     }
 
+    /// Node `i` from a Node manifest used as a template: named
+    /// `<metadata.name>-<i>`, with the kwok annotation and hostname label.
+    pub fn from_node(template: &Value, i: usize) -> Value {
+        let mut node = template.clone();
+        let base = template
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("node");
+        let name = format!("{base}-{i}");
+        node["metadata"]["name"] = json!(name);
+        if !node["metadata"]["labels"].is_object() {
+            node["metadata"]["labels"] = json!({});
+        }
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+        if !node["metadata"]["annotations"].is_object() {
+            node["metadata"]["annotations"] = json!({});
+        }
+        node["metadata"]["annotations"][KWOK_NODE_ANNOTATION] = json!("fake");
+        node
+    }
+
     /// The Node object for index `i`: a kwok-managed fake node with its
     /// capacity in status (kwok keeps what the creator set).
     pub fn node(&self, i: usize) -> Value {

@@ -35,9 +35,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
 
 enum Change {
-    Pod(Event<Pod>),
-    Node(Event<Node>),
-    Budget(Event<PodDisruptionBudget>),
+    Pod(Box<Event<Pod>>),
+    Node(Box<Event<Node>>),
+    Budget(Box<Event<PodDisruptionBudget>>),
 }
 
 /// A pod waiting to be scheduled.
@@ -88,13 +88,13 @@ impl Scheduler {
         let cfg = watcher::Config::default;
         let pods: BoxStream<'static, Change> =
             watcher::watcher(Api::<Pod>::all(self.client.clone()), cfg())
-                .filter_map(|e| async move { e.ok().map(Change::Pod) })
+                .filter_map(|e| async move { e.ok().map(|e| Change::Pod(Box::new(e))) })
                 .boxed();
         let nodes = watcher::watcher(Api::<Node>::all(self.client.clone()), cfg())
-            .filter_map(|e| async move { e.ok().map(Change::Node) })
+            .filter_map(|e| async move { e.ok().map(|e| Change::Node(Box::new(e))) })
             .boxed();
         let budgets = watcher::watcher(Api::<PodDisruptionBudget>::all(self.client.clone()), cfg())
-            .filter_map(|e| async move { e.ok().map(Change::Budget) })
+            .filter_map(|e| async move { e.ok().map(|e| Change::Budget(Box::new(e))) })
             .boxed();
         let mut changes = futures::stream::select_all([pods, nodes, budgets]);
         loop {
@@ -129,12 +129,26 @@ impl Scheduler {
 
     fn apply(&mut self, change: Change) {
         match change {
-            Change::Pod(Event::Apply(p) | Event::InitApply(p)) => self.pod_changed(p),
-            Change::Pod(Event::Delete(p)) => {
+            Change::Pod(ev) => self.pod_event(*ev),
+            Change::Node(ev) => self.node_event(*ev),
+            Change::Budget(ev) => self.budget_event(*ev),
+        }
+    }
+
+    fn pod_event(&mut self, ev: Event<Pod>) {
+        match ev {
+            Event::Apply(p) | Event::InitApply(p) => self.pod_changed(p),
+            Event::Delete(p) => {
                 self.pod_gone(&predicates::nodeinfo::pod_key(&p));
                 self.cluster_changed();
             }
-            Change::Node(Event::Apply(n) | Event::InitApply(n)) => {
+            Event::Init | Event::InitDone => {}
+        }
+    }
+
+    fn node_event(&mut self, ev: Event<Node>) {
+        match ev {
+            Event::Apply(n) | Event::InitApply(n) => {
                 let name = n.metadata.name.clone().unwrap_or_default();
                 let n = Arc::new(n);
                 match self.nodes.get_mut(&name) {
@@ -149,13 +163,19 @@ impl Scheduler {
                 }
                 self.cluster_changed();
             }
-            Change::Node(Event::Delete(n)) => {
+            Event::Delete(n) => {
                 let name = n.metadata.name.unwrap_or_default();
                 if let Some(info) = self.nodes.remove(&name) {
                     self.orphans.insert(name, info.pods);
                 }
             }
-            Change::Budget(Event::Apply(b) | Event::InitApply(b)) => {
+            Event::Init | Event::InitDone => {}
+        }
+    }
+
+    fn budget_event(&mut self, ev: Event<PodDisruptionBudget>) {
+        match ev {
+            Event::Apply(b) | Event::InitApply(b) => {
                 let key = format!(
                     "{}/{}",
                     b.metadata.namespace.as_deref().unwrap_or_default(),
@@ -174,14 +194,15 @@ impl Scheduler {
                     },
                 );
             }
-            Change::Budget(Event::Delete(b)) => {
+            Event::Delete(b) => {
                 self.budgets.remove(&format!(
                     "{}/{}",
                     b.metadata.namespace.as_deref().unwrap_or_default(),
                     b.metadata.name.as_deref().unwrap_or_default()
                 ));
             }
-            Change::Pod(_) | Change::Node(_) | Change::Budget(_) => {}
+
+            Event::Init | Event::InitDone => {}
         }
     }
 

@@ -30,11 +30,16 @@ fn kubectl_available() -> bool {
 }
 
 fn up() -> Testbed {
+    up_with(&[])
+}
+
+fn up_with(flags: &[&str]) -> Testbed {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
         .args(["up", "--kubeconfig"])
         .arg(&kubeconfig)
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -222,10 +227,10 @@ fn apply_edit_and_delete_like_an_operator() {
             .contains("nginx:1.27")
     );
 
-    // A node to label, annotate, taint and cordon.
+    // A fake node (kwok runs its pods) to label, annotate, taint and cordon.
     tb.ok_stdin(
         &["apply", "-f", "-"],
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-1\nstatus:\n  capacity: {cpu: \"4\", memory: 16Gi, pods: \"110\"}\n",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-1\n  annotations: {kwok.x-k8s.io/node: fake}\nstatus:\n  capacity: {cpu: \"4\", memory: 16Gi, pods: \"110\"}\n",
     );
     tb.ok(&["label", "node", "node-1", "pool=a"]);
     tb.ok(&["annotate", "node", "node-1", "note=hello"]);
@@ -524,4 +529,74 @@ fn create_subcommands_and_drain_send_protobuf() {
         "true"
     );
     assert_eq!(tb.ok(&["get", "pods", "-o", "name"]), "");
+}
+
+/// The full cluster behind `testbed up --nodes 3`: kubectl drain evicts
+/// through the PDB, and the evicted pods come back Running elsewhere.
+#[test]
+fn drain_respects_a_budget_and_pods_come_back_elsewhere() {
+    require_kubectl!();
+    let tb = up_with(&["--nodes", "3", "--node-cpu", "2"]);
+    tb.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 4\n  \
+         selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+         spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m}}}]}\n---\n\
+         apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\n\
+         spec: {maxUnavailable: 0, selector: {matchLabels: {app: web}}}\n",
+    );
+    tb.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "nodes",
+        "--all",
+        "--timeout=30s",
+    ]);
+    tb.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+    let on_node = |node: &str| {
+        tb.ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "--field-selector",
+            &format!("spec.nodeName={node}"),
+            "-o",
+            "name",
+        ])
+        .lines()
+        .count()
+    };
+    assert!(on_node("kwok-node-0") >= 1, "pods spread over the nodes");
+
+    let blocked = tb.run(&["drain", "kwok-node-0", "--timeout=3s"], None);
+    assert!(!blocked.status.success());
+    let stderr = String::from_utf8_lossy(&blocked.stderr);
+    assert!(stderr.contains("disruption budget"), "{stderr}");
+    assert!(on_node("kwok-node-0") >= 1, "nothing was evicted");
+
+    tb.ok(&[
+        "patch",
+        "pdb",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"spec": {"maxUnavailable": 1}}"#,
+    ]);
+    let out = tb.ok(&["drain", "kwok-node-0", "--timeout=90s"]);
+    assert!(out.contains("node/kwok-node-0 drained"), "{out}");
+    assert_eq!(on_node("kwok-node-0"), 0);
+    tb.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+    let running = tb.jsonpath(
+        &["get", "pods", "-l", "app=web"],
+        "{range .items[*]}{.status.phase}@{.spec.nodeName} {end}",
+    );
+    let running: Vec<&str> = running.split_whitespace().collect();
+    assert_eq!(running.len(), 4, "{running:?}");
+    assert!(
+        running
+            .iter()
+            .all(|p| p.starts_with("Running@") && !p.ends_with("kwok-node-0")),
+        "{running:?}"
+    );
 }

@@ -121,8 +121,8 @@ struct Shared {
 }
 
 enum Change {
-    Pod(Event<Pod>),
-    Node(Event<Node>),
+    Pod(Box<Event<Pod>>),
+    Node(Box<Event<Node>>),
 }
 
 struct Job {
@@ -170,49 +170,62 @@ impl Controller {
         let nodes: BoxStream<'static, Change> =
             watcher::watcher(Api::<Node>::all(client.clone()), cfg())
                 .default_backoff()
-                .filter_map(|e| async move { e.ok().map(Change::Node) })
+                .filter_map(|e| async move { e.ok().map(|e| Change::Node(Box::new(e))) })
                 .boxed();
         let pods = watcher::watcher(
             Api::<Pod>::all(client.clone()),
             cfg().fields("spec.nodeName!="),
         )
         .default_backoff()
-        .filter_map(|e| async move { e.ok().map(Change::Pod) })
+        .filter_map(|e| async move { e.ok().map(|e| Change::Pod(Box::new(e))) })
         .boxed();
         let lease_task = (!self.shared.config.node_lease_duration.is_zero())
             .then(|| tokio::spawn(renew_leases(self.shared.clone(), self.leased.clone())));
         let mut changes = futures::stream::select_all([nodes, pods]);
         while let Some(change) = changes.next().await {
             match change {
-                Change::Node(Event::Apply(n) | Event::InitApply(n)) => self.node_changed(n),
-                Change::Node(Event::Delete(n)) => {
-                    let name = n.metadata.name.unwrap_or_default();
-                    self.nodes.remove(&name);
-                    self.cancel(&format!("Node/{name}"));
-                    if let Ok(mut l) = self.leased.lock() {
-                        l.remove(&name);
-                    }
-                }
-                Change::Pod(Event::Apply(p) | Event::InitApply(p)) => self.pod_changed(p),
-                Change::Pod(Event::Delete(p)) => {
-                    let key = format!(
-                        "{}/{}",
-                        p.metadata.namespace.as_deref().unwrap_or(""),
-                        p.metadata.name.as_deref().unwrap_or("")
-                    );
-                    self.pods.remove(&key);
-                    self.cancel(&format!("Pod/{key}"));
-                    if let Some(ip) = p.status.as_ref().and_then(|s| s.pod_ip.as_deref())
-                        && let Ok(mut ips) = self.shared.ips.lock()
-                    {
-                        ips.release(&self.shared.config.cidr, ip);
-                    }
-                }
-                _ => {}
+                Change::Node(ev) => self.node_event(*ev),
+                Change::Pod(ev) => self.pod_event(*ev),
             }
         }
         if let Some(t) = lease_task {
             t.abort();
+        }
+    }
+
+    fn node_event(&mut self, ev: Event<Node>) {
+        match ev {
+            Event::Apply(n) | Event::InitApply(n) => self.node_changed(n),
+            Event::Delete(n) => {
+                let name = n.metadata.name.unwrap_or_default();
+                self.nodes.remove(&name);
+                self.cancel(&format!("Node/{name}"));
+                if let Ok(mut l) = self.leased.lock() {
+                    l.remove(&name);
+                }
+            }
+            Event::Init | Event::InitDone => {}
+        }
+    }
+
+    fn pod_event(&mut self, ev: Event<Pod>) {
+        match ev {
+            Event::Apply(p) | Event::InitApply(p) => self.pod_changed(p),
+            Event::Delete(p) => {
+                let key = format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or("")
+                );
+                self.pods.remove(&key);
+                self.cancel(&format!("Pod/{key}"));
+                if let Some(ip) = p.status.as_ref().and_then(|s| s.pod_ip.as_deref())
+                    && let Ok(mut ips) = self.shared.ips.lock()
+                {
+                    ips.release(&self.shared.config.cidr, ip);
+                }
+            }
+            Event::Init | Event::InitDone => {}
         }
     }
 

@@ -1,14 +1,17 @@
 //! `testbed`: the kwok-backed Kubernetes testbed.
 //!
-//! `testbed up` starts the embedded control plane, serves it over TLS on
-//! 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it is
-//! ready; it serves until SIGINT or SIGTERM.
+//! `testbed up` starts the embedded cluster (API server, scheduler,
+//! workload controllers, kwok) with optional fake nodes, serves it over TLS
+//! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
+//! is ready; it serves until SIGINT or SIGTERM. It runs in real time: its
+//! clients (kubectl, an autoscaler binary) live outside the process.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use harness::cluster::{Cluster, NodeTemplate};
 use harness::{Clock, EmbeddedApiServer};
 
 #[derive(Parser)]
@@ -32,6 +35,29 @@ enum Command {
         /// Port to listen on at 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 0)]
         port: u16,
+        /// Number of fake (kwok) nodes to create at start.
+        #[arg(long, default_value_t = 0)]
+        nodes: usize,
+        /// CPU capacity of each fake node.
+        #[arg(long, default_value = "4")]
+        node_cpu: String,
+        /// Memory capacity of each fake node.
+        #[arg(long, default_value = "16Gi")]
+        node_memory: String,
+        /// Pod capacity of each fake node.
+        #[arg(long, default_value_t = 110)]
+        node_pods: u32,
+        /// A Node manifest (YAML or JSON) used as the template of the fake
+        /// nodes instead of --node-cpu/--node-memory; node i is named
+        /// `<metadata.name>-<i>`.
+        #[arg(long)]
+        node_template: Option<PathBuf>,
+        /// Custom kwok Stage files (repeatable), added to the default stages.
+        #[arg(long = "stages")]
+        stages: Vec<PathBuf>,
+        /// Serve only the API server (no scheduler, controllers or kwok).
+        #[arg(long)]
+        api_only: bool,
     },
 }
 
@@ -45,26 +71,111 @@ async fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Up { kubeconfig, port } => {
+        Command::Up {
+            kubeconfig,
+            port,
+            nodes,
+            node_cpu,
+            node_memory,
+            node_pods,
+            node_template,
+            stages,
+            api_only,
+        } => {
             let path = kubeconfig.unwrap_or_else(harness::default_kubeconfig_path);
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
-            let cluster = match EmbeddedApiServer::start(Clock::new(), addr, &path).await {
-                Ok(c) => c,
+            if api_only {
+                let server = match EmbeddedApiServer::start(Clock::new(), addr, &path).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        eprintln!("testbed up: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+                println!("kubeconfig: {}", server.kubeconfig.display());
+                eprintln!(
+                    "API server listening on {}; press Ctrl-C to stop",
+                    server.endpoint.url
+                );
+                wait_for_signal().await;
+                server.endpoint.shutdown();
+                return ExitCode::SUCCESS;
+            }
+            let template = NodeShape {
+                nodes,
+                node_cpu,
+                node_memory,
+                node_pods,
+                node_template,
+            };
+            match up(&path, addr, &template, &stages).await {
+                Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("testbed up: {e}");
-                    return ExitCode::FAILURE;
+                    ExitCode::FAILURE
                 }
-            };
-            println!("kubeconfig: {}", cluster.kubeconfig.display());
-            eprintln!(
-                "API server listening on {}; press Ctrl-C to stop",
-                cluster.endpoint.url
-            );
-            wait_for_signal().await;
-            cluster.endpoint.shutdown();
-            ExitCode::SUCCESS
+            }
         }
     }
+}
+
+struct NodeShape {
+    nodes: usize,
+    node_cpu: String,
+    node_memory: String,
+    node_pods: u32,
+    node_template: Option<PathBuf>,
+}
+
+async fn up(
+    path: &Path,
+    addr: SocketAddr,
+    shape: &NodeShape,
+    stage_files: &[PathBuf],
+) -> Result<(), String> {
+    let mut builder = Cluster::builder();
+    for f in stage_files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("reading stage file {}: {e}", f.display()))?;
+        kwok::parse_stages(&text, &f.display().to_string()).map_err(|e| e.to_string())?;
+        builder = builder.stages(&text);
+    }
+    match &shape.node_template {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("reading node template {}: {e}", file.display()))?;
+            let node: serde_json::Value = serde_saphyr::from_str(&text)
+                .map_err(|e| format!("node template {}: {e}", file.display()))?;
+            if node.get("kind").and_then(|k| k.as_str()) != Some("Node") {
+                return Err(format!(
+                    "node template {}: kind must be Node",
+                    file.display()
+                ));
+            }
+            for i in 0..shape.nodes {
+                builder = builder.object(NodeTemplate::from_node(&node, i));
+            }
+        }
+        None => {
+            let template = NodeTemplate {
+                pods: shape.node_pods,
+                ..NodeTemplate::new("kwok-node", &shape.node_cpu, &shape.node_memory)
+            };
+            builder = builder.nodes(shape.nodes, &template);
+        }
+    }
+    let cluster = builder.start().await.map_err(|e| e.to_string())?;
+    let api = cluster.api_server().ok_or("no embedded API server")?;
+    let endpoint = api.serve_tls(addr).await.map_err(|e| e.to_string())?;
+    endpoint.write_kubeconfig(path).map_err(|e| e.to_string())?;
+    println!("kubeconfig: {}", path.display());
+    eprintln!(
+        "cluster listening on {}; press Ctrl-C to stop",
+        endpoint.url
+    );
+    wait_for_signal().await;
+    endpoint.shutdown();
+    Ok(())
 }
 
 async fn wait_for_signal() {

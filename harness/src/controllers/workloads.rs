@@ -635,7 +635,7 @@ impl Controllers {
             let pod_key = format!("{ns}/{pod_name}");
             match self.pods.get(&pod_key) {
                 Some(p) if is_active(p) => {
-                    if !parallel && !(phase(p) == "Running" && is_ready(p)) {
+                    if !parallel && (phase(p) != "Running" || !is_ready(p)) {
                         break;
                     }
                 }
@@ -686,7 +686,7 @@ impl Controllers {
                 (ord >= want).then(|| (ord, key(p)))
             })
             .collect();
-        surplus.sort_by(|a, b| b.0.cmp(&a.0));
+        surplus.sort_by_key(|s| std::cmp::Reverse(s.0));
         if let Some((_, k)) = surplus.first() {
             self.delete_pod(k, None).await;
         }
@@ -772,7 +772,7 @@ impl Controllers {
             && status.active.unwrap_or(0) == patch["active"].as_i64().unwrap_or(0) as i32
             && status.ready.unwrap_or(0) == ready
             && status.start_time.is_some()
-            && !(complete && !done);
+            && (!complete || done);
         if !same {
             self.patch_status(&job, patch).await;
         }
