@@ -53,6 +53,16 @@ impl EmbeddedApiServer {
     }
 }
 
+/// kwok settings for scalability runs: leases off (kwok-compat §1.4: a
+/// duration of 0 disables them), since nothing in the embedded cluster
+/// reads them and 1,000 leases renewed every 10 s dominate long runs.
+pub fn kwok_config_for_scale() -> kwok::Config {
+    kwok::Config {
+        node_lease_duration: std::time::Duration::ZERO,
+        ..kwok::Config::default()
+    }
+}
+
 /// The default kubeconfig path of `testbed up`: under the system temp directory.
 pub fn default_kubeconfig_path() -> PathBuf {
     std::env::temp_dir().join("testbed").join("kubeconfig")

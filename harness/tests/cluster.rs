@@ -333,3 +333,59 @@ async fn the_same_scenario_ends_in_the_same_state() {
     let second = assignment(7).await;
     assert_eq!(first, second);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_statefulset_has_ordered_names_and_recreates_an_evicted_pod() {
+    let cluster = Cluster::builder()
+        .nodes(2, &NodeTemplate::default())
+        .object(json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"replicas": 3, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}},
+                    "spec": {"containers": [{"name": "c", "image": "postgres"}]}}}
+        }))
+        .start()
+        .await
+        .unwrap();
+    let pods = cluster
+        .wait_pods_running("app=db", 3, MINUTE)
+        .await
+        .unwrap();
+    let mut names: Vec<String> = pods
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["db-0", "db-1", "db-2"]);
+    let old_uid = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some("db-1"))
+        .unwrap()
+        .metadata
+        .uid
+        .clone();
+
+    let api: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    api.evict("db-1", &Default::default()).await.unwrap();
+    let back = cluster
+        .wait_until("db-1 is recreated and Running", MINUTE, |_| {
+            let api = api.clone();
+            let old_uid = old_uid.clone();
+            async move {
+                let p = api.get("db-1").await.map_err(|e| e.to_string())?;
+                if p.metadata.uid != old_uid && harness::cluster::pod_running(&p) {
+                    Ok(p)
+                } else {
+                    Err(format!(
+                        "uid {:?} phase {:?}",
+                        p.metadata.uid,
+                        p.status.and_then(|s| s.phase)
+                    ))
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(back.spec.unwrap().hostname.as_deref(), Some("db-1"));
+}

@@ -136,8 +136,8 @@ pub struct Controller {
     stages: Vec<Compiled>,
     /// Managed nodes by name (their latest JSON).
     nodes: HashMap<String, Value>,
-    /// Bound pods by `namespace/name` (their latest JSON), for nodes that
-    /// become managed after their pods were bound.
+    /// Bound pods whose node is not managed (yet), by `namespace/name`:
+    /// they are run once their node becomes managed.
     pods: HashMap<String, Value>,
     jobs: HashMap<String, Job>,
     /// Managed node names and uids, for the lease renewer.
@@ -263,6 +263,7 @@ impl Controller {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             for (key, pod) in waiting {
+                self.pods.remove(&key);
                 self.evaluate("Pod", format!("Pod/{key}"), pod);
             }
         }
@@ -280,9 +281,12 @@ impl Controller {
             .as_ref()
             .and_then(|s| s.node_name.clone())
             .unwrap_or_default();
-        self.pods.insert(key.clone(), value.clone());
         if self.nodes.contains_key(&node) {
+            self.pods.remove(&key);
             self.evaluate("Pod", format!("Pod/{key}"), value);
+        } else {
+            // Kept until its node is managed (kwok relists such pods then).
+            self.pods.insert(key, value);
         }
     }
 

@@ -282,7 +282,12 @@ impl<'a> PreFilter<'a> {
         let mut existing_anti_affinity = HashMap::new();
         let ns = pod.namespace();
         let labels = pod.labels();
+        let own_terms = !affinity.is_empty() || !anti_affinity.is_empty();
         for node in nodes {
+            // Most pods have no terms and most nodes no anti-affine pods.
+            if !own_terms && node.anti_affinity_pods == 0 {
+                continue;
+            }
             let node_labels = node.labels();
             for other in &node.pods {
                 if other.key == pod.key {

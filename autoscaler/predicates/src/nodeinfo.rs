@@ -132,6 +132,8 @@ pub struct NodeInfo {
     pub non_zero: (i64, i64),
     /// The pods bound (or assumed) to the node.
     pub pods: Vec<PodInfo>,
+    /// How many of them have required pod anti-affinity terms.
+    pub anti_affinity_pods: usize,
 }
 
 impl NodeInfo {
@@ -143,6 +145,7 @@ impl NodeInfo {
             requested: Resources::default(),
             non_zero: (0, 0),
             pods: Vec::new(),
+            anti_affinity_pods: 0,
         }
     }
 
@@ -168,6 +171,7 @@ impl NodeInfo {
         self.requested.add(&pod.requests);
         self.non_zero.0 += pod.non_zero.0;
         self.non_zero.1 += pod.non_zero.1;
+        self.anti_affinity_pods += usize::from(pod.has_required_anti_affinity);
         self.pods.push(pod);
     }
 
@@ -178,6 +182,7 @@ impl NodeInfo {
         self.requested.sub(&pod.requests);
         self.non_zero.0 -= pod.non_zero.0;
         self.non_zero.1 -= pod.non_zero.1;
+        self.anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
         Some(pod)
     }
 }
