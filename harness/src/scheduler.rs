@@ -15,10 +15,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt, stream::BoxStream};
+use futures::{FutureExt, StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use predicates::preemption::{Budget, preempt};
@@ -88,12 +89,15 @@ impl Scheduler {
         let cfg = watcher::Config::default;
         let pods: BoxStream<'static, Change> =
             watcher::watcher(Api::<Pod>::all(self.client.clone()), cfg())
+                .default_backoff()
                 .filter_map(|e| async move { e.ok().map(|e| Change::Pod(Box::new(e))) })
                 .boxed();
         let nodes = watcher::watcher(Api::<Node>::all(self.client.clone()), cfg())
+            .default_backoff()
             .filter_map(|e| async move { e.ok().map(|e| Change::Node(Box::new(e))) })
             .boxed();
         let budgets = watcher::watcher(Api::<PodDisruptionBudget>::all(self.client.clone()), cfg())
+            .default_backoff()
             .filter_map(|e| async move { e.ok().map(|e| Change::Budget(Box::new(e))) })
             .boxed();
         let mut changes = futures::stream::select_all([pods, nodes, budgets]);
@@ -485,5 +489,3 @@ async fn sleep_until(deadline: Option<Instant>) {
         None => futures::future::pending().await,
     }
 }
-
-use futures::FutureExt as _;
