@@ -217,11 +217,21 @@ impl ClusterBuilder {
         let api = apiserver::ApiServer::start(clock.clone())?;
         let mut stages = kwok::default_stages();
         stages.extend(self.stages);
+        // Stage objects can be added while the cluster runs (fault
+        // injection in scenarios); their CRD exists before kwok watches.
+        let mut kwok_config = self.kwok;
+        kwok_config.stages_from_cluster = true;
+        let setup = Cluster {
+            client: api.client(),
+            clock: clock.clone(),
+            embedded: None,
+        };
+        setup.create(kwok::stage_crd()).await?;
         let tasks = vec![
             tokio::spawn(Scheduler::new(api.client(), clock.clone()).run()),
             tokio::spawn(Controllers::new(api.client(), clock.clone()).run()),
             tokio::spawn(
-                kwok::Controller::new(api.client(), clock.clone(), self.kwok, stages).run(),
+                kwok::Controller::new(api.client(), clock.clone(), kwok_config, stages).run(),
             ),
         ];
         let cluster = Cluster {

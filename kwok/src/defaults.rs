@@ -95,3 +95,31 @@ spec:
   next:
     delete: true
 "#;
+
+/// The `stages.kwok.x-k8s.io` CustomResourceDefinition (cluster-scoped,
+/// `v1alpha1`, status subresource), as upstream's `kwok.yaml` installs it;
+/// the schema keeps every field (the controller validates stages itself).
+pub const STAGE_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: stages.kwok.x-k8s.io
+spec:
+  group: kwok.x-k8s.io
+  names:
+    kind: Stage
+    listKind: StageList
+    plural: stages
+    singular: stage
+  scope: Cluster
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;

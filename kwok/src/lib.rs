@@ -12,7 +12,12 @@
 //! nodes that never become Ready, take minutes to, or fail later. Selectors
 //! use a jq subset ([`jq`]); status templates a documented subset of Go
 //! templates ([`template`]). Leases in `kube-node-lease` are renewed for
-//! managed nodes, pod IPs come from a per-CIDR pool.
+//! managed nodes (and gate them: a node whose lease another controller
+//! holds is left alone), pod IPs come from a per-CIDR pool. Stages can also
+//! be read live from Stage objects in the cluster ([`stage_crd`]).
+//!
+//! The `kwok` binary (`src/main.rs`) runs the controller against any API
+//! server with upstream's flags and config file format.
 
 pub mod controller;
 pub mod defaults;
@@ -20,13 +25,19 @@ pub mod jq;
 pub mod stage;
 pub mod template;
 
-pub use controller::{Config, Controller};
+pub use controller::{Config, Controller, NodeSelection};
 pub use stage::{Compiled, StageError, parse_stages};
 
 /// The default fast stage set, compiled.
 pub fn default_stages() -> Vec<Compiled> {
     // The built-in YAML is covered by a test; a failure here is a bug.
     parse_stages(defaults::FAST_STAGES, "built-in fast stages").unwrap_or_default()
+}
+
+/// The Stage CustomResourceDefinition as a JSON object, ready to create.
+pub fn stage_crd() -> serde_json::Value {
+    // The built-in YAML is covered by a test; a failure here is a bug.
+    serde_saphyr::from_str(defaults::STAGE_CRD).unwrap_or_default()
 }
 
 /// Stages from a custom YAML file, added to the defaults (a custom stage
@@ -41,6 +52,13 @@ pub fn load_stage_file(path: &std::path::Path) -> Result<Vec<Compiled>, StageErr
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_stage_crd_parses() {
+        let crd = super::stage_crd();
+        assert_eq!(crd["metadata"]["name"], "stages.kwok.x-k8s.io");
+        assert_eq!(crd["spec"]["scope"], "Cluster");
+    }
+
     #[test]
     fn the_fast_stage_set_parses() {
         let stages = super::parse_stages(super::defaults::FAST_STAGES, "fast").unwrap();

@@ -68,6 +68,8 @@ pub struct Context<'a> {
     pub node_ip: &'a str,
     /// `--node-name`.
     pub node_name: &'a str,
+    /// `--node-port` (0: not set).
+    pub node_port: u16,
     /// For pods: the node they are bound to.
     pub node: Option<&'a Value>,
     /// For pods: an allocated pod IP.
@@ -230,6 +232,9 @@ fn node_status(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
             .unwrap_or(d)
             .to_string()
     };
+    if ctx.node_port != 0 {
+        out["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": ctx.node_port}});
+    }
     out["nodeInfo"] = json!({
         "architecture": keep("architecture", "amd64"),
         "operatingSystem": keep("operatingSystem", "linux"),
@@ -358,6 +363,7 @@ mod tests {
             start: SystemTime::UNIX_EPOCH,
             node_ip: "",
             node_name: "",
+            node_port: 0,
             node,
             pod_ip: Some("10.0.0.1".into()),
         }
