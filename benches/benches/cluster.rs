@@ -1,7 +1,9 @@
 //! The embedded cluster at scale, in virtual time: 1,000 fake nodes become
 //! Ready and a 30,000-replica Deployment becomes Running from an empty
 //! cluster. One run (it is minutes of work for criterion's ten samples);
-//! prints the wall time of each phase and the process's peak memory.
+//! prints the wall time of each phase, the process's peak memory and the
+//! busy time of each component ([`simclock::busy`]: API server, scheduler,
+//! controllers, kwok, and this benchmark's own observer).
 //!
 //! `cargo bench -p benches --bench cluster` (`-- NODES PODS` to resize).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -124,6 +126,23 @@ async fn run(nodes: usize, pods: usize) {
         "  peak memory (VmHWM)                  {:>9.0} MiB",
         peak_rss_mib()
     );
+    println!("  busy time per component (one thread; the rest is runtime and timers):");
+    let mut charged = Duration::ZERO;
+    for (component, busy) in simclock::busy::totals() {
+        charged += busy;
+        println!(
+            "    {component:<12} {:>9.0} ms  {:>5.1} %",
+            ms(busy),
+            100.0 * busy.as_secs_f64() / total.as_secs_f64()
+        );
+    }
+    let rest = total.saturating_sub(charged);
+    println!(
+        "    {:<12} {:>9.0} ms  {:>5.1} %",
+        "(other)",
+        ms(rest),
+        100.0 * rest.as_secs_f64() / total.as_secs_f64()
+    );
 }
 
 fn main() {
@@ -138,5 +157,8 @@ fn main() {
         .start_paused(true)
         .build()
         .unwrap()
-        .block_on(run(nodes, pods));
+        .block_on(async {
+            simclock::busy::enable();
+            simclock::busy::timed("benchmark", run(nodes, pods)).await
+        });
 }

@@ -26,7 +26,7 @@ use kube::api::{ListParams, PostParams};
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use simclock::Clock;
+use simclock::{Clock, busy};
 use tokio::task::JoinHandle;
 
 use crate::controllers::Controllers;
@@ -228,11 +228,18 @@ impl ClusterBuilder {
         };
         setup.create(kwok::stage_crd()).await?;
         let tasks = vec![
-            tokio::spawn(Scheduler::new(api.client(), clock.clone()).run()),
-            tokio::spawn(Controllers::new(api.client(), clock.clone()).run()),
-            tokio::spawn(
+            tokio::spawn(busy::timed(
+                "scheduler",
+                Scheduler::new(api.client(), clock.clone()).run(),
+            )),
+            tokio::spawn(busy::timed(
+                "controllers",
+                Controllers::new(api.client(), clock.clone()).run(),
+            )),
+            tokio::spawn(busy::timed(
+                "kwok",
                 kwok::Controller::new(api.client(), clock.clone(), kwok_config, stages).run(),
-            ),
+            )),
         ];
         let cluster = Cluster {
             client: api.client(),

@@ -330,6 +330,8 @@ impl Scheduler {
                 Ok(i) => {
                     let node = nodes_vec[i].clone();
                     if self.bind(&pod, &node).await {
+                        let message = format!("Successfully assigned {key} to {node}");
+                        self.record_event(&pod.pod, "Normal", "Scheduled", message);
                         self.pending.remove(&key);
                         self.assumed.insert(key.clone());
                         self.bound.insert(key, node);
@@ -405,6 +407,34 @@ impl Scheduler {
         }
     }
 
+    /// Records a core/v1 Event from `default-scheduler` on a pod, without
+    /// waiting for it (events never hold up scheduling).
+    fn record_event(&self, pod: &Pod, type_: &str, reason: &'static str, message: String) {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let now = self.clock.rfc3339();
+        let event = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": format!("{name}."), "namespace": ns},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name,
+                "namespace": ns, "uid": pod.metadata.uid},
+            "type": type_, "reason": reason, "message": message,
+            "source": {"component": "default-scheduler"},
+            "reportingComponent": "default-scheduler",
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        });
+        let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(self.client.clone(), &ns);
+        simclock::busy::spawn(async move {
+            let result = match serde_json::from_value(event) {
+                Ok(ev) => api.create(&PostParams::default(), &ev).await.map(|_| ()),
+                Err(e) => Err(kube::Error::SerdeError(e)),
+            };
+            if let Err(e) = result {
+                tracing::debug!("recording event {reason} on pod {ns}/{name}: {e}");
+            }
+        });
+    }
+
     async fn delete_victim(&self, victim: &PodInfo) {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), victim.namespace());
         let name = victim.pod.metadata.name.clone().unwrap_or_default();
@@ -438,6 +468,8 @@ impl Scheduler {
             return;
         }
         p.last_message = Some(message.to_string());
+        let pod = p.pod.clone();
+        self.record_event(&pod, "Warning", "FailedScheduling", message.to_string());
         let (ns, name) = key.split_once('/').unwrap_or(("default", key));
         let mut status = json!({"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",

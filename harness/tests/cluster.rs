@@ -138,6 +138,31 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
         running[0].spec.as_ref().unwrap().node_name.as_deref(),
         Some("large-0")
     );
+    // The scheduler's events, as `kubectl describe pod` shows them.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(cluster.client(), "default");
+    let mine: Vec<(String, String)> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("big"))
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("default-scheduler")
+        })
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        mine,
+        [
+            ("FailedScheduling".to_string(), message),
+            (
+                "Scheduled".to_string(),
+                "Successfully assigned default/big to large-0".to_string()
+            ),
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]

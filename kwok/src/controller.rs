@@ -316,7 +316,7 @@ impl Controller {
         let lease_task = (!config.node_lease_duration.is_zero()).then(|| {
             let (tx, rx) = mpsc::unbounded_channel();
             self.leases = Some(tx);
-            tokio::spawn(lease_task(self.shared.clone(), rx))
+            simclock::busy::spawn(lease_task(self.shared.clone(), rx))
         });
         let mut changes = futures::stream::select_all(streams);
         while let Some(change) = changes.next().await {
@@ -598,7 +598,7 @@ impl Controller {
             .flatten()
             .map(str::to_string);
         let node = node_name.as_ref().and_then(|n| self.nodes.get(n)).cloned();
-        let handle = tokio::spawn(async move {
+        let handle = simclock::busy::spawn(async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
@@ -644,7 +644,7 @@ fn relist_pods(shared: &Arc<Shared>, node: &str) {
     let shared = shared.clone();
     let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
     let node = node.to_string();
-    tokio::spawn(async move {
+    simclock::busy::spawn(async move {
         match Api::<Pod>::all(shared.client.clone()).list(&lp).await {
             Ok(list) => {
                 for pod in list.items {

@@ -23,7 +23,7 @@ pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
     let from = WatchFrom::Version(server.store.current_rv());
     let watch = server.store.watch(None, None, from);
     let weak: Weak<Server> = Arc::downgrade(server);
-    tokio::spawn(async move {
+    tokio::spawn(simclock::busy::timed("apiserver", async move {
         let Ok((id, mut rx, _)) = watch else {
             return;
         };
@@ -55,7 +55,7 @@ pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
         if let Some(server) = weak.upgrade() {
             server.store.unwatch(id);
         }
-    })
+    }))
 }
 
 fn handle(

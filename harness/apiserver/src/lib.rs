@@ -87,9 +87,24 @@ impl ApiServer {
         http::router(self.server.clone(), None, "127.0.0.1:443".into())
     }
 
-    /// A kube client talking to this server in memory.
+    /// A kube client talking to this server in memory. With busy-time
+    /// accounting on ([`simclock::busy`]), request handling and response
+    /// bodies (watch streams included) are charged to `apiserver`.
     pub fn client(&self) -> kube::Client {
-        kube::Client::new(self.router(), "default")
+        if !simclock::busy::enabled() {
+            return kube::Client::new(self.router(), "default");
+        }
+        let router = self.router();
+        let service = tower::service_fn(move |req: ::http::Request<kube::client::Body>| {
+            let mut router = router.clone();
+            simclock::busy::timed("apiserver", async move {
+                let response = <axum::Router as tower::Service<_>>::call(&mut router, req).await?;
+                Ok::<_, std::convert::Infallible>(
+                    response.map(|b| axum::body::Body::new(TimedBody(b))),
+                )
+            })
+        });
+        kube::Client::new(service, "default")
     }
 
     /// Serves the API over TLS with a bearer token on `addr` (port 0 picks one).
@@ -106,5 +121,29 @@ impl ApiServer {
 impl Drop for ApiServer {
     fn drop(&mut self) {
         self.loops.abort();
+    }
+}
+
+/// A response body whose polls are charged to `apiserver`.
+struct TimedBody(axum::body::Body);
+
+impl http_body::Body for TimedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>> {
+        let body = &mut self.get_mut().0;
+        simclock::busy::charge("apiserver", || std::pin::Pin::new(body).poll_frame(cx))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.0.size_hint()
     }
 }

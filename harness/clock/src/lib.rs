@@ -10,6 +10,8 @@
 //! Components sleep with `tokio::time::sleep` and read timestamps with
 //! [`Clock::now`]; nothing calls `SystemTime::now` directly.
 
+pub mod busy;
+
 use std::time::{Duration, SystemTime};
 
 use jiff::Timestamp;
