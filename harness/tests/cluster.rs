@@ -141,11 +141,9 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
     // The scheduler's events, as `kubectl describe pod` shows them.
     let events: Api<k8s_openapi::api::core::v1::Event> =
         Api::namespaced(cluster.client(), "default");
-    let mine: Vec<(String, String)> = events
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
+    let mut listed = events.list(&Default::default()).await.unwrap().items;
+    listed.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
+    let mine: Vec<(String, String)> = listed
         .into_iter()
         .filter(|e| e.involved_object.name.as_deref() == Some("big"))
         .filter(|e| {
