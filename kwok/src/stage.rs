@@ -21,6 +21,9 @@ use serde_json::Value;
 use crate::jq::{JqError, Query};
 use crate::template::{Template, TemplateError};
 
+/// Go durations, as `delay.durationFrom` may yield them.
+pub use simclock::parse_go_duration;
+
 /// A Stage object.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -556,39 +559,6 @@ fn scalar_string(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// Parses a Go duration (`1h2m3s`, `90s`, `1.5m`, `300ms`).
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s.is_empty() {
-        return None;
-    }
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let secs = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += n * secs;
-        rest = &rest[unit_end..];
-    }
-    Some(Duration::from_secs_f64(total))
 }
 
 /// Chooses among the stages that match the object (kwok-compat §2.4): with

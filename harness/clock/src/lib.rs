@@ -87,9 +87,103 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     s.parse::<Timestamp>().ok().map(SystemTime::from)
 }
 
+/// Parses a Go duration (`1h2m3s`, `90s`, `1.5m`, `300ms`, a bare `0`),
+/// the syntax of every duration flag and annotation of kwok and CA.
+/// Negative durations and days are not Go syntax and are refused.
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim().strip_prefix('+').unwrap_or(s.trim());
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        if num_end == 0 {
+            return None;
+        }
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let secs = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += n * secs;
+        rest = &rest[unit_end..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+/// Formats a duration as Go's `time.Duration.String` does: `10m0s`,
+/// `3h0m0s`, `5s`, `1.5s`, `500ms`, `0s`.
+pub fn format_go_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let trim = |whole: u128, frac: u128, width: usize| {
+        let frac = format!("{frac:0width$}");
+        let frac = frac.trim_end_matches('0');
+        if frac.is_empty() {
+            whole.to_string()
+        } else {
+            format!("{whole}.{frac}")
+        }
+    };
+    if nanos < 1_000 {
+        return format!("{nanos}ns");
+    }
+    if nanos < 1_000_000 {
+        return format!("{}µs", trim(nanos / 1_000, nanos % 1_000, 3));
+    }
+    if nanos < 1_000_000_000 {
+        return format!("{}ms", trim(nanos / 1_000_000, nanos % 1_000_000, 6));
+    }
+    let secs = nanos / 1_000_000_000;
+    let seconds = format!("{}s", trim(secs % 60, nanos % 1_000_000_000, 9));
+    match (secs / 3600, secs / 60 % 60) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations_round_trip() {
+        for (text, secs) in [
+            ("10m0s", 600.0),
+            ("3h0m0s", 10800.0),
+            ("5s", 5.0),
+            ("0s", 0.0),
+            ("1.5s", 1.5),
+            ("500ms", 0.5),
+            ("87600h0m0s", 315_360_000.0),
+        ] {
+            let d = parse_go_duration(text).unwrap();
+            assert_eq!(d, Duration::from_secs_f64(secs), "{text}");
+            assert_eq!(format_go_duration(d), text);
+        }
+        assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("0"), Some(Duration::ZERO));
+        for bad in ["", "10", "1d", "-5s", "m", "5 s", "abc"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad:?}");
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn paused_time_advances_the_wall_clock() {

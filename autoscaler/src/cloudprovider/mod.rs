@@ -1,0 +1,255 @@
+//! The cloud provider interface, mirroring upstream CA's
+//! (`cloudprovider/cloud_provider.go`, ca-compat §9): a provider lists node
+//! groups; a node group has a min, max and target size, grows
+//! (`increase_size`), deletes given nodes (`delete_nodes`, lowering its
+//! target), shrinks its request for nodes that have not registered
+//! (`decrease_target_size`), lists its instances with their states and
+//! errors, and describes a new node (`template_node_info`).
+//!
+//! Async operations return boxed futures so that providers are trait
+//! objects, chosen at run time by `--cloud-provider`.
+
+/// The kwok provider.
+pub mod kwok;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+/// Where an instance is in its life (`InstanceState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceState {
+    /// Running (registered or about to).
+    Running,
+    /// Being created.
+    Creating,
+    /// Being deleted.
+    Deleting,
+}
+
+/// The class of an instance error (`InstanceErrorClass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Out of resources (quota, stock-out): prints `OutOfResource`.
+    OutOfResources,
+    /// Anything else: prints `Other`.
+    Other,
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::OutOfResources => "OutOfResource",
+            Self::Other => "Other",
+        })
+    }
+}
+
+/// Why an instance failed (`InstanceErrorInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceErrorInfo {
+    /// The class.
+    pub class: ErrorClass,
+    /// Provider-specific code (becomes the backoff's `errorCode`).
+    pub code: String,
+    /// Human-readable message.
+    pub message: String,
+}
+
+/// One instance of a node group. `id` equals the Node's `spec.providerID`
+/// once it has registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// Provider ID.
+    pub id: String,
+    /// State; `None` means running / expected to register.
+    pub state: Option<InstanceState>,
+    /// Creation or other error.
+    pub error: Option<InstanceErrorInfo>,
+}
+
+/// The AutoscalerError types (the `errors_total{type}` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    /// `cloudProviderError`.
+    CloudProvider,
+    /// `apiCallError`.
+    ApiCall,
+    /// `internalError`.
+    Internal,
+    /// `transientError`.
+    Transient,
+    /// `configurationError`.
+    Configuration,
+    /// `nodeGroupDoesNotExistError`.
+    NodeGroupDoesNotExist,
+}
+
+impl ErrorType {
+    /// Upstream's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CloudProvider => "cloudProviderError",
+            Self::ApiCall => "apiCallError",
+            Self::Internal => "internalError",
+            Self::Transient => "transientError",
+            Self::Configuration => "configurationError",
+            Self::NodeGroupDoesNotExist => "nodeGroupDoesNotExistError",
+        }
+    }
+}
+
+/// A cloud provider error.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum CloudError {
+    /// The provider does not implement this (`ErrNotImplemented`).
+    #[error("Not implemented")]
+    NotImplemented,
+    /// Anything else, with the error type it counts as.
+    #[error("{message}")]
+    Failed {
+        /// Error type.
+        kind: ErrorType,
+        /// What failed, on which object.
+        message: String,
+        /// Error details for backoff (quota, stock-out...), when known.
+        info: Option<InstanceErrorInfo>,
+    },
+}
+
+impl CloudError {
+    /// A `cloudProviderError`.
+    pub fn provider(message: impl Into<String>) -> Self {
+        Self::Failed {
+            kind: ErrorType::CloudProvider,
+            message: message.into(),
+            info: None,
+        }
+    }
+
+    /// A `configurationError`.
+    pub fn configuration(message: impl Into<String>) -> Self {
+        Self::Failed {
+            kind: ErrorType::Configuration,
+            message: message.into(),
+            info: None,
+        }
+    }
+
+    /// An `apiCallError`.
+    pub fn api(message: impl Into<String>) -> Self {
+        Self::Failed {
+            kind: ErrorType::ApiCall,
+            message: message.into(),
+            info: None,
+        }
+    }
+
+    /// The error type.
+    pub fn kind(&self) -> ErrorType {
+        match self {
+            Self::NotImplemented => ErrorType::Internal,
+            Self::Failed { kind, .. } => *kind,
+        }
+    }
+}
+
+/// Per-group autoscaling options (`NodeGroupAutoscalingOptions`); the
+/// defaults come from the flags, providers may override them per group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeGroupOptions {
+    /// `scaledownutilizationthreshold`.
+    pub scale_down_utilization_threshold: f64,
+    /// `scaledowngpuutilizationthreshold`.
+    pub scale_down_gpu_utilization_threshold: f64,
+    /// `scaledownunneededtime`.
+    pub scale_down_unneeded_time: Duration,
+    /// `scaledownunreadytime`.
+    pub scale_down_unready_time: Duration,
+    /// `maxnodeprovisiontime`.
+    pub max_node_provision_time: Duration,
+    /// `maxnodestartuptime`.
+    pub max_node_startup_time: Duration,
+    /// `ignoredaemonsetsutilization`.
+    pub ignore_daemonsets_utilization: bool,
+    /// The group is scaled only between 0 and max, atomically.
+    pub zero_or_max_node_scaling: bool,
+}
+
+/// What a new node of a group looks like: the node and the pods that
+/// start on every new node (DaemonSet pods, kube-proxy).
+#[derive(Debug, Clone)]
+pub struct TemplateNodeInfo {
+    /// The node.
+    pub node: Node,
+    /// Pods started on it.
+    pub pods: Vec<Pod>,
+}
+
+/// A node group (`NodeGroup`).
+pub trait NodeGroup: Send + Sync + fmt::Debug {
+    /// Unique, stable id (used in status, events, metrics, priority regexes).
+    fn id(&self) -> String;
+    /// Minimum size.
+    fn min_size(&self) -> usize;
+    /// Maximum size.
+    fn max_size(&self) -> usize;
+    /// Desired size (may differ from the registered nodes while they boot
+    /// or go away).
+    fn target_size(&self) -> Result<usize, CloudError>;
+    /// Grows the group by `delta` (> 0).
+    fn increase_size(&self, delta: usize) -> BoxFuture<'_, Result<(), CloudError>>;
+    /// Deletes these nodes of the group and lowers the target accordingly.
+    fn delete_nodes(&self, nodes: Vec<Node>) -> BoxFuture<'_, Result<(), CloudError>>;
+    /// Lowers the target by `delta` (< 0) without deleting registered nodes.
+    fn decrease_target_size(&self, delta: i64) -> BoxFuture<'_, Result<(), CloudError>>;
+    /// All instances, including those that have not registered.
+    fn nodes(&self) -> Result<Vec<Instance>, CloudError>;
+    /// A new node of the group, for scale-up from zero.
+    fn template_node_info(&self) -> Result<TemplateNodeInfo, CloudError>;
+    /// Per-group options; `None` means the defaults.
+    fn get_options(
+        &self,
+        defaults: &NodeGroupOptions,
+    ) -> Result<Option<NodeGroupOptions>, CloudError> {
+        let _ = defaults;
+        Ok(None)
+    }
+    /// Human-readable description (`<id> (<min>:<max>)`).
+    fn debug(&self) -> String {
+        format!("{} ({}:{})", self.id(), self.min_size(), self.max_size())
+    }
+}
+
+/// A cloud provider (`CloudProvider`).
+pub trait CloudProvider: Send + Sync {
+    /// `kwok`, `clusterapi`, `aws`.
+    fn name(&self) -> &str;
+    /// The node groups CA may scale.
+    fn node_groups(&self) -> Vec<Arc<dyn NodeGroup>>;
+    /// The group of a node; `None` means "not autoscaled, ignore it".
+    fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError>;
+    /// Whether the node's instance still exists.
+    fn has_instance(&self, node: &Node) -> Result<bool, CloudError> {
+        let _ = node;
+        Err(CloudError::NotImplemented)
+    }
+    /// The node label that marks GPU nodes.
+    fn gpu_label(&self) -> String {
+        String::new()
+    }
+    /// Known GPU types.
+    fn available_gpu_types(&self) -> BTreeSet<String> {
+        BTreeSet::new()
+    }
+    /// Called near the start of every loop; may change the group list.
+    fn refresh(&self) -> BoxFuture<'_, Result<(), CloudError>>;
+    /// Releases resources on graceful exit.
+    fn cleanup(&self) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,1283 @@
+//! Command-line flags: the FAQ's parameter table is the contract (names,
+//! defaults, syntax), plus the flags of newer upstream releases (ca-compat
+//! §15) so that newer manifests work too.
+//!
+//! Parsing follows Go's `flag`/`pflag` conventions: `--flag=value` or
+//! `--flag value`, booleans as `--flag` or `--flag=false`, one or two dashes,
+//! `_` and `-` equivalent in names ([`normalize_args`]); repeatable flags
+//! accumulate; durations are Go durations (`10m0s`). Every bad value is an
+//! error that names the flag, reported before anything starts
+//! ([`Flags::validate`]). Flags that only concern clouds or features this
+//! autoscaler does not implement are accepted and named in one warning line
+//! each ([`Flags::warnings`]).
+
+use std::time::Duration;
+
+use clap::Parser;
+
+fn duration(s: &str) -> Result<Duration, String> {
+    simclock::parse_go_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a Go duration (like 10s, 1m30s, 3h0m0s)"))
+}
+
+fn ratio(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a non-negative number")),
+    }
+}
+
+/// `cluster-autoscaler` flags.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "cluster-autoscaler",
+    version,
+    about = "A drop-in replacement for the Kubernetes Cluster Autoscaler",
+    rename_all = "kebab-case"
+)]
+pub struct Flags {
+    // ---- General and API access ----
+    /// The address to expose Prometheus metrics, /health-check and /decisions.
+    #[arg(long, default_value = ":8085")]
+    pub address: String,
+    /// Cloud provider type. Implemented: kwok, clusterapi, aws.
+    #[arg(long, default_value = "gce")]
+    pub cloud_provider: String,
+    /// The path to the cloud provider configuration file.
+    #[arg(long, default_value = "")]
+    pub cloud_config: String,
+    /// Autoscaled cluster name, if available.
+    #[arg(long, default_value = "")]
+    pub cluster_name: String,
+    /// Path to kubeconfig file; in-cluster config when empty.
+    #[arg(long, default_value = "")]
+    pub kubeconfig: String,
+    /// Kubernetes master location. Leave blank for default.
+    #[arg(long, default_value = "")]
+    pub kubernetes: String,
+    /// Content type of requests sent to apiserver.
+    #[arg(long, default_value = "application/vnd.kubernetes.protobuf")]
+    pub kube_api_content_type: String,
+    /// Burst value for kubernetes client.
+    #[arg(long, default_value_t = 10)]
+    pub kube_client_burst: u32,
+    /// QPS value for kubernetes client.
+    #[arg(long, default_value_t = 5.0, value_parser = ratio)]
+    pub kube_client_qps: f64,
+    /// User agent used for HTTP calls.
+    #[arg(long, default_value = "cluster-autoscaler")]
+    pub user_agent: String,
+    /// Namespace in which cluster-autoscaler runs (status and priority ConfigMaps, lease).
+    #[arg(long, default_value = "kube-system")]
+    pub namespace: String,
+    /// Run leader election on a Lease before starting.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Leader election lease duration.
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// Leader election renew deadline.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// Leader election retry period.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    pub leader_elect_retry_period: Duration,
+    /// Leader election lock type (only `leases`).
+    #[arg(long, default_value = "leases")]
+    pub leader_elect_resource_lock: String,
+    /// Leader election lock name.
+    #[arg(long, default_value = "cluster-autoscaler")]
+    pub leader_elect_resource_name: String,
+    /// Accepted and ignored: the lock lives in --namespace.
+    #[arg(long, default_value = "")]
+    pub leader_elect_resource_namespace: String,
+    /// The lease resource to use in leader election (old name of --leader-elect-resource-name).
+    #[arg(long, default_value = "")]
+    pub lease_resource_name: String,
+    /// Is debug/pprof endpoint enabled.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub profiling: bool,
+    /// Whether the debugging snapshot feature is enabled.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub debugging_snapshot_enabled: bool,
+    /// Feature gates (key=value pairs).
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+
+    // ---- Loop, health and status ----
+    /// How often cluster is reevaluated for scale up or down.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub scan_interval: Duration,
+    /// Trigger new iterations more frequently when needed.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub frequent_loops_enabled: bool,
+    /// Maximum time from last recorded autoscaler activity before automatic restart.
+    #[arg(long, default_value = "10m0s", value_parser = duration)]
+    pub max_inactivity: Duration,
+    /// Maximum time from last recorded successful autoscaler run before automatic restart.
+    #[arg(long, default_value = "15m0s", value_parser = duration)]
+    pub max_failing_time: Duration,
+    /// Health-check timeout until the first successful loop.
+    #[arg(long, default_value = "20m0s", value_parser = duration)]
+    pub max_startup_time: Duration,
+    /// Should CA write status information to a configmap.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub write_status_configmap: bool,
+    /// Status configmap name.
+    #[arg(long, default_value = "cluster-autoscaler-status")]
+    pub status_config_map_name: String,
+    /// Enable duplication of similar events within a 5 minute window.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub record_duplicated_events: bool,
+    /// If true, emit per node group metrics.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub emit_per_nodegroup_metrics: bool,
+    /// Maximum percentage of unready nodes in the cluster. After this is exceeded, CA halts operations.
+    #[arg(long, default_value_t = 45.0, value_parser = ratio)]
+    pub max_total_unready_percentage: f64,
+    /// Number of allowed unready nodes, irrespective of max-total-unready-percentage.
+    #[arg(long, default_value_t = 3)]
+    pub ok_total_unready_count: usize,
+    /// Should CA scale up when there are 0 ready nodes.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub scale_up_from_zero: bool,
+
+    // ---- Node groups and limits ----
+    /// Node group `<min>:<max>:<name>` (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub nodes: Vec<String>,
+    /// Node group auto-discovery `<discoverer>:<key>[=<value>]` (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub node_group_auto_discovery: Vec<String>,
+    /// Maximum number of nodes in all node groups (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_nodes_total: usize,
+    /// Minimum and maximum number of cores in cluster, `<min>:<max>`.
+    #[arg(long, default_value = "0:320000")]
+    pub cores_total: String,
+    /// Minimum and maximum number of gigabytes of memory in cluster, `<min>:<max>`.
+    #[arg(long, default_value = "0:6400000")]
+    pub memory_total: String,
+    /// GPU limits `<gpu_type>:<min>:<max>` (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub gpu_total: Vec<String>,
+    /// Node Info cache expire time for each item.
+    #[arg(long, default_value = "87600h0m0s", value_parser = duration)]
+    pub node_info_cache_expire_time: Duration,
+    /// Blocks scale-up of node groups too small for all suitable DaemonSet pods.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub force_ds: bool,
+    /// A taint to ignore in node templates when considering to scale a node group (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub startup_taint: Vec<String>,
+    /// Extra startup taint key prefixes (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub startup_taint_prefix: Vec<String>,
+    /// A taint to ignore in templates; nodes with it are not treated as unready (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub status_taint: Vec<String>,
+    /// Deprecated alias of --startup-taint (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub ignore_taint: Vec<String>,
+    /// Clear spec.unschedulable on templates built from cordoned nodes.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub scale_from_unschedulable: bool,
+    /// Whether to enable force deletion of long unregistered nodes, regardless of min size.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub force_delete_unregistered_nodes: bool,
+    /// Force deletion of instances that failed to be created, regardless of min size.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub force_delete_failed_nodes: bool,
+    /// Whether DRA objects are handled.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_dynamic_resource_allocation: bool,
+    /// Use CSINode volume limits in simulation.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_csi_node_aware_scheduling: bool,
+    /// CapacityQuota CRD support.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub capacity_quotas_enabled: bool,
+    /// Whether node groups are created and deleted asynchronously.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub async_node_groups: bool,
+    /// Should CA autoprovision node groups (deprecated).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub node_autoprovisioning_enabled: bool,
+    /// Maximum number of autoprovisioned groups (deprecated).
+    #[arg(long, default_value_t = 15)]
+    pub max_autoprovisioned_node_group_count: usize,
+
+    // ---- Provider specific ----
+    /// Cluster is regional (GCE).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub regional: bool,
+    /// AWS: use the static instance list.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub aws_use_static_instance_list: bool,
+    /// Cluster API: treat --cloud-config authoritatively.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub clusterapi_cloud_config_authoritative: bool,
+    /// GCE: concurrent refreshes.
+    #[arg(long, default_value_t = 1)]
+    pub gce_concurrent_refreshes: u32,
+    /// GCE: minimum MIG refresh wait.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub gce_mig_instances_min_refresh_wait_time: Duration,
+    /// GCE: ephemeral storage in the expander (deprecated).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub gce_expander_ephemeral_storage_support: bool,
+    /// GCE: bulk MIG instance listing.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub bulk_mig_instances_listing_enabled: bool,
+    /// GCE: L4 LB source CIDRs.
+    #[arg(
+        long,
+        default_value = "130.211.0.0/22,209.85.152.0/22,209.85.204.0/22,35.191.0.0/16"
+    )]
+    pub cloud_provider_gce_lb_src_cidrs: String,
+    /// GCE: L7 LB source CIDRs.
+    #[arg(long, default_value = "130.211.0.0/22,35.191.0.0/16")]
+    pub cloud_provider_gce_l7lb_src_cidrs: String,
+
+    // ---- Scale-up ----
+    /// Type of resource estimator to be used in scale up (binpacking).
+    #[arg(long, default_value = "binpacking")]
+    pub estimator: String,
+    /// Node group expanders, comma-separated, applied in order.
+    #[arg(long, default_value = "least-waste")]
+    pub expander: String,
+    /// URL to reach the gRPC expander server.
+    #[arg(long, default_value = "")]
+    pub grpc_expander_url: String,
+    /// Path to the gRPC expander server's TLS cert.
+    #[arg(long, default_value = "")]
+    pub grpc_expander_cert: String,
+    /// Pods with priority below cutoff are expendable.
+    #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
+    pub expendable_pods_priority_cutoff: i32,
+    /// Pods less than this old will not be considered for scale-up.
+    #[arg(long, default_value = "0s", value_parser = duration)]
+    pub new_pod_scale_up_delay: Duration,
+    /// Names of schedulers to bypass (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub bypassed_scheduler_names: Vec<String>,
+    /// Only pods of these schedulers are considered (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_scheduler_names: Vec<String>,
+    /// Max nodes added in a single scale-up.
+    #[arg(long, default_value_t = 1000)]
+    pub max_nodes_per_scaleup: usize,
+    /// Maximum time spent in binpacking simulation for each node group.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub max_nodegroup_binpacking_duration: Duration,
+    /// Maximum time spent on binpacking for a single scale-up.
+    #[arg(long, default_value = "5m0s", value_parser = duration)]
+    pub max_binpacking_time: Duration,
+    /// Closed-form binpacking for the last equivalence group.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub fastpath_binpacking_enabled: bool,
+    /// Detect similar node groups and balance the number of nodes between them.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub balance_similar_node_groups: bool,
+    /// A label to ignore when comparing node groups (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub balancing_ignore_label: Vec<String>,
+    /// A label that alone decides node group similarity (repeatable).
+    #[arg(long, action = clap::ArgAction::Append)]
+    pub balancing_label: Vec<String>,
+    /// Maximum memory capacity difference ratio between similar node groups.
+    #[arg(long, default_value_t = 0.015, value_parser = ratio)]
+    pub memory_difference_ratio: f64,
+    /// Maximum free resources difference ratio between similar node groups.
+    #[arg(long, default_value_t = 0.05, value_parser = ratio)]
+    pub max_free_difference_ratio: f64,
+    /// Maximum allocatable difference ratio between similar node groups.
+    #[arg(long, default_value_t = 0.05, value_parser = ratio)]
+    pub max_allocatable_difference_ratio: f64,
+    /// The default maximum time CA waits for node to be provisioned.
+    #[arg(long, default_value = "15m0s", value_parser = duration)]
+    pub max_node_provision_time: Duration,
+    /// The default maximum time a registered node may take to become ready.
+    #[arg(long, default_value = "15m0s", value_parser = duration)]
+    pub max_node_startup_time: Duration,
+    /// Duration of the first backoff after a node group failed to scale up.
+    #[arg(long, default_value = "5m0s", value_parser = duration)]
+    pub initial_node_group_backoff_duration: Duration,
+    /// Maximum backoff duration for a node group.
+    #[arg(long, default_value = "30m0s", value_parser = duration)]
+    pub max_node_group_backoff_duration: Duration,
+    /// Time after the last failed scale-up when the backoff duration is reset.
+    #[arg(long, default_value = "3h0m0s", value_parser = duration)]
+    pub node_group_backoff_reset_timeout: Duration,
+    /// Should CA scale up the node group to the configured min size if needed.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enforce_node_group_min_size: bool,
+    /// Whether to allow parallel node group scale-ups.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub parallel_scale_up: bool,
+    /// Several scale-ups per loop.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub salvo_scale_up: bool,
+    /// Time budget of salvo scale-ups.
+    #[arg(long, default_value = "1m0s", value_parser = duration)]
+    pub salvo_scale_up_budget: Duration,
+    /// Also simulate skipped node groups to enrich NotTriggerScaleUp reasons.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub scaleup_simulation_for_skipped_node_groups_enabled: bool,
+    /// Whether to enable proactive scale-ups.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_proactive_scaleup: bool,
+    /// Limits total number of pods while injecting fake pods.
+    #[arg(long, default_value_t = 5000)]
+    pub pod_injection_limit: usize,
+    /// Time-box pending pod processing.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_graceful_degradation: bool,
+    /// Time box of pending pod processing with graceful degradation.
+    #[arg(long, default_value = "4m0s", value_parser = duration)]
+    pub pending_pods_batching_timeout: Duration,
+    /// Predicate checking parallelism.
+    #[arg(long, default_value_t = 4)]
+    pub predicate_parallelism: usize,
+    /// Deprecated, unused.
+    #[arg(long, default_value_t = 16)]
+    pub cluster_snapshot_parallelism: usize,
+    /// KubeSchedulerConfiguration for the in-tree plugins.
+    #[arg(long, default_value = "")]
+    pub scheduler_config_file: String,
+    /// Log verbosity of the embedded scheduler.
+    #[arg(long, default_value_t = 0)]
+    pub scheduler_verbosity: u32,
+    /// Inter-pod affinity hostname fast path.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_inter_pod_affinity_hostname_fast_path: bool,
+    /// CapacityBuffer controller.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub capacity_buffer_controller_enabled: bool,
+    /// CapacityBuffer pod injection.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub capacity_buffer_pod_injection_enabled: bool,
+    /// CapacityBuffer dry run.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub capacity_buffer_pod_dry_run_enabled: bool,
+
+    // ---- Scale-down ----
+    /// Should CA scale down the cluster.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub scale_down_enabled: bool,
+    /// How long after scale up that scale down evaluation resumes.
+    #[arg(long, default_value = "10m0s", value_parser = duration)]
+    pub scale_down_delay_after_add: Duration,
+    /// How long after node deletion that scale down evaluation resumes.
+    #[arg(long, default_value = "0s", value_parser = duration)]
+    pub scale_down_delay_after_delete: Duration,
+    /// How long after scale down failure that scale down evaluation resumes.
+    #[arg(long, default_value = "3m0s", value_parser = duration)]
+    pub scale_down_delay_after_failure: Duration,
+    /// Apply the --scale-down-delay-after-* flags per node group.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub scale_down_delay_type_local: bool,
+    /// How long a node should be unneeded before it is eligible for scale down.
+    #[arg(long, default_value = "10m0s", value_parser = duration)]
+    pub scale_down_unneeded_time: Duration,
+    /// How long an unready node should be unneeded before it is eligible for scale down.
+    #[arg(long, default_value = "20m0s", value_parser = duration)]
+    pub scale_down_unready_time: Duration,
+    /// Should CA scale down unready nodes of the cluster.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub scale_down_unready_enabled: bool,
+    /// Utilization (max of cpu and memory requests over allocatable) below which a node can be removed.
+    #[arg(long, default_value_t = 0.5, value_parser = ratio)]
+    pub scale_down_utilization_threshold: f64,
+    /// GPU utilization below which a GPU node can be removed.
+    #[arg(long, default_value_t = 0.5, value_parser = ratio)]
+    pub scale_down_gpu_utilization_threshold: f64,
+    /// Ignore DaemonSet pods when calculating utilization.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub ignore_daemonsets_utilization: bool,
+    /// Ignore mirror pods when calculating utilization.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub ignore_mirror_pods_utilization: bool,
+    /// How long the scale down simulation may run.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub scale_down_simulation_timeout: Duration,
+    /// Accepted; no effect (as upstream).
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true)]
+    pub scale_down_non_empty_candidates_count: i64,
+    /// Accepted; no effect (as upstream).
+    #[arg(long, default_value_t = 0.1, value_parser = ratio)]
+    pub scale_down_candidates_pool_ratio: f64,
+    /// Accepted; no effect (as upstream).
+    #[arg(long, default_value_t = 50)]
+    pub scale_down_candidates_pool_min_count: usize,
+    /// The timeout before we check again a node that couldn't be removed before.
+    #[arg(long, default_value = "5m0s", value_parser = duration)]
+    pub unremovable_node_recheck_timeout: Duration,
+    /// Maximum number of nodes (empty or needing drain) deleted in parallel.
+    #[arg(long, default_value_t = 10)]
+    pub max_scale_down_parallelism: usize,
+    /// Maximum number of nodes needing drain deleted in parallel.
+    #[arg(long, default_value_t = 1)]
+    pub max_drain_parallelism: usize,
+    /// Maximum number of empty nodes deleted at the same time (deprecated).
+    #[arg(long, default_value_t = 10)]
+    pub max_empty_bulk_delete: usize,
+    /// Maximum number of nodes tainted/untainted PreferNoSchedule per loop (0 turns soft taints off).
+    #[arg(long, default_value_t = 10)]
+    pub max_bulk_soft_taint_count: usize,
+    /// Maximum duration of soft tainting per loop.
+    #[arg(long, default_value = "3s", value_parser = duration)]
+    pub max_bulk_soft_taint_time: Duration,
+    /// Restore unneeded timers from soft taints younger than this.
+    #[arg(long, default_value = "0s", value_parser = duration)]
+    pub node_deletion_candidate_ttl: Duration,
+    /// Never delete nodes with kube-system pods (except DaemonSet or mirror pods).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub skip_nodes_with_system_pods: bool,
+    /// Age after which PDB-less kube-system pods stop blocking scale-down.
+    #[arg(long, default_value = "1h0m0s", value_parser = duration)]
+    pub blocking_system_pod_distruption_timeout: Duration,
+    /// Never delete nodes with pods with local storage (EmptyDir, HostPath).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub skip_nodes_with_local_storage: bool,
+    /// Never delete nodes with pods owned by custom controllers.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub skip_nodes_with_custom_controller_pods: bool,
+    /// Minimum replicas a ReplicaSet or ReplicationController must have to allow deleting its pods.
+    #[arg(long, default_value_t = 0)]
+    pub min_replica_count: i32,
+    /// Maximum seconds CA waits for pod termination when scaling down a node.
+    #[arg(long)]
+    pub max_graceful_termination_sec: Option<i64>,
+    /// Priority evictor: `priority:terminationGracePeriodSeconds` pairs, comma-separated.
+    #[arg(long, default_value = "")]
+    pub drain_priority_config: String,
+    /// Maximum time CA tries to evict a pod before giving up.
+    #[arg(long, default_value = "2m0s", value_parser = duration)]
+    pub max_pod_eviction_time: Duration,
+    /// DaemonSet pods are gracefully terminated from empty nodes.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub daemonset_eviction_for_empty_nodes: bool,
+    /// DaemonSet pods are gracefully terminated from non-empty nodes.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub daemonset_eviction_for_occupied_nodes: bool,
+    /// Cordon nodes before terminating them during scale-down.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub cordon_node_before_terminating: bool,
+    /// How long to wait before deleting a node after tainting it.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub node_delete_delay_after_taint: Duration,
+    /// Adjust --node-delete-delay-after-taint to the API server latency.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub dynamic_node_delete_delay_after_taint_enabled: bool,
+    /// Maximum time to wait for delay-deletion annotations to be removed.
+    #[arg(long, default_value = "2m0s", value_parser = duration)]
+    pub node_deletion_delay_timeout: Duration,
+    /// How long scale-down gathers nodes to delete them in a batch.
+    #[arg(long, default_value = "0s", value_parser = duration)]
+    pub node_deletion_batcher_interval: Duration,
+    /// Track node removal latency.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub node_removal_latency_tracking_enabled: bool,
+    /// Track max node skip evaluation time.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub max_node_skip_eval_time_tracker_enabled: bool,
+
+    // ---- ProvisioningRequests ----
+    /// Handle ProvisioningRequest CRs.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub enable_provisioning_requests: bool,
+    /// Initial backoff of ProvisioningRequest retries.
+    #[arg(long, default_value = "1m0s", value_parser = duration)]
+    pub provisioning_request_initial_backoff_time: Duration,
+    /// Maximum backoff of ProvisioningRequest retries.
+    #[arg(long, default_value = "10m0s", value_parser = duration)]
+    pub provisioning_request_max_backoff_time: Duration,
+    /// ProvisioningRequest backoff cache size.
+    #[arg(long, default_value_t = 1000)]
+    pub provisioning_request_max_backoff_cache_size: usize,
+    /// Batch processing of check-capacity requests.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub check_capacity_batch_processing: bool,
+    /// Maximum check-capacity requests per batch.
+    #[arg(long, default_value_t = 10)]
+    pub check_capacity_provisioning_request_max_batch_size: usize,
+    /// Time box of a check-capacity batch.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub check_capacity_provisioning_request_batch_timebox: Duration,
+    /// Check-capacity processor instance.
+    #[arg(long, default_value = "")]
+    pub check_capacity_processor_instance: String,
+
+    // ---- Logging ----
+    /// Log level verbosity.
+    #[arg(long = "v", default_value_t = 0)]
+    pub verbosity: u32,
+    /// Per-file verbosity (accepted, text format only).
+    #[arg(long, default_value = "")]
+    pub vmodule: String,
+    /// Log format: text or json.
+    #[arg(long, default_value = "text")]
+    pub logging_format: String,
+    /// Log to standard error instead of files.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub logtostderr: bool,
+    /// Log to standard error as well as files.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub alsologtostderr: bool,
+    /// Log file (with --logtostderr=false).
+    #[arg(long, default_value = "")]
+    pub log_file: String,
+    /// Log directory (with --logtostderr=false).
+    #[arg(long, default_value = "")]
+    pub log_dir: String,
+    /// Maximum log file size in MB (accepted).
+    #[arg(long, default_value_t = 1800)]
+    pub log_file_max_size: u64,
+    /// Log flush frequency (accepted).
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub log_flush_frequency: Duration,
+    /// klog: stack trace at file:N (accepted).
+    #[arg(long, default_value = ":0")]
+    pub log_backtrace_at: String,
+    /// klog: add the file directory to the header (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub add_dir_header: bool,
+    /// klog: no header prefixes (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub skip_headers: bool,
+    /// klog: no headers in log files (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub skip_log_headers: bool,
+    /// klog: only native severity (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub one_output: bool,
+    /// klog: stderr threshold (accepted).
+    #[arg(long, default_value = "2")]
+    pub stderrthreshold: String,
+    /// klog (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub legacy_stderr_threshold_behavior: bool,
+    /// Split JSON log streams (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub log_json_split_stream: bool,
+    /// JSON info buffer size (accepted).
+    #[arg(long, default_value = "0")]
+    pub log_json_info_buffer_size: String,
+    /// Split text log streams (accepted).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub log_text_split_stream: bool,
+    /// Text info buffer size (accepted).
+    #[arg(long, default_value = "0")]
+    pub log_text_info_buffer_size: String,
+}
+
+/// Rewrites Go-style arguments into the form clap parses: `-flag` becomes
+/// `--flag`, and `_` in a flag name becomes `-` (pflag's normalisation).
+pub fn normalize_args<I: IntoIterator<Item = String>>(args: I) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after_terminator = false;
+    for (i, arg) in args.into_iter().enumerate() {
+        if i == 0 || after_terminator || !arg.starts_with('-') || arg == "-" {
+            out.push(arg);
+            continue;
+        }
+        if arg == "--" {
+            after_terminator = true;
+            out.push(arg);
+            continue;
+        }
+        let body = arg.trim_start_matches('-');
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        // Short options clap knows (-h, -V) stay as they are.
+        if arg.len() == 2 && !arg.starts_with("--") {
+            out.push(arg);
+            continue;
+        }
+        let name = name.replace('_', "-");
+        out.push(match value {
+            Some(v) => format!("--{name}={v}"),
+            None => format!("--{name}"),
+        });
+    }
+    out
+}
+
+/// A static node group from `--nodes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeGroupSpec {
+    /// Minimum size.
+    pub min: usize,
+    /// Maximum size.
+    pub max: usize,
+    /// Provider-specific name.
+    pub name: String,
+}
+
+/// `<min>:<max>` limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinMax {
+    /// Minimum.
+    pub min: i64,
+    /// Maximum.
+    pub max: i64,
+}
+
+/// `--gpu-total` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuLimit {
+    /// GPU type.
+    pub gpu_type: String,
+    /// Limits.
+    pub limits: MinMax,
+}
+
+/// An expander name (ca-compat §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpanderName {
+    /// `random`.
+    Random,
+    /// `most-pods`.
+    MostPods,
+    /// `least-waste`.
+    LeastWaste,
+    /// `least-nodes`.
+    LeastNodes,
+    /// `price`.
+    Price,
+    /// `priority`.
+    Priority,
+    /// `grpc`.
+    Grpc,
+}
+
+impl ExpanderName {
+    /// The flag spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Random => "random",
+            Self::MostPods => "most-pods",
+            Self::LeastWaste => "least-waste",
+            Self::LeastNodes => "least-nodes",
+            Self::Price => "price",
+            Self::Priority => "priority",
+            Self::Grpc => "grpc",
+        }
+    }
+}
+
+/// A `--drain-priority-config` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainPriority {
+    /// Pods with at least this priority...
+    pub priority: i32,
+    /// ...get this grace period (seconds).
+    pub grace_seconds: i64,
+}
+
+/// A bad flag value.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid value for --{flag}: {message}")]
+pub struct FlagError {
+    /// The flag, without dashes.
+    pub flag: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(flag: &'static str, message: impl Into<String>) -> FlagError {
+    FlagError {
+        flag,
+        message: message.into(),
+    }
+}
+
+/// The flags after validation, in typed form.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    /// Static node groups.
+    pub node_groups: Vec<NodeGroupSpec>,
+    /// `--cores-total`.
+    pub cores_total: MinMax,
+    /// `--memory-total` in GiB.
+    pub memory_total: MinMax,
+    /// `--gpu-total`.
+    pub gpu_total: Vec<GpuLimit>,
+    /// `--expander`, in order.
+    pub expanders: Vec<ExpanderName>,
+    /// `--drain-priority-config`, sorted by priority ascending; empty when unset.
+    pub drain_priorities: Vec<DrainPriority>,
+    /// `--max-graceful-termination-sec` (600 unless set).
+    pub max_graceful_termination_sec: i64,
+    /// The listen address as `host:port` (an empty host means all interfaces).
+    pub address: std::net::SocketAddr,
+}
+
+fn min_max(flag: &'static str, value: &str) -> Result<MinMax, FlagError> {
+    let (a, b) = value
+        .split_once(':')
+        .ok_or_else(|| err(flag, format!("{value:?} is not <min>:<max>")))?;
+    let parse = |s: &str, what: &str| {
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| err(flag, format!("{what} {s:?} in {value:?} is not an integer")))
+    };
+    let (min, max) = (parse(a, "min")?, parse(b, "max")?);
+    if min < 0 || max < min {
+        return Err(err(
+            flag,
+            format!("{value:?}: want 0 <= min <= max, got min {min} and max {max}"),
+        ));
+    }
+    Ok(MinMax { min, max })
+}
+
+/// Parses one `--nodes` value: `<min>:<max>:<name>`, split into at most
+/// three tokens so names may contain `:`.
+pub fn parse_node_group_spec(value: &str) -> Result<NodeGroupSpec, FlagError> {
+    let mut parts = value.splitn(3, ':');
+    let (Some(min), Some(max), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(err("nodes", format!("{value:?} is not <min>:<max>:<name>")));
+    };
+    let num = |s: &str, what: &str| {
+        s.parse::<usize>().map_err(|_| {
+            err(
+                "nodes",
+                format!("{what} {s:?} in {value:?} is not a non-negative integer"),
+            )
+        })
+    };
+    let (min, max) = (num(min, "min")?, num(max, "max")?);
+    if max < min {
+        return Err(err(
+            "nodes",
+            format!("{value:?}: max {max} is below min {min}"),
+        ));
+    }
+    if name.is_empty() {
+        return Err(err(
+            "nodes",
+            format!("{value:?}: the node group name is empty"),
+        ));
+    }
+    Ok(NodeGroupSpec {
+        min,
+        max,
+        name: name.to_string(),
+    })
+}
+
+/// Parses `--expander` with upstream's rules: known names, each at most
+/// once, `random` (which always returns one option) only last.
+pub fn parse_expanders(value: &str) -> Result<Vec<ExpanderName>, FlagError> {
+    let mut out: Vec<ExpanderName> = Vec::new();
+    for name in value.split(',').map(str::trim) {
+        let e = match name {
+            "random" => ExpanderName::Random,
+            "most-pods" => ExpanderName::MostPods,
+            "least-waste" => ExpanderName::LeastWaste,
+            "least-nodes" => ExpanderName::LeastNodes,
+            "price" => ExpanderName::Price,
+            "priority" => ExpanderName::Priority,
+            "grpc" => ExpanderName::Grpc,
+            other => return Err(err("expander", format!("Expander {other} not supported"))),
+        };
+        if out.contains(&e) {
+            return Err(err(
+                "expander",
+                format!(
+                    "Expander {name} was specified multiple times, each expander must not be specified more than once"
+                ),
+            ));
+        }
+        if let Some(prev) = out.last().filter(|p| **p == ExpanderName::Random) {
+            return Err(err(
+                "expander",
+                format!(
+                    "Expander {name} came after an expander {} that will always return only one result, this is not allowed since {name} will never be used",
+                    prev.as_str()
+                ),
+            ));
+        }
+        out.push(e);
+    }
+    Ok(out)
+}
+
+fn parse_drain_priorities(value: &str) -> Result<Vec<DrainPriority>, FlagError> {
+    let mut out = Vec::new();
+    for pair in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (p, g) = pair.split_once(':').ok_or_else(|| {
+            err(
+                "drain-priority-config",
+                format!("{pair:?} is not <priority>:<terminationGracePeriodSeconds>"),
+            )
+        })?;
+        let priority = p.trim().parse::<i32>().map_err(|_| {
+            err(
+                "drain-priority-config",
+                format!("priority {p:?} in {pair:?} is not an integer"),
+            )
+        })?;
+        let grace_seconds = g.trim().parse::<i64>().map_err(|_| {
+            err(
+                "drain-priority-config",
+                format!("grace period {g:?} in {pair:?} is not an integer"),
+            )
+        })?;
+        if out.iter().any(|d: &DrainPriority| d.priority == priority) {
+            return Err(err(
+                "drain-priority-config",
+                format!("priority {priority} appears twice"),
+            ));
+        }
+        out.push(DrainPriority {
+            priority,
+            grace_seconds,
+        });
+    }
+    out.sort_by_key(|d| d.priority);
+    Ok(out)
+}
+
+fn parse_address(value: &str) -> Result<std::net::SocketAddr, FlagError> {
+    let full = if value.starts_with(':') {
+        format!("0.0.0.0{value}")
+    } else {
+        value.to_string()
+    };
+    full.parse().map_err(|_| {
+        err(
+            "address",
+            format!("{value:?} is not <host>:<port> or :<port>"),
+        )
+    })
+}
+
+impl Flags {
+    /// Parses the process's arguments (Go-style spellings accepted).
+    pub fn from_env() -> Result<Self, clap::Error> {
+        Self::try_parse_from(normalize_args(std::env::args()))
+    }
+
+    /// Checks every value that clap cannot check alone.
+    pub fn validate(&self) -> Result<Validated, FlagError> {
+        let node_groups = self
+            .nodes
+            .iter()
+            .map(|n| parse_node_group_spec(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut gpu_total = Vec::new();
+        for g in &self.gpu_total {
+            let (t, rest) = g
+                .split_once(':')
+                .ok_or_else(|| err("gpu-total", format!("{g:?} is not <gpu_type>:<min>:<max>")))?;
+            if t.is_empty() {
+                return Err(err("gpu-total", format!("{g:?}: the GPU type is empty")));
+            }
+            gpu_total.push(GpuLimit {
+                gpu_type: t.to_string(),
+                limits: min_max("gpu-total", rest)?,
+            });
+        }
+        let drain_priorities = parse_drain_priorities(&self.drain_priority_config)?;
+        if !drain_priorities.is_empty() && self.max_graceful_termination_sec.is_some() {
+            return Err(err(
+                "drain-priority-config",
+                "cannot be used together with --max-graceful-termination-sec",
+            ));
+        }
+        if self.estimator != "binpacking" {
+            return Err(err(
+                "estimator",
+                format!(
+                    "{:?} is not supported (available: binpacking)",
+                    self.estimator
+                ),
+            ));
+        }
+        if !self.balancing_label.is_empty() && !self.balancing_ignore_label.is_empty() {
+            return Err(err(
+                "balancing-label",
+                "cannot be combined with --balancing-ignore-label",
+            ));
+        }
+        if !self.allowed_scheduler_names.is_empty()
+            && let Some(b) = self
+                .bypassed_scheduler_names
+                .iter()
+                .find(|b| !self.allowed_scheduler_names.contains(b))
+        {
+            return Err(err(
+                "bypassed-scheduler-names",
+                format!("scheduler {b:?} is bypassed but not in --allowed-scheduler-names"),
+            ));
+        }
+        if self.max_total_unready_percentage > 100.0 {
+            return Err(err(
+                "max-total-unready-percentage",
+                format!("{} is above 100", self.max_total_unready_percentage),
+            ));
+        }
+        if self.scale_down_utilization_threshold > 1.0 {
+            return Err(err(
+                "scale-down-utilization-threshold",
+                format!("{} is above 1", self.scale_down_utilization_threshold),
+            ));
+        }
+        if self.scale_down_gpu_utilization_threshold > 1.0 {
+            return Err(err(
+                "scale-down-gpu-utilization-threshold",
+                format!("{} is above 1", self.scale_down_gpu_utilization_threshold),
+            ));
+        }
+        if self.scan_interval.is_zero() {
+            return Err(err("scan-interval", "must be above 0s"));
+        }
+        if self.max_scale_down_parallelism == 0 {
+            return Err(err("max-scale-down-parallelism", "must be at least 1"));
+        }
+        if self.predicate_parallelism == 0 {
+            return Err(err("predicate-parallelism", "must be at least 1"));
+        }
+        if !matches!(self.logging_format.as_str(), "text" | "json") {
+            return Err(err(
+                "logging-format",
+                format!("{:?} is not text or json", self.logging_format),
+            ));
+        }
+        if self.leader_elect_resource_lock != "leases" {
+            return Err(err(
+                "leader-elect-resource-lock",
+                format!(
+                    "{:?} is not supported (only leases)",
+                    self.leader_elect_resource_lock
+                ),
+            ));
+        }
+        Ok(Validated {
+            node_groups,
+            cores_total: min_max("cores-total", &self.cores_total)?,
+            memory_total: min_max("memory-total", &self.memory_total)?,
+            gpu_total,
+            expanders: parse_expanders(&self.expander)?,
+            drain_priorities,
+            max_graceful_termination_sec: self.max_graceful_termination_sec.unwrap_or(600),
+            address: parse_address(&self.address)?,
+        })
+    }
+
+    /// One line per accepted flag that has no effect here (a cloud or a
+    /// feature this autoscaler does not implement), when it is set to a
+    /// value other than its default.
+    pub fn warnings(&self) -> Vec<String> {
+        let d = Self::default_values();
+        let mut out = Vec::new();
+        let mut ignored = |set: bool, flag: &str, why: &str| {
+            if set {
+                out.push(format!("--{flag} is accepted but has no effect: {why}"));
+            }
+        };
+        let gce = "it concerns the GCE cloud provider";
+        ignored(self.regional, "regional", gce);
+        ignored(
+            self.gce_concurrent_refreshes != 1,
+            "gce-concurrent-refreshes",
+            gce,
+        );
+        ignored(
+            self.gce_mig_instances_min_refresh_wait_time
+                != d.gce_mig_instances_min_refresh_wait_time,
+            "gce-mig-instances-min-refresh-wait-time",
+            gce,
+        );
+        ignored(
+            !self.gce_expander_ephemeral_storage_support,
+            "gce-expander-ephemeral-storage-support",
+            gce,
+        );
+        ignored(
+            self.bulk_mig_instances_listing_enabled,
+            "bulk-mig-instances-listing-enabled",
+            gce,
+        );
+        ignored(
+            self.cloud_provider_gce_lb_src_cidrs != d.cloud_provider_gce_lb_src_cidrs,
+            "cloud-provider-gce-lb-src-cidrs",
+            gce,
+        );
+        ignored(
+            self.cloud_provider_gce_l7lb_src_cidrs != d.cloud_provider_gce_l7lb_src_cidrs,
+            "cloud-provider-gce-l7lb-src-cidrs",
+            gce,
+        );
+        let nap = "node autoprovisioning is not implemented";
+        ignored(
+            self.node_autoprovisioning_enabled,
+            "node-autoprovisioning-enabled",
+            nap,
+        );
+        ignored(
+            self.max_autoprovisioned_node_group_count != 15,
+            "max-autoprovisioned-node-group-count",
+            nap,
+        );
+        ignored(self.async_node_groups, "async-node-groups", nap);
+        ignored(
+            !self.grpc_expander_url.is_empty(),
+            "grpc-expander-url",
+            "the grpc expander is not implemented",
+        );
+        ignored(
+            !self.grpc_expander_cert.is_empty(),
+            "grpc-expander-cert",
+            "the grpc expander is not implemented",
+        );
+        ignored(
+            self.enable_dynamic_resource_allocation,
+            "enable-dynamic-resource-allocation",
+            "DRA is not implemented",
+        );
+        ignored(
+            self.enable_provisioning_requests,
+            "enable-provisioning-requests",
+            "ProvisioningRequests are not implemented yet",
+        );
+        ignored(
+            self.enable_proactive_scaleup,
+            "enable-proactive-scaleup",
+            "proactive scale-up is not implemented",
+        );
+        ignored(
+            self.capacity_buffer_controller_enabled,
+            "capacity-buffer-controller-enabled",
+            "CapacityBuffers are not implemented",
+        );
+        ignored(
+            self.capacity_buffer_pod_injection_enabled,
+            "capacity-buffer-pod-injection-enabled",
+            "CapacityBuffers are not implemented",
+        );
+        ignored(
+            self.capacity_quotas_enabled,
+            "capacity-quotas-enabled",
+            "CapacityQuotas are not implemented",
+        );
+        ignored(
+            !self.scheduler_config_file.is_empty(),
+            "scheduler-config-file",
+            "the default scheduler plugins are always used",
+        );
+        ignored(
+            self.max_empty_bulk_delete != 10,
+            "max-empty-bulk-delete",
+            "removed upstream; use --max-scale-down-parallelism",
+        );
+        ignored(
+            !self.lease_resource_name.is_empty(),
+            "lease-resource-name",
+            "removed upstream; use --leader-elect-resource-name",
+        );
+        ignored(
+            !self.leader_elect_resource_namespace.is_empty(),
+            "leader-elect-resource-namespace",
+            "the lock lives in --namespace, as upstream",
+        );
+        ignored(
+            self.scale_down_non_empty_candidates_count != 30,
+            "scale-down-non-empty-candidates-count",
+            "it has no effect upstream either",
+        );
+        ignored(
+            self.scale_down_candidates_pool_ratio != 0.1,
+            "scale-down-candidates-pool-ratio",
+            "it has no effect upstream either",
+        );
+        ignored(
+            self.scale_down_candidates_pool_min_count != 50,
+            "scale-down-candidates-pool-min-count",
+            "it has no effect upstream either",
+        );
+        ignored(self.profiling, "profiling", "there is no pprof endpoint");
+        ignored(
+            self.debugging_snapshot_enabled,
+            "debugging-snapshot-enabled",
+            "use /decisions instead",
+        );
+        out
+    }
+
+    /// The flags with every default value.
+    pub fn default_values() -> Self {
+        // Parsing no arguments cannot fail: every flag has a default.
+        Self::try_parse_from(["cluster-autoscaler"])
+            .unwrap_or_else(|e| panic!("the flag defaults do not parse: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+        let argv = std::iter::once("cluster-autoscaler".to_string())
+            .chain(args.iter().map(|s| s.to_string()));
+        Flags::try_parse_from(normalize_args(argv))
+    }
+
+    #[test]
+    fn defaults_are_the_faq_table() {
+        let f = Flags::default_values();
+        assert_eq!(f.scan_interval, Duration::from_secs(10));
+        assert_eq!(f.scale_down_unneeded_time, Duration::from_secs(600));
+        assert_eq!(f.scale_down_unready_time, Duration::from_secs(1200));
+        assert_eq!(f.scale_down_delay_after_add, Duration::from_secs(600));
+        assert_eq!(f.scale_down_delay_after_failure, Duration::from_secs(180));
+        assert_eq!(f.max_node_provision_time, Duration::from_secs(900));
+        assert_eq!(f.expendable_pods_priority_cutoff, -10);
+        assert_eq!(f.expander, "least-waste");
+        assert_eq!(f.max_total_unready_percentage, 45.0);
+        assert_eq!(f.ok_total_unready_count, 3);
+        assert_eq!(f.max_scale_down_parallelism, 10);
+        assert_eq!(f.max_drain_parallelism, 1);
+        assert_eq!(
+            f.node_group_backoff_reset_timeout,
+            Duration::from_secs(3 * 3600)
+        );
+        assert_eq!(f.address, ":8085");
+        assert_eq!(f.status_config_map_name, "cluster-autoscaler-status");
+        assert!(f.skip_nodes_with_local_storage && f.skip_nodes_with_system_pods);
+        assert!(!f.cordon_node_before_terminating, "the FAQ's default");
+        assert!(f.daemonset_eviction_for_occupied_nodes && !f.daemonset_eviction_for_empty_nodes);
+        let v = f.validate().unwrap();
+        assert_eq!(
+            v.cores_total,
+            MinMax {
+                min: 0,
+                max: 320_000
+            }
+        );
+        assert_eq!(
+            v.memory_total,
+            MinMax {
+                min: 0,
+                max: 6_400_000
+            }
+        );
+        assert_eq!(v.max_graceful_termination_sec, 600);
+        assert_eq!(v.expanders, [ExpanderName::LeastWaste]);
+        assert_eq!(v.address.port(), 8085);
+    }
+
+    #[test]
+    fn go_flag_syntax_is_accepted() {
+        let f = parse(&[
+            "--nodes=1:10:pool-a",
+            "--nodes",
+            "0:5:ns:pool:b",
+            "-scale-down-unneeded-time=2m",
+            "--balance_similar_node_groups",
+            "--scale-down-enabled=false",
+            "--expander=priority,least-waste",
+            "--v=4",
+            "--expendable-pods-priority-cutoff=-100",
+            "--bypassed-scheduler-names=a,b",
+        ])
+        .unwrap();
+        let v = f.validate().unwrap();
+        assert_eq!(
+            v.node_groups,
+            [
+                NodeGroupSpec {
+                    min: 1,
+                    max: 10,
+                    name: "pool-a".into()
+                },
+                NodeGroupSpec {
+                    min: 0,
+                    max: 5,
+                    name: "ns:pool:b".into()
+                },
+            ]
+        );
+        assert_eq!(f.scale_down_unneeded_time, Duration::from_secs(120));
+        assert!(f.balance_similar_node_groups);
+        assert!(!f.scale_down_enabled);
+        assert_eq!(
+            v.expanders,
+            [ExpanderName::Priority, ExpanderName::LeastWaste]
+        );
+        assert_eq!(f.verbosity, 4);
+        assert_eq!(f.expendable_pods_priority_cutoff, -100);
+        assert_eq!(f.bypassed_scheduler_names, ["a", "b"]);
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let e = parse(&["--scan-interval=10"]).unwrap_err().to_string();
+        assert!(
+            e.contains("--scan-interval") && e.contains("not a Go duration"),
+            "{e}"
+        );
+        let e = parse(&["--no-such-flag=1"]).unwrap_err().to_string();
+        assert!(e.contains("--no-such-flag"), "{e}");
+        let bad = |args: &[&str]| parse(args).unwrap().validate().unwrap_err().to_string();
+        assert_eq!(
+            bad(&["--nodes=5:1:g"]),
+            "invalid value for --nodes: \"5:1:g\": max 1 is below min 5"
+        );
+        assert!(bad(&["--nodes=1:x"]).contains("is not <min>:<max>:<name>"));
+        assert!(bad(&["--nodes=1:2:"]).contains("the node group name is empty"));
+        assert!(bad(&["--cores-total=10"]).starts_with("invalid value for --cores-total"));
+        assert!(bad(&["--memory-total=5:1"]).contains("want 0 <= min <= max"));
+        assert_eq!(
+            bad(&["--expander=fastest"]),
+            "invalid value for --expander: Expander fastest not supported"
+        );
+        assert!(
+            bad(&["--expander=random,most-pods"]).contains("will always return only one result")
+        );
+        assert!(bad(&["--expander=most-pods,most-pods"]).contains("specified multiple times"));
+        assert!(
+            bad(&[
+                "--drain-priority-config=10:20",
+                "--max-graceful-termination-sec=30"
+            ])
+            .contains("cannot be used together")
+        );
+        assert!(bad(&["--drain-priority-config=x:20"]).contains("is not an integer"));
+        assert!(bad(&["--scale-down-utilization-threshold=1.5"]).contains("above 1"));
+        assert!(
+            bad(&["--balancing-label=a", "--balancing-ignore-label=b"])
+                .contains("cannot be combined")
+        );
+        assert!(bad(&["--address=nonsense"]).starts_with("invalid value for --address"));
+        assert!(bad(&["--estimator=oracle"]).contains("not supported"));
+    }
+
+    #[test]
+    fn drain_priorities_sort_ascending() {
+        let f = parse(&["--drain-priority-config=10000:20,0:60,1000:100"]).unwrap();
+        let v = f.validate().unwrap();
+        let prios: Vec<i32> = v.drain_priorities.iter().map(|d| d.priority).collect();
+        assert_eq!(prios, [0, 1000, 10000]);
+    }
+
+    #[test]
+    fn flags_for_other_clouds_warn_once_each() {
+        assert!(Flags::default_values().warnings().is_empty());
+        let f = parse(&[
+            "--regional",
+            "--gce-concurrent-refreshes=4",
+            "--max-empty-bulk-delete=3",
+        ])
+        .unwrap();
+        let w = f.warnings();
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[0].starts_with("--regional is accepted but has no effect"));
+    }
+}
