@@ -6,6 +6,7 @@
 //!
 //! - [`config`]: the command-line flags (the FAQ's table is the contract).
 //! - [`cloudprovider`]: node groups and the providers (`kwok` so far).
+//! - [`simulator`]: the forkable snapshot and the drainability rules.
 //!
 //! Still to come (issue "The autoscaler"): `clusterstate` (readiness,
 //! upcoming nodes, backoff, health), `simulator` (snapshot with
@@ -14,3 +15,4 @@
 
 pub mod cloudprovider;
 pub mod config;
+pub mod simulator;

@@ -1,0 +1,272 @@
+//! The simulator: a cluster snapshot that scale-up and scale-down change
+//! freely and undo cheaply ([`Snapshot::fork`] / [`Snapshot::revert`]),
+//! checked with the same kube-scheduler filters as the testbed's scheduler
+//! (the `predicates` crate), and the drainability rules
+//! ([`drainability`]).
+//!
+//! Changes are journaled: a fork records the journal length; revert undoes
+//! entries back to it; commit forgets the mark and keeps the changes. Nodes
+//! are addressed by index; a node taken out of the simulation (being
+//! removed) stays in place as a topology domain but is no destination.
+
+pub mod drainability;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use predicates::filters::Reason;
+use predicates::{NodeInfo, PodInfo, PreFilter};
+
+enum Undo {
+    AddedPod { node: usize, key: String },
+    RemovedPod { node: usize, pod: PodInfo },
+    AddedNode,
+    Disabled { node: usize },
+}
+
+/// A forkable cluster snapshot.
+#[derive(Default)]
+pub struct Snapshot {
+    nodes: Vec<NodeInfo>,
+    disabled: Vec<bool>,
+    index: HashMap<String, usize>,
+    journal: Vec<Undo>,
+    marks: Vec<usize>,
+}
+
+impl Snapshot {
+    /// A snapshot of these nodes (with their pods).
+    pub fn new(nodes: Vec<NodeInfo>) -> Self {
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name().to_string(), i))
+            .collect();
+        Self {
+            disabled: vec![false; nodes.len()],
+            nodes,
+            index,
+            journal: Vec::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// All nodes, by index.
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    /// A node by index.
+    pub fn node(&self, i: usize) -> &NodeInfo {
+        &self.nodes[i]
+    }
+
+    /// The index of a node by name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// Whether the node is a possible destination.
+    pub fn enabled(&self, i: usize) -> bool {
+        !self.disabled[i]
+    }
+
+    /// Starts a change set that [`Self::revert`] can undo.
+    pub fn fork(&mut self) {
+        self.marks.push(self.journal.len());
+    }
+
+    /// Undoes everything since the last fork.
+    pub fn revert(&mut self) {
+        let Some(mark) = self.marks.pop() else {
+            return;
+        };
+        while self.journal.len() > mark {
+            match self.journal.pop() {
+                Some(Undo::AddedPod { node, key }) => {
+                    self.nodes[node].remove_pod(&key);
+                }
+                Some(Undo::RemovedPod { node, pod }) => self.nodes[node].add_pod(pod),
+                Some(Undo::AddedNode) => {
+                    if let Some(n) = self.nodes.pop() {
+                        self.index.remove(n.name());
+                    }
+                    self.disabled.pop();
+                }
+                Some(Undo::Disabled { node }) => self.disabled[node] = false,
+                None => break,
+            }
+        }
+    }
+
+    /// Keeps the changes since the last fork (they become part of the
+    /// enclosing change set, if any).
+    pub fn commit(&mut self) {
+        self.marks.pop();
+        if self.marks.is_empty() {
+            self.journal.clear();
+        }
+    }
+
+    /// Adds a node (an upcoming or template node).
+    pub fn add_node(&mut self, node: NodeInfo) -> usize {
+        let i = self.nodes.len();
+        self.index.insert(node.name().to_string(), i);
+        self.nodes.push(node);
+        self.disabled.push(false);
+        self.journal.push(Undo::AddedNode);
+        i
+    }
+
+    /// Places a pod on a node.
+    pub fn add_pod(&mut self, node: usize, pod: PodInfo) {
+        let key = pod.key.clone();
+        self.nodes[node].add_pod(pod);
+        self.journal.push(Undo::AddedPod { node, key });
+    }
+
+    /// Takes a pod off a node.
+    pub fn remove_pod(&mut self, node: usize, key: &str) -> Option<PodInfo> {
+        let pod = self.nodes[node].remove_pod(key)?;
+        self.journal.push(Undo::RemovedPod {
+            node,
+            pod: pod.clone(),
+        });
+        Some(pod)
+    }
+
+    /// Takes a node out as a destination (it is being removed).
+    pub fn disable(&mut self, node: usize) {
+        if !self.disabled[node] {
+            self.disabled[node] = true;
+            self.journal.push(Undo::Disabled { node });
+        }
+    }
+
+    /// Whether the pod passes the scheduler's filters on one node.
+    pub fn fits(&self, pod: &PodInfo, node: usize) -> Result<(), Vec<Reason>> {
+        PreFilter::new(pod, &self.nodes).filter(&self.nodes[node])
+    }
+
+    /// The first enabled node (from `start`, wrapping) where the pod fits,
+    /// among those `accept` allows.
+    pub fn find_fit(
+        &self,
+        pod: &PodInfo,
+        start: usize,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        let n = self.nodes.len();
+        if n == 0 {
+            return None;
+        }
+        let pre = PreFilter::new(pod, &self.nodes);
+        (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&i| !self.disabled[i] && accept(i) && pre.filter(&self.nodes[i]).is_ok())
+    }
+}
+
+/// A node built for simulation from a template (scale-up estimates,
+/// upcoming nodes): named `name`, hostname label updated, with the
+/// template's pods (DaemonSet and mirror pods) renamed to stay unique.
+pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
+    let mut node: Node = (*template.node).clone();
+    node.metadata.name = Some(name.to_string());
+    node.metadata.uid = Some(format!("uid-{name}"));
+    node.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("kubernetes.io/hostname".into(), name.to_string());
+    let mut info = NodeInfo::new(Arc::new(node));
+    for p in &template.pods {
+        let mut pod = (*p.pod).clone();
+        let base = pod.metadata.name.clone().unwrap_or_default();
+        pod.metadata.name = Some(format!("{base}-{name}"));
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = Some(name.to_string());
+        }
+        info.add_pod(PodInfo::new(Arc::new(pod)));
+    }
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    fn node(name: &str, cpu: &str) -> NodeInfo {
+        NodeInfo::new(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name},
+                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}))
+            .unwrap(),
+        ))
+    }
+
+    fn pod(name: &str, cpu: &str) -> PodInfo {
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}}))
+        .unwrap();
+        PodInfo::new(Arc::new(p))
+    }
+
+    #[test]
+    fn fork_and_revert_undo_every_change() {
+        let mut s = Snapshot::new(vec![node("a", "2"), node("b", "2")]);
+        s.add_pod(0, pod("base", "1"));
+        s.commit();
+        s.fork();
+        s.add_pod(1, pod("x", "1"));
+        s.remove_pod(0, "default/base");
+        let t = s.add_node(node("template-1", "4"));
+        s.add_pod(t, pod("y", "3"));
+        s.disable(0);
+        assert_eq!(s.nodes().len(), 3);
+        assert!(!s.enabled(0));
+        s.revert();
+        assert_eq!(s.nodes().len(), 2);
+        assert!(s.enabled(0));
+        assert_eq!(s.node(0).pods.len(), 1);
+        assert!(s.node(1).pods.is_empty());
+        assert_eq!(s.node(0).requested.milli_cpu, 1000);
+        assert!(s.index_of("template-1").is_none());
+    }
+
+    #[test]
+    fn nested_forks_revert_only_the_inner_changes() {
+        let mut s = Snapshot::new(vec![node("a", "4")]);
+        s.fork();
+        s.add_pod(0, pod("outer", "1"));
+        s.fork();
+        s.add_pod(0, pod("inner", "1"));
+        s.revert();
+        assert_eq!(s.node(0).pods.len(), 1);
+        s.commit();
+        assert_eq!(s.node(0).pods.len(), 1, "committed");
+    }
+
+    #[test]
+    fn find_fit_skips_full_and_disabled_nodes() {
+        let mut s = Snapshot::new(vec![node("a", "1"), node("b", "2"), node("c", "2")]);
+        s.disable(1);
+        assert_eq!(s.find_fit(&pod("p", "1500m"), 0, |_| true), Some(2));
+        assert_eq!(s.find_fit(&pod("p", "3"), 0, |_| true), None);
+        assert_eq!(s.find_fit(&pod("p", "500m"), 1, |i| i != 2), Some(0));
+        assert!(s.fits(&pod("p", "1500m"), 0).is_err());
+    }
+
+    #[test]
+    fn template_copies_get_their_own_names() {
+        let mut t = node("template", "4");
+        t.add_pod(pod("ds", "100m"));
+        let n = node_from_template(&t, "template-1");
+        assert_eq!(n.name(), "template-1");
+        assert_eq!(n.labels()["kubernetes.io/hostname"], "template-1");
+        assert_eq!(n.pods[0].key, "default/ds-template-1");
+        assert_eq!(n.requested.milli_cpu, 100);
+    }
+}
