@@ -290,11 +290,10 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
         .as_ref()
         .and_then(|s| s.restart_policy.as_deref())
         .unwrap_or("Always");
-    let terminal = match (restart, phase(pod)) {
-        (_, "Failed") => true,
-        ("Never", "Succeeded") | ("OnFailure", "Succeeded") => true,
-        _ => false,
-    };
+    let terminal = matches!(
+        (restart, phase(pod)),
+        (_, "Failed") | ("Never" | "OnFailure", "Succeeded")
+    );
     if terminal {
         return Outcome::DrainOk;
     }
