@@ -13,6 +13,9 @@
 //! fork/revert, drainability), `scaleup`, `scaledown`, `status` and the
 //! main loop.
 
+pub mod cache;
 pub mod cloudprovider;
+pub mod clusterstate;
 pub mod config;
 pub mod simulator;
+pub mod taints;

@@ -1,0 +1,458 @@
+//! The autoscaler's view of the cluster, kept up to date by watches (no
+//! relisting per loop): nodes, pods (indexed by node), PodDisruptionBudgets
+//! and the controllers the drainability rules look up. Per-node
+//! [`NodeInfo`]s are rebuilt only for nodes whose pods changed, so building
+//! the loop's snapshot costs a clone.
+//!
+//! Pods in phase Succeeded or Failed are invisible (ca-compat §0.2);
+//! expendable pods (priority below `--expendable-pods-priority-cutoff`) do
+//! not enter the snapshot. A pod that becomes Unschedulable notifies
+//! [`ClusterCache::unschedulable_pod`], so the loop can start at once.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use futures::{StreamExt, stream::BoxStream};
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource, ResourceExt};
+use predicates::{NodeInfo, PodInfo};
+use tokio::sync::{Notify, watch};
+
+use crate::simulator::drainability::{Budget, ControllerState, Controllers};
+
+/// Whether a pod is listed by CA at all (not Succeeded or Failed).
+pub fn is_active(pod: &Pod) -> bool {
+    !matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Whether the scheduler marked the pod `PodScheduled=False/Unschedulable`.
+pub fn is_unschedulable(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter().any(|c| {
+                c.type_ == "PodScheduled"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("Unschedulable")
+            })
+        })
+}
+
+fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+/// The cached state.
+#[derive(Default)]
+pub struct State {
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, Arc<Node>>,
+    /// Active pods by `namespace/name`.
+    pub pods: HashMap<String, Arc<Pod>>,
+    /// Pod keys by node name (bound pods only).
+    pub by_node: HashMap<String, BTreeSet<String>>,
+    /// Unbound active pods by key.
+    pub unbound: BTreeMap<String, Arc<Pod>>,
+    /// Budgets by `namespace/name`.
+    pub budgets: BTreeMap<String, Arc<PodDisruptionBudget>>,
+    /// Controllers: (kind, namespace, name) → replicas.
+    pub controllers: HashMap<(String, String, String), Option<i32>>,
+    /// Per-node infos (non-expendable pods), rebuilt when dirty.
+    infos: HashMap<String, NodeInfo>,
+    dirty: BTreeSet<String>,
+    /// Keys seen since a relist started, per kind: at the end of the relist
+    /// everything not seen is gone (deleted while the watch was down).
+    relisting: HashMap<&'static str, BTreeSet<String>>,
+}
+
+impl State {
+    fn relist_started(&mut self, kind: &'static str) {
+        self.relisting.insert(kind, BTreeSet::new());
+    }
+
+    fn seen(&mut self, kind: &'static str, key: &str) {
+        if let Some(set) = self.relisting.get_mut(kind) {
+            set.insert(key.to_string());
+        }
+    }
+
+    /// Ends a relist: drops what the relist did not contain.
+    fn relist_done(&mut self, kind: &'static str) {
+        let Some(seen) = self.relisting.remove(kind) else {
+            return;
+        };
+        match kind {
+            "Node" => {
+                let gone: Vec<String> = self
+                    .nodes
+                    .keys()
+                    .filter(|k| !seen.contains(*k))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    self.nodes.remove(&name);
+                    self.touch(&name);
+                }
+            }
+            "Pod" => {
+                let gone: Vec<String> = self
+                    .pods
+                    .keys()
+                    .filter(|k| !seen.contains(*k))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    self.drop_pod(&key);
+                }
+            }
+            "PodDisruptionBudget" => self.budgets.retain(|k, _| seen.contains(k)),
+            controller => self.controllers.retain(|(k, ns, name), _| {
+                k != controller || seen.contains(&format!("{ns}/{name}"))
+            }),
+        }
+    }
+
+    fn touch(&mut self, node: &str) {
+        self.dirty.insert(node.to_string());
+    }
+
+    fn put_pod(&mut self, pod: Pod) -> bool {
+        let key = predicates::nodeinfo::pod_key(&pod);
+        let newly_unschedulable =
+            is_unschedulable(&pod) && !self.unbound.get(&key).is_some_and(|p| is_unschedulable(p));
+        self.drop_pod(&key);
+        if !is_active(&pod) {
+            return false;
+        }
+        let pod = Arc::new(pod);
+        match node_name(&pod) {
+            Some(n) => {
+                let n = n.to_string();
+                self.by_node
+                    .entry(n.clone())
+                    .or_default()
+                    .insert(key.clone());
+                self.touch(&n);
+            }
+            None => {
+                self.unbound.insert(key.clone(), pod.clone());
+            }
+        }
+        self.pods.insert(key, pod);
+        newly_unschedulable
+    }
+
+    fn drop_pod(&mut self, key: &str) {
+        if let Some(old) = self.pods.remove(key) {
+            match node_name(&old) {
+                Some(n) => {
+                    let n = n.to_string();
+                    if let Some(set) = self.by_node.get_mut(&n) {
+                        set.remove(key);
+                    }
+                    self.touch(&n);
+                }
+                None => {
+                    self.unbound.remove(key);
+                }
+            }
+        }
+    }
+
+    /// Pods bound to a node.
+    pub fn pods_on(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k).cloned())
+            .collect()
+    }
+
+    /// NodeInfos of every node with its non-expendable pods; rebuilds the
+    /// ones whose pods or node changed since the last call.
+    pub fn node_infos(&mut self, expendable_cutoff: i32) -> Vec<NodeInfo> {
+        let dirty = std::mem::take(&mut self.dirty);
+        for name in dirty {
+            let Some(node) = self.nodes.get(&name).cloned() else {
+                self.infos.remove(&name);
+                continue;
+            };
+            let mut info = NodeInfo::new(node);
+            for pod in self.pods_on(&name) {
+                if !is_expendable(&pod, expendable_cutoff) {
+                    info.add_pod(PodInfo::new(pod));
+                }
+            }
+            self.infos.insert(name, info);
+        }
+        self.nodes
+            .keys()
+            .filter_map(|n| self.infos.get(n).cloned())
+            .collect()
+    }
+
+    /// The budgets, as the drainability rules use them.
+    pub fn budgets(&self) -> Vec<Budget> {
+        self.budgets
+            .values()
+            .filter_map(|b| {
+                Some(Budget {
+                    namespace: b.metadata.namespace.clone().unwrap_or_default(),
+                    name: b.metadata.name.clone().unwrap_or_default(),
+                    selector: b.spec.as_ref()?.selector.clone()?,
+                    disruptions_allowed: b.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+                })
+            })
+            .collect()
+    }
+}
+
+impl Controllers for State {
+    fn lookup(&self, kind: &str, namespace: &str, name: &str) -> ControllerState {
+        match self
+            .controllers
+            .get(&(kind.to_string(), namespace.to_string(), name.to_string()))
+        {
+            Some(replicas) => ControllerState::Found {
+                replicas: *replicas,
+            },
+            None => ControllerState::NotFound,
+        }
+    }
+}
+
+/// Whether a pod is expendable: priority below the cutoff (a pod without
+/// priority never is).
+pub fn is_expendable(pod: &Pod, cutoff: i32) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.priority)
+        .is_some_and(|p| p < cutoff)
+}
+
+enum Change {
+    Node(Event<Node>),
+    Pod(Event<Pod>),
+    Budget(Event<PodDisruptionBudget>),
+    Controller(&'static str, Event<(String, String, Option<i32>)>),
+}
+
+/// The watch-fed cache.
+pub struct ClusterCache {
+    state: RwLock<State>,
+    unschedulable: Notify,
+    ready: watch::Sender<bool>,
+}
+
+impl ClusterCache {
+    /// Starts the watches; [`Self::wait_ready`] returns once every initial
+    /// list is in.
+    pub fn start(client: Client) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
+        let (ready, _) = watch::channel(false);
+        let cache = Arc::new(Self {
+            state: RwLock::new(State::default()),
+            unschedulable: Notify::new(),
+            ready,
+        });
+        let task = tokio::spawn(cache.clone().run(client));
+        (cache, task)
+    }
+
+    /// Waits until every watch has delivered its initial list.
+    pub async fn wait_ready(&self) {
+        let mut rx = self.ready.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
+    /// Read access.
+    pub fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write access (snapshot building rebuilds dirty node infos).
+    pub fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves when a pod becomes Unschedulable.
+    pub async fn unschedulable_pod(&self) {
+        self.unschedulable.notified().await;
+    }
+
+    async fn run(self: Arc<Self>, client: Client) {
+        fn stream<K, F>(api: Api<K>, f: F) -> BoxStream<'static, Change>
+        where
+            K: Resource
+                + Clone
+                + std::fmt::Debug
+                + serde::de::DeserializeOwned
+                + Send
+                + Sync
+                + 'static,
+            F: Fn(Event<K>) -> Change + Send + Sync + 'static,
+        {
+            watcher::watcher(api, watcher::Config::default())
+                .default_backoff()
+                .filter_map(move |e| {
+                    let out = match e {
+                        Ok(e) => Some(f(e)),
+                        Err(err) => {
+                            tracing::debug!("cluster cache watch: {err}");
+                            None
+                        }
+                    };
+                    async move { out }
+                })
+                .boxed()
+        }
+        fn controller<K>(
+            client: &Client,
+            kind: &'static str,
+            replicas: fn(&K) -> Option<i32>,
+        ) -> BoxStream<'static, Change>
+        where
+            K: Resource<DynamicType = ()>
+                + Clone
+                + std::fmt::Debug
+                + serde::de::DeserializeOwned
+                + Send
+                + Sync
+                + 'static,
+        {
+            stream(Api::<K>::all(client.clone()), move |e: Event<K>| {
+                let id = |k: K| {
+                    (
+                        k.namespace().unwrap_or_default(),
+                        k.name_any(),
+                        replicas(&k),
+                    )
+                };
+                Change::Controller(
+                    kind,
+                    match e {
+                        Event::Apply(k) => Event::Apply(id(k)),
+                        Event::InitApply(k) => Event::InitApply(id(k)),
+                        Event::Delete(k) => Event::Delete(id(k)),
+                        Event::Init => Event::Init,
+                        Event::InitDone => Event::InitDone,
+                    },
+                )
+            })
+        }
+        let streams = vec![
+            stream(Api::<Node>::all(client.clone()), Change::Node),
+            stream(Api::<Pod>::all(client.clone()), Change::Pod),
+            stream(
+                Api::<PodDisruptionBudget>::all(client.clone()),
+                Change::Budget,
+            ),
+            controller::<ReplicaSet>(&client, "ReplicaSet", |r| {
+                r.spec.as_ref().and_then(|s| s.replicas)
+            }),
+            controller::<ReplicationController>(&client, "ReplicationController", |r| {
+                r.spec.as_ref().and_then(|s| s.replicas)
+            }),
+            controller::<StatefulSet>(&client, "StatefulSet", |r| {
+                r.spec.as_ref().and_then(|s| s.replicas)
+            }),
+            controller::<Job>(&client, "Job", |_| None),
+            controller::<DaemonSet>(&client, "DaemonSet", |_| None),
+        ];
+        let total = streams.len();
+        let mut synced = 0;
+        let mut changes = futures::stream::select_all(streams);
+        while let Some(change) = changes.next().await {
+            let mut notify = false;
+            let mut init_done = false;
+            {
+                let mut s = self.write();
+                match change {
+                    Change::Node(e) => match e {
+                        Event::Apply(n) | Event::InitApply(n) => {
+                            let name = n.name_any();
+                            s.seen("Node", &name);
+                            s.nodes.insert(name.clone(), Arc::new(n));
+                            s.touch(&name);
+                        }
+                        Event::Delete(n) => {
+                            let name = n.name_any();
+                            s.nodes.remove(&name);
+                            s.touch(&name);
+                        }
+                        Event::InitDone => {
+                            s.relist_done("Node");
+                            init_done = true;
+                        }
+                        Event::Init => s.relist_started("Node"),
+                    },
+                    Change::Pod(e) => match e {
+                        Event::Apply(p) | Event::InitApply(p) => {
+                            s.seen("Pod", &predicates::nodeinfo::pod_key(&p));
+                            notify = s.put_pod(p);
+                        }
+                        Event::Delete(p) => s.drop_pod(&predicates::nodeinfo::pod_key(&p)),
+                        Event::InitDone => {
+                            s.relist_done("Pod");
+                            init_done = true;
+                        }
+                        Event::Init => s.relist_started("Pod"),
+                    },
+                    Change::Budget(e) => match e {
+                        Event::Apply(b) | Event::InitApply(b) => {
+                            let key =
+                                format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
+                            s.seen("PodDisruptionBudget", &key);
+                            s.budgets.insert(key, Arc::new(b));
+                        }
+                        Event::Delete(b) => {
+                            let key =
+                                format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
+                            s.budgets.remove(&key);
+                        }
+                        Event::InitDone => {
+                            s.relist_done("PodDisruptionBudget");
+                            init_done = true;
+                        }
+                        Event::Init => s.relist_started("PodDisruptionBudget"),
+                    },
+                    Change::Controller(kind, e) => match e {
+                        Event::Apply((ns, name, r)) | Event::InitApply((ns, name, r)) => {
+                            s.seen(kind, &format!("{ns}/{name}"));
+                            s.controllers.insert((kind.to_string(), ns, name), r);
+                        }
+                        Event::Delete((ns, name, _)) => {
+                            s.controllers.remove(&(kind.to_string(), ns, name));
+                        }
+                        Event::InitDone => {
+                            s.relist_done(kind);
+                            init_done = true;
+                        }
+                        Event::Init => s.relist_started(kind),
+                    },
+                }
+            }
+            if init_done {
+                synced += 1;
+                if synced >= total {
+                    self.ready.send_replace(true);
+                }
+            }
+            if notify {
+                self.unschedulable.notify_one();
+            }
+        }
+    }
+}
