@@ -244,9 +244,9 @@ pub fn is_expendable(pod: &Pod, cutoff: i32) -> bool {
 }
 
 enum Change {
-    Node(Event<Node>),
-    Pod(Event<Pod>),
-    Budget(Event<PodDisruptionBudget>),
+    Node(Box<Event<Node>>),
+    Pod(Box<Event<Pod>>),
+    Budget(Box<Event<PodDisruptionBudget>>),
     Controller(&'static str, Event<(String, String, Option<i32>)>),
 }
 
@@ -353,12 +353,15 @@ impl ClusterCache {
             })
         }
         let streams = vec![
-            stream(Api::<Node>::all(client.clone()), Change::Node),
-            stream(Api::<Pod>::all(client.clone()), Change::Pod),
-            stream(
-                Api::<PodDisruptionBudget>::all(client.clone()),
-                Change::Budget,
-            ),
+            stream(Api::<Node>::all(client.clone()), |e| {
+                Change::Node(Box::new(e))
+            }),
+            stream(Api::<Pod>::all(client.clone()), |e| {
+                Change::Pod(Box::new(e))
+            }),
+            stream(Api::<PodDisruptionBudget>::all(client.clone()), |e| {
+                Change::Budget(Box::new(e))
+            }),
             controller::<ReplicaSet>(&client, "ReplicaSet", |r| {
                 r.spec.as_ref().and_then(|s| s.replicas)
             }),
@@ -380,7 +383,7 @@ impl ClusterCache {
             {
                 let mut s = self.write();
                 match change {
-                    Change::Node(e) => match e {
+                    Change::Node(e) => match *e {
                         Event::Apply(n) | Event::InitApply(n) => {
                             let name = n.name_any();
                             s.seen("Node", &name);
@@ -398,7 +401,7 @@ impl ClusterCache {
                         }
                         Event::Init => s.relist_started("Node"),
                     },
-                    Change::Pod(e) => match e {
+                    Change::Pod(e) => match *e {
                         Event::Apply(p) | Event::InitApply(p) => {
                             s.seen("Pod", &predicates::nodeinfo::pod_key(&p));
                             notify = s.put_pod(p);
@@ -410,7 +413,7 @@ impl ClusterCache {
                         }
                         Event::Init => s.relist_started("Pod"),
                     },
-                    Change::Budget(e) => match e {
+                    Change::Budget(e) => match *e {
                         Event::Apply(b) | Event::InitApply(b) => {
                             let key =
                                 format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());

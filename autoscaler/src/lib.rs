@@ -17,5 +17,7 @@ pub mod cache;
 pub mod cloudprovider;
 pub mod clusterstate;
 pub mod config;
+pub mod expander;
+pub mod scaleup;
 pub mod simulator;
 pub mod taints;
