@@ -18,6 +18,7 @@ pub mod cloudprovider;
 pub mod clusterstate;
 pub mod config;
 pub mod expander;
+pub mod scaledown;
 pub mod scaleup;
 pub mod simulator;
 pub mod taints;
