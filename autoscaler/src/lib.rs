@@ -13,12 +13,15 @@
 //! fork/revert, drainability), `scaleup`, `scaledown`, `status` and the
 //! main loop.
 
+pub mod actuation;
 pub mod cache;
 pub mod cloudprovider;
 pub mod clusterstate;
 pub mod config;
+pub mod core;
 pub mod expander;
 pub mod scaledown;
 pub mod scaleup;
 pub mod simulator;
+pub mod status;
 pub mod taints;

@@ -70,6 +70,11 @@ async fn settle(store: &reflector::Store<Node>, count: usize) {
     panic!("store has {} nodes, want {count}", store.state().len());
 }
 
+fn lister(store: &reflector::Store<Node>) -> autoscaler::cloudprovider::NodeLister {
+    let store = store.clone();
+    std::sync::Arc::new(move || store.state())
+}
+
 fn settings() -> Settings {
     Settings {
         namespace: "kube-system".into(),
@@ -90,7 +95,7 @@ async fn groups_scale_up_and_down_through_node_objects() {
     )
     .await;
     let store = node_store(&client).await;
-    let provider = KwokProvider::new(client.clone(), store.clone(), settings())
+    let provider = KwokProvider::new(client.clone(), lister(&store), settings())
         .await
         .unwrap();
     // desired-count (default min) nodes are created at start.
@@ -180,7 +185,7 @@ async fn refresh_rereads_the_config_maps_and_faults_are_injected() {
     let client = api.client();
     config_maps(&client, &[template("a", "a", json!({}))]).await;
     let store = node_store(&client).await;
-    let provider = KwokProvider::new(client.clone(), store.clone(), settings())
+    let provider = KwokProvider::new(client.clone(), lister(&store), settings())
         .await
         .unwrap();
     assert_eq!(provider.node_groups().len(), 1);

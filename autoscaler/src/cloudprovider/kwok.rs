@@ -35,14 +35,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{DeleteParams, PostParams};
-use kube::runtime::reflector::Store;
 use kube::{Api, Client};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
     CloudError, CloudProvider, ErrorClass, Instance, InstanceErrorInfo, InstanceState, NodeGroup,
-    TemplateNodeInfo,
+    NodeLister, TemplateNodeInfo,
 };
 
 /// Annotation that names a node's group.
@@ -342,7 +341,7 @@ struct GroupState {
 
 struct Shared {
     client: Client,
-    nodes: Store<Node>,
+    nodes: NodeLister,
     settings: Settings,
     faults: Arc<Faults>,
     config: Mutex<Option<Parsed>>,
@@ -470,7 +469,7 @@ impl KwokProvider {
     /// autoscaler's node cache (a reflector store).
     pub async fn new(
         client: Client,
-        nodes: Store<Node>,
+        nodes: NodeLister,
         settings: Settings,
     ) -> Result<Self, CloudError> {
         let provider = Self {
@@ -518,9 +517,7 @@ impl KwokProvider {
             })?;
         let parsed = parse_config(&name, text)?;
         let templates: Vec<Node> = if parsed.from_cluster {
-            self.shared
-                .nodes
-                .state()
+            (self.shared.nodes)()
                 .iter()
                 .map(|n| (**n).clone())
                 .collect()
@@ -625,9 +622,7 @@ impl KwokProvider {
 impl KwokNodeGroup {
     /// Registered nodes of this group (from the autoscaler's node cache).
     fn registered(&self) -> Vec<Arc<Node>> {
-        self.shared
-            .nodes
-            .state()
+        (self.shared.nodes)()
             .into_iter()
             .filter(|n| annotation(n, GROUP_NAME_ANNOTATION) == Some(self.id.as_str()))
             .filter(|n| {

@@ -190,6 +190,10 @@ pub struct TemplateNodeInfo {
     pub pods: Vec<Pod>,
 }
 
+/// The current nodes, as the autoscaler's cache has them (providers that
+/// derive instances from Node objects read them through this).
+pub type NodeLister = Arc<dyn Fn() -> Vec<Arc<Node>> + Send + Sync>;
+
 /// A node group (`NodeGroup`).
 pub trait NodeGroup: Send + Sync + fmt::Debug {
     /// Unique, stable id (used in status, events, metrics, priority regexes).

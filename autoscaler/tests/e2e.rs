@@ -1,0 +1,473 @@
+//! The autoscaler in-process on the embedded cluster, in virtual time, with
+//! the kwok provider: the FAQ's promises end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use autoscaler::cache::ClusterCache;
+use autoscaler::cloudprovider::kwok::{Fault, Faults, KwokProvider, Settings, quota_exceeded};
+use autoscaler::config::{Flags, normalize_args};
+use autoscaler::core::{Autoscaler, Decisions, node_lister};
+use clap::Parser;
+use harness::cluster::Cluster;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node};
+use kube::Api;
+use serde_json::{Value, json};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn template(group: &str, cpu: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": group, "labels": {"kwok-nodegroup": group}, "annotations": annotations},
+        "status": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+                   "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}}})
+}
+
+fn kwok_config_maps(templates: &[Value]) -> Vec<Value> {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": templates});
+    vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
+            "data": {"config": "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-templates", "namespace": "kube-system"},
+            "data": {"templates": serde_json::to_string(&list).unwrap()}}),
+    ]
+}
+
+fn deployment(
+    name: &str,
+    replicas: i32,
+    cpu: &str,
+    extra_spec: Value,
+    annotations: Value,
+) -> Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu, "memory": "100Mi"}}}]});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra_spec.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}, "annotations": annotations}, "spec": spec}}})
+}
+
+struct Running {
+    cluster: Cluster,
+    faults: Arc<Faults>,
+    decisions: Arc<Mutex<Decisions>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+async fn start(templates: &[Value], objects: Vec<Value>, flags: &[&str]) -> Running {
+    let mut builder = Cluster::builder();
+    for cm in kwok_config_maps(templates) {
+        builder = builder.object(cm);
+    }
+    let cluster = builder.start().await.unwrap();
+    for o in objects {
+        cluster.create(o).await.unwrap();
+    }
+    let client = cluster.client();
+    let (cache, _) = ClusterCache::start(client.clone());
+    cache.wait_ready().await;
+    let provider = KwokProvider::new(
+        client.clone(),
+        node_lister(&cache),
+        Settings {
+            namespace: "kube-system".into(),
+            config_map: "kwok-provider-config".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let faults = provider.faults();
+    let argv = ["cluster-autoscaler", "--cloud-provider=kwok"]
+        .iter()
+        .chain(flags)
+        .map(|s| s.to_string());
+    let flags = Flags::try_parse_from(normalize_args(argv)).unwrap();
+    let validated = flags.validate().unwrap();
+    let autoscaler = Autoscaler::new(
+        client,
+        cluster.clock().clone(),
+        flags,
+        validated,
+        cache,
+        Arc::new(provider),
+    );
+    let decisions = autoscaler.decisions.clone();
+    let task = tokio::spawn(autoscaler.run());
+    Running {
+        cluster,
+        faults,
+        decisions,
+        _task: task,
+    }
+}
+
+async fn group_nodes(cluster: &Cluster, group: &str) -> Vec<Node> {
+    Api::<Node>::all(cluster.client())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|n| {
+            n.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kwok-nodegroup"))
+                .map(String::as_str)
+                == Some(group)
+        })
+        .collect()
+}
+
+async fn status(cluster: &Cluster) -> Value {
+    let cm = Api::<ConfigMap>::namespaced(cluster.client(), "kube-system")
+        .get("cluster-autoscaler-status")
+        .await
+        .unwrap();
+    serde_saphyr::from_str(&cm.data.unwrap()["status"]).unwrap()
+}
+
+async fn events(cluster: &Cluster, reason: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for ns in ["default", "kube-system"] {
+        for e in Api::<Event>::namespaced(cluster.client(), ns)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+        {
+            if e.reason.as_deref() == Some(reason)
+                && e.source.as_ref().and_then(|s| s.component.as_deref())
+                    == Some("cluster-autoscaler")
+            {
+                out.push(e.message.unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn pending_pods_get_exactly_the_nodes_they_need() {
+    let r = start(
+        &[template(
+            "pool",
+            "4",
+            json!({"cluster-autoscaler.kwok.nodegroup/max-count": "10"}),
+        )],
+        vec![deployment("web", 10, "900m", json!({}), json!({}))],
+        &[],
+    )
+    .await;
+    // 3.9 CPU left on a template node (kube-proxy takes 100m): 4 pods per node, 3 nodes.
+    r.cluster
+        .wait_pods_running("app=web", 10, 5 * MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 3);
+    r.cluster.advance(MINUTE).await;
+    let s = status(&r.cluster).await;
+    assert_eq!(s["autoscalerStatus"], "Running");
+    let g = &s["nodeGroups"][0];
+    assert_eq!(g["name"], "pool");
+    assert_eq!(g["health"]["cloudProviderTarget"], 3);
+    assert_eq!(g["health"]["nodeCounts"]["registered"]["ready"], 3);
+    let triggered = events(&r.cluster, "TriggeredScaleUp").await;
+    assert!(
+        triggered
+            .iter()
+            .any(|m| m == "pod triggered scale-up: [{pool 0->3 (max: 10)}]"),
+        "{triggered:?}"
+    );
+    let scaled = events(&r.cluster, "ScaledUpGroup").await;
+    assert!(
+        scaled.contains(&"Scale-up: group pool size set to 3 instead of 0 (max: 10)".to_string()),
+        "{scaled:?}"
+    );
+    // Nothing more is needed: no further nodes.
+    r.cluster.advance(10 * MINUTE).await;
+    assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 3);
+}
+
+async fn unneeded_since(r: &Running, node: &str) -> Option<String> {
+    r.decisions.lock().unwrap().unneeded.get(node).cloned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_unneeded_for_9m59s_stays_and_goes_after_10m() {
+    let r = start(
+        &[template(
+            "pool",
+            "4",
+            json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "2"}),
+        )],
+        vec![deployment("web", 1, "500m", json!({}), json!({}))],
+        &[],
+    )
+    .await;
+    r.cluster
+        .wait_pods_running("app=web", 1, 2 * MINUTE)
+        .await
+        .unwrap();
+    let nodes = group_nodes(&r.cluster, "pool").await;
+    assert_eq!(nodes.len(), 2);
+    let pods =
+        harness::cluster::list::<k8s_openapi::api::core::v1::Pod>(&r.cluster.client(), "app=web")
+            .await
+            .unwrap();
+    let busy = pods[0].spec.as_ref().unwrap().node_name.clone().unwrap();
+    let empty = nodes
+        .iter()
+        .map(|n| n.metadata.name.clone().unwrap())
+        .find(|n| *n != busy)
+        .unwrap();
+    // Wait for the first loop that finds it unneeded, at a loop boundary.
+    let mut waited = Duration::ZERO;
+    while unneeded_since(&r, &empty).await.is_none() {
+        r.cluster.advance(Duration::from_secs(1)).await;
+        waited += Duration::from_secs(1);
+        assert!(
+            waited < 2 * MINUTE,
+            "never unneeded: {:?}",
+            r.decisions.lock().unwrap()
+        );
+    }
+    let since = r.cluster.clock().now();
+    r.cluster
+        .advance(10 * MINUTE - Duration::from_secs(1))
+        .await;
+    let still = Api::<Node>::all(r.cluster.client())
+        .get_opt(&empty)
+        .await
+        .unwrap();
+    let still = still.expect("unneeded for 9m59s: the node stays");
+    assert!(
+        !autoscaler::taints::has_to_be_deleted(&still),
+        "not even tainted"
+    );
+    assert!(
+        autoscaler::taints::has_taint(&still, autoscaler::taints::DELETION_CANDIDATE),
+        "soft-tainted as a candidate"
+    );
+    r.cluster.wait_node_gone(&empty, MINUTE).await.unwrap();
+    let gone_after = r.cluster.clock().now().duration_since(since).unwrap();
+    assert!(
+        gone_after >= 10 * MINUTE && gone_after < 10 * MINUTE + Duration::from_secs(30),
+        "{gone_after:?}"
+    );
+    // The busy node stays: its pod has nowhere else to go.
+    r.cluster.advance(15 * MINUTE).await;
+    assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 1);
+    let removed = events(&r.cluster, "ScaleDownEmpty").await;
+    assert!(
+        removed.contains(&format!("Scale-down: empty node {empty} removed")),
+        "{removed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_not_safe_to_evict_keeps_its_node() {
+    let r = start(
+        &[
+            template(
+                "a",
+                "4",
+                json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "1"}),
+            ),
+            template(
+                "b",
+                "4",
+                json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "1"}),
+            ),
+        ],
+        vec![deployment(
+            "pinned",
+            1,
+            "100m",
+            json!({"nodeSelector": {"kwok-nodegroup": "a"}}),
+            json!({"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}),
+        )],
+        &[],
+    )
+    .await;
+    r.cluster
+        .wait_pods_running("app=pinned", 1, 2 * MINUTE)
+        .await
+        .unwrap();
+    r.cluster.advance(20 * MINUTE).await;
+    assert_eq!(
+        group_nodes(&r.cluster, "a").await.len(),
+        1,
+        "the pod keeps its node"
+    );
+    assert!(
+        group_nodes(&r.cluster, "b").await.is_empty(),
+        "the empty node goes"
+    );
+    let node_a = group_nodes(&r.cluster, "a").await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    let d = r.decisions.lock().unwrap().clone();
+    let reason = &d.unremovable[&node_a];
+    assert!(
+        reason.starts_with("BlockedByPod: default/pinned-")
+            && reason.ends_with("NotSafeToEvictAnnotation"),
+        "{reason}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn expendable_pods_neither_trigger_scale_up_nor_block_scale_down() {
+    let low = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": -100});
+    let r = start(
+        &[template(
+            "pool",
+            "4",
+            json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "1"}),
+        )],
+        vec![
+            low,
+            deployment(
+                "filler",
+                1,
+                "1",
+                json!({"priorityClassName": "low"}),
+                json!({}),
+            ),
+            deployment(
+                "big",
+                2,
+                "3",
+                json!({"priorityClassName": "low"}),
+                json!({}),
+            ),
+        ],
+        &[],
+    )
+    .await;
+    r.cluster
+        .wait_pods_running("app=filler", 1, 2 * MINUTE)
+        .await
+        .unwrap();
+    r.cluster.advance(5 * MINUTE).await;
+    assert_eq!(
+        group_nodes(&r.cluster, "pool").await.len(),
+        1,
+        "expendable pending pods trigger nothing"
+    );
+    // The node runs only expendable pods: it is empty for CA and goes.
+    r.cluster.advance(15 * MINUTE).await;
+    assert!(group_nodes(&r.cluster, "pool").await.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_scale_up_backs_the_group_off_and_the_next_best_group_is_used() {
+    let priorities = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
+        "data": {"priorities": "20:\n  - ^cheap$\n10:\n  - ^fallback$\n"}});
+    let r = start(
+        &[
+            template("cheap", "4", json!({})),
+            template("fallback", "4", json!({})),
+        ],
+        vec![priorities],
+        &["--expander=priority"],
+    )
+    .await;
+    r.faults.set(
+        "cheap",
+        Fault::IncreaseSizeFails(quota_exceeded("quota 'CPUS' exceeded")),
+    );
+    r.cluster
+        .create(deployment("web", 2, "1", json!({}), json!({})))
+        .await
+        .unwrap();
+    r.cluster
+        .wait_pods_running("app=web", 2, 3 * MINUTE)
+        .await
+        .unwrap();
+    assert!(group_nodes(&r.cluster, "cheap").await.is_empty());
+    assert_eq!(group_nodes(&r.cluster, "fallback").await.len(), 1);
+    let failed = events(&r.cluster, "FailedToScaleUpGroup").await;
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.starts_with("Scale-up failed for group cheap: ")),
+        "{failed:?}"
+    );
+    let s = status(&r.cluster).await;
+    let cheap = s["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "cheap")
+        .unwrap()
+        .clone();
+    assert_eq!(cheap["scaleUp"]["status"], "Backoff");
+    assert_eq!(
+        cheap["scaleUp"]["backoffInfo"]["errorCode"],
+        "QUOTA_EXCEEDED"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn nodes_that_never_register_are_given_up_after_max_node_provision_time() {
+    let r = start(&[template("ghost", "4", json!({}))], vec![], &[]).await;
+    r.faults.set("ghost", Fault::NeverRegister);
+    r.cluster
+        .create(deployment("web", 1, "1", json!({}), json!({})))
+        .await
+        .unwrap();
+    r.cluster.advance(MINUTE).await;
+    let s = status(&r.cluster).await;
+    assert_eq!(s["nodeGroups"][0]["health"]["cloudProviderTarget"], 1);
+    assert_eq!(s["nodeGroups"][0]["scaleUp"]["status"], "InProgress");
+    assert_eq!(
+        s["nodeGroups"][0]["health"]["nodeCounts"]["unregistered"],
+        1
+    );
+    r.cluster.advance(16 * MINUTE).await;
+    let s = status(&r.cluster).await;
+    let g = &s["nodeGroups"][0];
+    assert_eq!(g["scaleUp"]["status"], "Backoff", "{s:?}");
+    assert_eq!(g["scaleUp"]["backoffInfo"]["errorCode"], "timeout");
+    let removed = events(&r.cluster, "DeleteUnregistered").await;
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert!(
+        events(&r.cluster, "ScaleUpTimedOut")
+            .await
+            .contains(&"Nodes added to group ghost failed to register within 15m0s".to_string())
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_never_goes_above_max() {
+    let r = start(
+        &[template(
+            "small",
+            "4",
+            json!({"cluster-autoscaler.kwok.nodegroup/max-count": "2"}),
+        )],
+        vec![deployment("web", 12, "900m", json!({}), json!({}))],
+        &[],
+    )
+    .await;
+    r.cluster
+        .wait_pods_running("app=web", 8, 5 * MINUTE)
+        .await
+        .unwrap();
+    r.cluster.advance(5 * MINUTE).await;
+    assert_eq!(group_nodes(&r.cluster, "small").await.len(), 2);
+    let not = events(&r.cluster, "NotTriggerScaleUp").await;
+    assert!(
+        not.iter()
+            .any(|m| m == "pod didn't trigger scale-up: 1 max node group size reached"),
+        "{not:?}"
+    );
+}
