@@ -103,6 +103,10 @@ pub struct Progress {
     pub in_progress: BTreeMap<String, (String, bool)>,
     /// Finished since the last report: node, group, outcome.
     pub finished: Vec<(String, String, Outcome)>,
+    /// Full evictions that succeeded since the last report.
+    pub evicted_ok: u64,
+    /// Full evictions that failed since the last report.
+    pub evicted_failed: u64,
 }
 
 /// The actuator.

@@ -196,6 +196,8 @@ pub enum Notice {
         group: String,
         /// Provision time.
         after: Duration,
+        /// Nodes that did not come.
+        increase: usize,
     },
     /// `ScaleUpFailed`: instances reported creation errors.
     ScaleUpFailed {
@@ -455,6 +457,7 @@ impl ClusterStateRegistry {
                     notices.push(Notice::ScaleUpTimedOut {
                         group: id.clone(),
                         after: state.provision_time,
+                        increase: r.increase,
                     });
                 }
                 Some(_) if !backed_off => state.upcoming = upcoming,

@@ -19,6 +19,7 @@ use crate::cloudprovider::{CloudError, CloudProvider, NodeGroup, NodeGroupOption
 use crate::clusterstate::{self, Backoff, ClusterStateRegistry, Notice, Readiness};
 use crate::config::{ExpanderName, Flags, Validated};
 use crate::expander::{Priorities, PriorityNotice};
+use crate::metrics::{self, Metrics};
 use crate::scaledown::{self, CandidateNode, DeletionBudget, GroupSize, Planner, PlannerSettings};
 use crate::scaleup::{self, Balancing, Candidate, Limits, Plan, PlanInputs};
 use crate::simulator::drainability::Context;
@@ -111,6 +112,8 @@ pub struct Autoscaler {
     pub decisions: Arc<Mutex<Decisions>>,
     /// Loop liveness.
     pub liveness: Arc<Mutex<Liveness>>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
 }
 
 /// The node lister a provider reads from the cache.
@@ -202,6 +205,28 @@ impl Autoscaler {
             f.write_status_configmap,
         );
         let now = clock.now();
+        let metrics = Arc::new(Metrics::new(f.emit_per_nodegroup_metrics));
+        let gib = (1i64 << 30) as f64;
+        Metrics::set(
+            &metrics.cpu_limits_cores,
+            &[("direction", "minimum")],
+            validated.cores_total.min as f64,
+        );
+        Metrics::set(
+            &metrics.cpu_limits_cores,
+            &[("direction", "maximum")],
+            validated.cores_total.max as f64,
+        );
+        Metrics::set(
+            &metrics.memory_limits_bytes,
+            &[("direction", "minimum")],
+            validated.memory_total.min as f64 * gib,
+        );
+        Metrics::set(
+            &metrics.memory_limits_bytes,
+            &[("direction", "maximum")],
+            validated.memory_total.max as f64 * gib,
+        );
         Self {
             client,
             clock,
@@ -228,6 +253,7 @@ impl Autoscaler {
                 last_activity: now,
                 last_success: None,
             })),
+            metrics,
         }
     }
 
@@ -246,30 +272,42 @@ impl Autoscaler {
     /// Runs loops every `--scan-interval` until the task is dropped; with
     /// `--frequent-loops-enabled`, a newly unschedulable pod or a loop that
     /// acted starts the next one at once.
-    pub async fn run(mut self) {
-        self.cache.wait_ready().await;
+    pub async fn run(self) {
+        self.run_until(std::future::pending()).await;
+    }
+
+    /// Like [`Self::run`], until `stop` resolves; then shuts down
+    /// gracefully ([`Self::shutdown`]).
+    pub async fn run_until(mut self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = self.cache.wait_ready() => {}
+        }
         self.write_initial_status().await;
         loop {
-            let acted = match self.run_once().await {
-                Ok(acted) => acted,
-                Err(e) => {
-                    tracing::error!("loop failed ({}): {e}", e.kind());
-                    false
-                }
+            let acted = tokio::select! {
+                _ = &mut stop => break,
+                r = self.run_once() => match r {
+                    Ok(acted) => acted,
+                    Err(e) => {
+                        tracing::error!("loop failed ({}): {e}", e.kind());
+                        false
+                    }
+                },
             };
             if self.flags.frequent_loops_enabled && acted {
                 continue;
             }
             let sleep = tokio::time::sleep(self.flags.scan_interval);
-            if self.flags.frequent_loops_enabled {
-                tokio::select! {
-                    _ = sleep => {}
-                    _ = self.cache.unschedulable_pod() => {}
-                }
-            } else {
-                sleep.await;
+            let frequent = self.flags.frequent_loops_enabled;
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = sleep => {}
+                _ = self.cache.unschedulable_pod(), if frequent => {}
             }
         }
+        self.shutdown().await;
     }
 
     /// On graceful shutdown: delete the status ConfigMap and clean up the provider.
@@ -293,9 +331,11 @@ impl Autoscaler {
     /// deletion).
     pub async fn run_once(&mut self) -> Result<bool, LoopError> {
         let now = self.clock.now();
+        let started = std::time::Instant::now();
         if let Ok(mut l) = self.liveness.lock() {
             l.last_activity = now;
         }
+        self.metrics.activity("main", now);
         let mut decisions = Decisions {
             time: simclock::format_rfc3339(now),
             ..Decisions::default()
@@ -322,26 +362,93 @@ impl Autoscaler {
                 return Ok(false);
             }
         }
-        self.provider
-            .refresh()
-            .await
-            .map_err(LoopError::CloudProvider)?;
+        let t = std::time::Instant::now();
+        if let Err(e) = self.provider.refresh().await {
+            let e = LoopError::CloudProvider(e);
+            Metrics::inc(&self.metrics.errors, &[("type", e.kind())], 1);
+            return Err(e);
+        }
+        self.metrics.observe("cloudProviderRefresh", t.elapsed());
+        let t = std::time::Instant::now();
         let notices = self.registry.update(&*self.provider, &nodes, now);
+        self.metrics.observe("updateClusterState", t.elapsed());
         self.report(notices);
+        self.cluster_metrics(&nodes, now);
 
+        self.metrics.activity("autoscaling", now);
         let result = self.iterate(&nodes, now, &mut decisions).await;
+        if let Err(e) = &result {
+            Metrics::inc(&self.metrics.errors, &[("type", e.kind())], 1);
+        }
         let summary = self.scale_down_summary();
         let status = self.status.running(&self.registry, &summary, now);
         self.status.write(&status).await;
         if let Ok(mut d) = self.decisions.lock() {
             *d = decisions;
         }
-        if result.is_ok()
-            && let Ok(mut l) = self.liveness.lock()
-        {
-            l.last_success = Some(self.clock.now());
+        if result.is_ok() {
+            if let Ok(mut l) = self.liveness.lock() {
+                l.last_success = Some(self.clock.now());
+            }
+            self.metrics.activity("mainSuccessful", now);
         }
+        self.metrics.observe("main", started.elapsed());
         result
+    }
+
+    fn cluster_metrics(&self, nodes: &[Arc<Node>], now: SystemTime) {
+        let m = &self.metrics;
+        let t = &self.registry.total;
+        m.safe_to_autoscale
+            .set(if self.registry.healthy { 1.0 } else { 0.0 });
+        for (state, n) in [
+            ("ready", t.ready),
+            ("unready", t.unready),
+            ("notStarted", t.not_started),
+            ("suspended", 0),
+            ("longUnregistered", t.long_unregistered),
+            ("unregistered", t.unregistered),
+        ] {
+            Metrics::set(&m.nodes_count, &[("state", state)], n as f64);
+        }
+        Metrics::set(
+            &m.node_groups_count,
+            &[("node_group_type", "autoscaled")],
+            self.registry.groups.len() as f64,
+        );
+        Metrics::set(
+            &m.node_groups_count,
+            &[("node_group_type", "autoprovisioned")],
+            0.0,
+        );
+        let sum_max: usize = self
+            .registry
+            .groups
+            .values()
+            .map(|g| g.group.max_size())
+            .sum();
+        let max = if self.flags.max_nodes_total > 0 {
+            self.flags.max_nodes_total.min(sum_max)
+        } else {
+            sum_max
+        };
+        m.max_nodes_count.set(max as f64);
+        let (cores, memory) = self.cluster_resources(nodes, now);
+        m.cpu_current_cores.set(cores as f64);
+        m.memory_current_bytes.set(memory as f64);
+        if self.flags.emit_per_nodegroup_metrics {
+            for (id, g) in &self.registry.groups {
+                let l = [("node_group", id.as_str())];
+                Metrics::set(&m.node_group_min, &l, g.group.min_size() as f64);
+                Metrics::set(&m.node_group_max, &l, g.group.max_size() as f64);
+                Metrics::set(&m.node_group_target, &l, g.target as f64);
+                Metrics::set(
+                    &m.node_group_healthiness,
+                    &l,
+                    if g.healthy { 1.0 } else { 0.0 },
+                );
+            }
+        }
     }
 
     fn scale_down_summary(&self) -> ScaleDownSummary {
@@ -358,16 +465,47 @@ impl Autoscaler {
     fn report(&self, notices: Vec<Notice>) {
         for n in notices {
             match n {
-                Notice::ScaleUpTimedOut { group, after } => self.events.status(
-                    "Warning",
-                    "ScaleUpTimedOut",
-                    format!("Nodes added to group {group} failed to register within {}", simclock::format_go_duration(after)),
-                ),
-                Notice::ScaleUpFailed { group, count, error } => self.events.status(
-                    "Warning",
-                    "ScaleUpFailed",
-                    format!("Failed adding {count} nodes to group {group} due to {}.{}; source errors: {}", error.class, error.code, error.message),
-                ),
+                Notice::ScaleUpTimedOut {
+                    group,
+                    after,
+                    increase,
+                } => {
+                    Metrics::inc_gpu(&self.metrics.failed_scale_ups, &[("reason", "timeout")], 1);
+                    Metrics::inc(
+                        &self.metrics.failed_node_creations,
+                        &[("reason", "timeout")],
+                        increase as u64,
+                    );
+                    self.events.status(
+                        "Warning",
+                        "ScaleUpTimedOut",
+                        format!(
+                            "Nodes added to group {group} failed to register within {}",
+                            simclock::format_go_duration(after)
+                        ),
+                    )
+                }
+                Notice::ScaleUpFailed {
+                    group,
+                    count,
+                    error,
+                } => {
+                    Metrics::inc_gpu(
+                        &self.metrics.failed_scale_ups,
+                        &[("reason", &error.code)],
+                        1,
+                    );
+                    Metrics::inc(
+                        &self.metrics.failed_node_creations,
+                        &[("reason", &error.code)],
+                        count as u64,
+                    );
+                    self.events.status(
+                        "Warning",
+                        "ScaleUpFailed",
+                        format!("Failed adding {count} nodes to group {group} due to {}.{}; source errors: {}", error.class, error.code, error.message),
+                    )
+                }
             }
         }
     }
@@ -421,12 +559,34 @@ impl Autoscaler {
         }
         snapshot.commit();
 
+        let unschedulable = unbound
+            .iter()
+            .filter(|p| crate::cache::is_unschedulable(p))
+            .count();
+        Metrics::set(
+            &self.metrics.unschedulable_pods_count,
+            &[("type", "unschedulable")],
+            unschedulable as f64,
+        );
+        Metrics::set(
+            &self.metrics.unschedulable_pods_count,
+            &[("type", "scheduler_unprocessed")],
+            0.0,
+        );
+        let t = std::time::Instant::now();
+        self.metrics.activity("scaleUp", now);
         let acted_up = self
             .scale_up(&mut snapshot, &unbound, &templates, nodes, now, decisions)
             .await;
+        self.metrics.observe("scaleUp", t.elapsed());
         let acted_down = if self.flags.scale_down_enabled {
-            self.scale_down(&mut snapshot, nodes, now, decisions, acted_up)
-                .await?
+            let t = std::time::Instant::now();
+            self.metrics.activity("scaleDown", now);
+            let r = self
+                .scale_down(&mut snapshot, nodes, now, decisions, acted_up)
+                .await;
+            self.metrics.observe("scaleDown", t.elapsed());
+            r?
         } else {
             false
         };
@@ -500,11 +660,14 @@ impl Autoscaler {
                 }))
                 .unwrap_or_default();
                 match group.delete_nodes(vec![fake]).await {
-                    Ok(()) => self.events.status(
-                        "Normal",
-                        "DeleteUnregistered",
-                        format!("Removed unregistered node {id}"),
-                    ),
+                    Ok(()) => {
+                        self.metrics.old_unregistered_removed.inc();
+                        self.events.status(
+                            "Normal",
+                            "DeleteUnregistered",
+                            format!("Removed unregistered node {id}"),
+                        )
+                    }
                     Err(e) => self.events.status(
                         "Warning",
                         "DeleteUnregisteredFailed",
@@ -916,6 +1079,11 @@ impl Autoscaler {
                                 info.group.clone(),
                                 format!("{}->{}", info.current, info.new),
                             );
+                            Metrics::inc_gpu(
+                                &self.metrics.scaled_up_nodes,
+                                &[],
+                                (info.new - info.current) as u64,
+                            );
                             done.push(info.clone());
                         }
                         Err(e) => {
@@ -934,6 +1102,11 @@ impl Autoscaler {
                             self.registry
                                 .backoff
                                 .backoff(&info.group, &code, &message, now);
+                            Metrics::inc_gpu(
+                                &self.metrics.failed_scale_ups,
+                                &[("reason", &code)],
+                                1,
+                            );
                             tracing::error!(
                                 "Failed to scale up: failed to increase node group size: {e}"
                             );
@@ -1017,7 +1190,31 @@ impl Autoscaler {
             .unwrap_or_default();
         for (node, group, outcome) in finished {
             tracing::info!("deletion of node {node} in group {group}: {outcome:?}");
+            if let actuation::Outcome::Removed(reason) = outcome {
+                Metrics::inc_gpu(&self.metrics.scaled_down_nodes, &[("reason", reason)], 1);
+            }
         }
+        let (ok, failed) = self
+            .actuator
+            .progress
+            .lock()
+            .map(|mut p| {
+                (
+                    std::mem::take(&mut p.evicted_ok),
+                    std::mem::take(&mut p.evicted_failed),
+                )
+            })
+            .unwrap_or_default();
+        Metrics::inc(
+            &self.metrics.evicted_pods,
+            &[("eviction_result", "succeeded")],
+            ok,
+        );
+        Metrics::inc(
+            &self.metrics.evicted_pods,
+            &[("eviction_result", "failed")],
+            failed,
+        );
         let in_progress = self
             .actuator
             .progress
@@ -1111,6 +1308,23 @@ impl Autoscaler {
             self.planner
                 .update(snapshot, &candidates, &mut budgets, &ctx, &settings, now);
         }
+        self.metrics
+            .unneeded_nodes_count
+            .set(self.planner.unneeded.len() as f64);
+        let mut by_reason: BTreeMap<&str, usize> = metrics::UNREMOVABLE_REASONS
+            .iter()
+            .map(|r| (*r, 0))
+            .collect();
+        for r in self.planner.reasons.values() {
+            *by_reason.entry(r.as_str()).or_default() += 1;
+        }
+        for (reason, n) in by_reason {
+            Metrics::set(
+                &self.metrics.unremovable_nodes_count,
+                &[("reason", reason)],
+                n as f64,
+            );
+        }
         for (name, u) in &self.planner.unneeded {
             decisions.unneeded.insert(
                 name.clone(),
@@ -1131,7 +1345,11 @@ impl Autoscaler {
             decisions.unremovable.insert(name.clone(), text);
         }
         self.update_soft_taints(nodes, now).await;
-        if self.in_cooldown(now, scaled_up_now) {
+        let cooldown = self.in_cooldown(now, scaled_up_now);
+        self.metrics
+            .scale_down_in_cooldown
+            .set(if cooldown { 1.0 } else { 0.0 });
+        if cooldown {
             return Ok(false);
         }
         let drains_in_progress = in_progress.values().filter(|(_, d)| *d).count();

@@ -1,24 +1,290 @@
-//! The `cluster-autoscaler` binary.
+//! The `cluster-autoscaler` binary: CA's flags, against the cluster of
+//! `--kubeconfig` (or in-cluster config), with `--cloud-provider=kwok`.
+//!
+//! Start-up order, as upstream: flags are validated (a bad value exits
+//! before anything starts), the metrics server comes up on `--address`,
+//! leader election runs when enabled, then the loop. SIGTERM or SIGINT
+//! deletes the status ConfigMap and cleans the provider up.
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
-use autoscaler::config::Flags;
+use autoscaler::cache::ClusterCache;
+use autoscaler::cloudprovider::CloudProvider;
+use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
+use autoscaler::config::{ExpanderName, Flags, Validated};
+use autoscaler::core::{Autoscaler, node_lister};
+use autoscaler::leaderelection::LeaderElection;
+use autoscaler::metrics::Metrics;
+use autoscaler::server::Endpoints;
 
-fn main() -> ExitCode {
+/// Providers of upstream CA that this autoscaler does not implement.
+const UPSTREAM_PROVIDERS: [&str; 32] = [
+    "alicloud",
+    "aws",
+    "azure",
+    "baiducloud",
+    "bizflycloud",
+    "brightbox",
+    "cherryservers",
+    "civo",
+    "cloudstack",
+    "clusterapi",
+    "coreweave",
+    "digitalocean",
+    "equinixmetal",
+    "exoscale",
+    "externalgrpc",
+    "gce",
+    "hetzner",
+    "huaweicloud",
+    "ionoscloud",
+    "kamatera",
+    "kubemark",
+    "kwok",
+    "linode",
+    "magnum",
+    "oci",
+    "ovhcloud",
+    "rancher",
+    "scaleway",
+    "tencentcloud",
+    "utho",
+    "volcengine",
+    "vultr",
+];
+
+fn init_logging(flags: &Flags) {
+    let level = match flags.verbosity {
+        0 | 1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!(
+            "autoscaler={level},cluster_autoscaler={level},warn"
+        ))
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if flags.logging_format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn client(flags: &Flags) -> Result<kube::Client, String> {
+    let mut config = if flags.kubeconfig.is_empty() {
+        kube::Config::infer().await.map_err(|e| {
+            format!("no --kubeconfig and no usable default or in-cluster config: {e}")
+        })?
+    } else {
+        let kc = kube::config::Kubeconfig::read_from(&flags.kubeconfig)
+            .map_err(|e| format!("--kubeconfig={}: {e}", flags.kubeconfig))?;
+        kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .map_err(|e| format!("--kubeconfig={}: {e}", flags.kubeconfig))?
+    };
+    if !flags.kubernetes.is_empty() {
+        config.cluster_url = flags
+            .kubernetes
+            .parse()
+            .map_err(|e| format!("--kubernetes={}: {e}", flags.kubernetes))?;
+    }
+    kube::Client::try_from(config).map_err(|e| format!("building the API client: {e}"))
+}
+
+/// Checks that the provider and the expanders can work together, before
+/// anything starts.
+fn check_provider(flags: &Flags, validated: &Validated) -> Result<(), String> {
+    match flags.cloud_provider.as_str() {
+        "kwok" => {}
+        "clusterapi" | "aws" => {
+            return Err(format!(
+                "--cloud-provider={}: not implemented yet in this autoscaler (implemented: kwok)",
+                flags.cloud_provider
+            ));
+        }
+        other if UPSTREAM_PROVIDERS.contains(&other) => {
+            return Err(format!(
+                "--cloud-provider={other}: not supported by this autoscaler (supported: kwok; clusterapi and aws are planned)"
+            ));
+        }
+        other => return Err(format!("Unknown cloud provider: {other}")),
+    }
+    for e in &validated.expanders {
+        match e {
+            ExpanderName::Price => {
+                return Err("--expander=price: the kwok cloud provider has no pricing model".into());
+            }
+            ExpanderName::Grpc => {
+                return Err(
+                    "--expander=grpc: the grpc expander is not supported by this autoscaler".into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| "cluster-autoscaler".into());
+    format!("{host}_{:08x}", fastrand::u32(..))
+}
+
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+async fn run(flags: Flags, validated: Validated) -> Result<(), String> {
+    let clock = simclock::Clock::new();
+    let client = client(&flags).await?;
+    let metrics = Arc::new(Metrics::new(flags.emit_per_nodegroup_metrics));
+    let liveness = Arc::new(Mutex::new(None));
+    let decisions = Arc::new(Mutex::new(None));
+    let endpoints = Endpoints {
+        metrics: metrics.clone(),
+        liveness: liveness.clone(),
+        decisions: decisions.clone(),
+        clock: clock.clone(),
+        timeouts: (
+            flags.max_inactivity,
+            flags.max_failing_time,
+            flags.max_startup_time,
+        ),
+    };
+    let _server = endpoints
+        .serve(validated.address)
+        .await
+        .map_err(|e| format!("--address={}: cannot listen: {e}", flags.address))?;
+    tracing::info!(
+        "metrics, health check and decisions on http://{}",
+        validated.address
+    );
+    let election = LeaderElection {
+        namespace: flags.namespace.clone(),
+        name: if flags.lease_resource_name.is_empty() {
+            flags.leader_elect_resource_name.clone()
+        } else {
+            flags.lease_resource_name.clone()
+        },
+        identity: identity(),
+        lease_duration: flags.leader_elect_lease_duration,
+        renew_deadline: flags.leader_elect_renew_deadline,
+        retry_period: flags.leader_elect_retry_period,
+    };
+    if flags.leader_elect {
+        kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+            .list(&kube::api::ListParams::default().limit(1))
+            .await
+            .map_err(|e| format!("listing nodes before leader election: {e}"))?;
+        tokio::select! {
+            _ = election.acquire(&client, &clock) => {}
+            _ = stop_signal() => return Ok(()),
+        }
+    }
+    let (cache, _cache_task) = ClusterCache::start(client.clone());
+    cache.wait_ready().await;
+    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let provider: Arc<dyn CloudProvider> = Arc::new(
+        KwokProvider::new(client.clone(), node_lister(&cache), settings)
+            .await
+            .map_err(|e| format!("building the kwok cloud provider: {e}"))?,
+    );
+    let mut autoscaler = Autoscaler::new(
+        client.clone(),
+        clock.clone(),
+        flags.clone(),
+        validated,
+        cache,
+        provider,
+    );
+    autoscaler.metrics = metrics;
+    if let Ok(mut l) = liveness.lock() {
+        *l = Some(autoscaler.liveness.clone());
+    }
+    if let Ok(mut d) = decisions.lock() {
+        *d = Some(autoscaler.decisions.clone());
+    }
+    let lost = async {
+        if flags.leader_elect {
+            election.hold(&client, &clock).await
+        } else {
+            std::future::pending::<String>().await
+        }
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<String>();
+    let stop = async move {
+        tokio::select! {
+            _ = stop_signal() => {}
+            why = lost => {
+                let _ = tx.send(why);
+            }
+        }
+    };
+    autoscaler.run_until(stop).await;
+    match rx.await {
+        Ok(why) => Err(why),
+        Err(_) => Ok(()),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
     let flags = match Flags::from_env() {
         Ok(f) => f,
         Err(e) => {
             let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let validated = match flags.validate() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("cluster-autoscaler: {e}");
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = flags.validate() {
+    if let Err(e) = check_provider(&flags, &validated) {
         eprintln!("cluster-autoscaler: {e}");
         return ExitCode::from(2);
     }
+    init_logging(&flags);
     for w in flags.warnings() {
-        eprintln!("cluster-autoscaler: warning: {w}");
+        tracing::warn!("{w}");
     }
-    eprintln!("cluster-autoscaler: the autoscaling loop is not implemented yet");
-    ExitCode::FAILURE
+    match run(flags, validated).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("cluster-autoscaler: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -378,7 +378,7 @@ impl EventRecorder {
     /// Records an event without waiting for the API.
     pub fn record(&self, object: &ObjectRef, type_: &str, reason: &str, message: String) {
         let now = self.clock.now();
-        tracing::info!(
+        tracing::debug!(
             "event {reason} on {} {}/{}: {message}",
             object.kind,
             object.namespace,

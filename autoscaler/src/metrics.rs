@@ -1,0 +1,493 @@
+//! Prometheus metrics with CA's names, types and labels (ca-compat §8.2),
+//! under the `cluster_autoscaler_` prefix, and the `/health-check` rule
+//! (§8.3). Counters are registered without `_total`: the encoder adds it.
+
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, SystemTime};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+type FGauge = Gauge<f64, AtomicU64>;
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn gpu_labels(extra: &[(&str, &str)]) -> Labels {
+    let mut l = labels(extra);
+    l.extend(labels(&[
+        ("gpu_resource_name", ""),
+        ("gpu_name", ""),
+        ("dra_drivers", ""),
+    ]));
+    l
+}
+
+/// 150 exponential buckets from 0.1 s to 1800 s, as upstream.
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets_range(0.1, 1800.0, 150))
+}
+
+/// Every metric the autoscaler exports.
+pub struct Metrics {
+    registry: Registry,
+    /// `cluster_safe_to_autoscale`.
+    pub safe_to_autoscale: FGauge,
+    /// `nodes_count{state}`.
+    pub nodes_count: Family<Labels, FGauge>,
+    /// `node_groups_count{node_group_type}`.
+    pub node_groups_count: Family<Labels, FGauge>,
+    /// `unschedulable_pods_count{type}`.
+    pub unschedulable_pods_count: Family<Labels, FGauge>,
+    /// `max_nodes_count`.
+    pub max_nodes_count: FGauge,
+    /// `cluster_cpu_current_cores`.
+    pub cpu_current_cores: FGauge,
+    /// `cpu_limits_cores{direction}`.
+    pub cpu_limits_cores: Family<Labels, FGauge>,
+    /// `cluster_memory_current_bytes`.
+    pub memory_current_bytes: FGauge,
+    /// `memory_limits_bytes{direction}`.
+    pub memory_limits_bytes: Family<Labels, FGauge>,
+    /// `last_activity{activity}`.
+    pub last_activity: Family<Labels, FGauge>,
+    /// `function_duration_seconds{function}`.
+    pub function_duration: Family<Labels, Histogram>,
+    /// `errors_total{type}`.
+    pub errors: Family<Labels, Counter>,
+    /// `scaled_up_nodes_total`.
+    pub scaled_up_nodes: Family<Labels, Counter>,
+    /// `failed_scale_ups_total{reason}`.
+    pub failed_scale_ups: Family<Labels, Counter>,
+    /// `failed_node_creations_total{reason}`.
+    pub failed_node_creations: Family<Labels, Counter>,
+    /// `scaled_down_nodes_total{reason}`.
+    pub scaled_down_nodes: Family<Labels, Counter>,
+    /// `evicted_pods_total{eviction_result}`.
+    pub evicted_pods: Family<Labels, Counter>,
+    /// `unneeded_nodes_count`.
+    pub unneeded_nodes_count: FGauge,
+    /// `unremovable_nodes_count{reason}`.
+    pub unremovable_nodes_count: Family<Labels, FGauge>,
+    /// `scale_down_in_cooldown`.
+    pub scale_down_in_cooldown: FGauge,
+    /// `old_unregistered_nodes_removed_count`.
+    pub old_unregistered_removed: Counter,
+    /// `skipped_scale_events_count{direction,reason}`.
+    pub skipped_scale_events: Family<Labels, Counter>,
+    /// `node_group_min_count{node_group}` (with `--emit-per-nodegroup-metrics`).
+    pub node_group_min: Family<Labels, FGauge>,
+    /// `node_group_max_count{node_group}`.
+    pub node_group_max: Family<Labels, FGauge>,
+    /// `node_group_target_count{node_group}`.
+    pub node_group_target: Family<Labels, FGauge>,
+    /// `node_group_healthiness{node_group}`.
+    pub node_group_healthiness: Family<Labels, FGauge>,
+}
+
+/// The unremovable reasons, for zeroing the gauge each loop.
+pub const UNREMOVABLE_REASONS: [&str; 19] = [
+    "NoReason",
+    "ScaleDownDisabledAnnotation",
+    "ScaleDownUnreadyDisabled",
+    "NotAutoscaled",
+    "NotUnneededLongEnough",
+    "NotUnreadyLongEnough",
+    "NodeGroupMinSizeReached",
+    "NodeGroupMaxDeletionCountReached",
+    "AtomicScaleDownFailed",
+    "MinimalResourceLimitExceeded",
+    "CurrentlyBeingDeleted",
+    "NotUnderutilized",
+    "NotUnneededOtherReason",
+    "RecentlyUnremovable",
+    "NoPlaceToMovePods",
+    "BlockedByPod",
+    "UnexpectedError",
+    "NoNodeInfo",
+    "BlockedByOnCompletionPod",
+];
+
+impl Metrics {
+    /// Registers everything and pre-initialises the series upstream starts at 0.
+    pub fn new(per_group: bool) -> Self {
+        let mut registry = Registry::with_prefix("cluster_autoscaler");
+        let m = Self {
+            safe_to_autoscale: FGauge::default(),
+            nodes_count: Family::default(),
+            node_groups_count: Family::default(),
+            unschedulable_pods_count: Family::default(),
+            max_nodes_count: FGauge::default(),
+            cpu_current_cores: FGauge::default(),
+            cpu_limits_cores: Family::default(),
+            memory_current_bytes: FGauge::default(),
+            memory_limits_bytes: Family::default(),
+            last_activity: Family::default(),
+            function_duration: Family::new_with_constructor(duration_histogram),
+            errors: Family::default(),
+            scaled_up_nodes: Family::default(),
+            failed_scale_ups: Family::default(),
+            failed_node_creations: Family::default(),
+            scaled_down_nodes: Family::default(),
+            evicted_pods: Family::default(),
+            unneeded_nodes_count: FGauge::default(),
+            unremovable_nodes_count: Family::default(),
+            scale_down_in_cooldown: FGauge::default(),
+            old_unregistered_removed: Counter::default(),
+            skipped_scale_events: Family::default(),
+            node_group_min: Family::default(),
+            node_group_max: Family::default(),
+            node_group_target: Family::default(),
+            node_group_healthiness: Family::default(),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register(
+            "cluster_safe_to_autoscale",
+            "Whether or not cluster is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
+            m.safe_to_autoscale.clone(),
+        );
+        r.register(
+            "nodes_count",
+            "Number of nodes in cluster.",
+            m.nodes_count.clone(),
+        );
+        r.register(
+            "node_groups_count",
+            "Number of node groups managed by CA.",
+            m.node_groups_count.clone(),
+        );
+        r.register(
+            "unschedulable_pods_count",
+            "Number of unschedulable pods in the cluster.",
+            m.unschedulable_pods_count.clone(),
+        );
+        r.register(
+            "max_nodes_count",
+            "Maximum number of nodes in all node groups",
+            m.max_nodes_count.clone(),
+        );
+        r.register(
+            "cluster_cpu_current_cores",
+            "Current number of cores in the cluster, minus deleting nodes.",
+            m.cpu_current_cores.clone(),
+        );
+        r.register(
+            "cpu_limits_cores",
+            "Minimum and maximum number of cores in the cluster.",
+            m.cpu_limits_cores.clone(),
+        );
+        r.register(
+            "cluster_memory_current_bytes",
+            "Current number of bytes of memory in the cluster, minus deleting nodes.",
+            m.memory_current_bytes.clone(),
+        );
+        r.register(
+            "memory_limits_bytes",
+            "Minimum and maximum number of bytes of memory in cluster.",
+            m.memory_limits_bytes.clone(),
+        );
+        r.register(
+            "last_activity",
+            "Last time certain part of CA logic executed.",
+            m.last_activity.clone(),
+        );
+        r.register(
+            "function_duration_seconds",
+            "Time taken by various parts of CA main loop.",
+            m.function_duration.clone(),
+        );
+        r.register(
+            "errors",
+            "The number of CA loops failed due to an error.",
+            m.errors.clone(),
+        );
+        r.register(
+            "scaled_up_nodes",
+            "Number of nodes added by CA.",
+            m.scaled_up_nodes.clone(),
+        );
+        r.register(
+            "failed_scale_ups",
+            "Number of times scale-up operation has failed.",
+            m.failed_scale_ups.clone(),
+        );
+        r.register(
+            "failed_node_creations",
+            "Number of nodes that failed creation.",
+            m.failed_node_creations.clone(),
+        );
+        r.register(
+            "scaled_down_nodes",
+            "Number of nodes removed by CA.",
+            m.scaled_down_nodes.clone(),
+        );
+        r.register(
+            "evicted_pods",
+            "Number of pods evicted by CA",
+            m.evicted_pods.clone(),
+        );
+        r.register(
+            "unneeded_nodes_count",
+            "Number of nodes currently considered unneeded by CA.",
+            m.unneeded_nodes_count.clone(),
+        );
+        r.register(
+            "unremovable_nodes_count",
+            "Number of nodes currently considered unremovable by CA.",
+            m.unremovable_nodes_count.clone(),
+        );
+        r.register(
+            "scale_down_in_cooldown",
+            "Whether or not the scale down is in cooldown. 1 if its, 0 otherwise.",
+            m.scale_down_in_cooldown.clone(),
+        );
+        r.register(
+            "old_unregistered_nodes_removed_count",
+            "Number of unregistered nodes removed by CA.",
+            m.old_unregistered_removed.clone(),
+        );
+        r.register(
+            "skipped_scale_events_count",
+            "Count of scaling events that the CA has chosen to skip.",
+            m.skipped_scale_events.clone(),
+        );
+        if per_group {
+            r.register(
+                "node_group_min_count",
+                "Minimum number of nodes in the node group",
+                m.node_group_min.clone(),
+            );
+            r.register(
+                "node_group_max_count",
+                "Maximum number of nodes in the node group",
+                m.node_group_max.clone(),
+            );
+            r.register(
+                "node_group_target_count",
+                "Target number of nodes in the node group by CA.",
+                m.node_group_target.clone(),
+            );
+            r.register("node_group_healthiness", "Whether or not node group is healthy enough for autoscaling. 1 if it is, 0 otherwise.", m.node_group_healthiness.clone());
+        }
+        for t in [
+            "cloudProviderError",
+            "apiCallError",
+            "internalError",
+            "transientError",
+            "configurationError",
+            "nodeGroupDoesNotExistError",
+            "unexpectedScaleDownStateError",
+        ] {
+            let _ = m.errors.get_or_create(&labels(&[("type", t)]));
+        }
+        for reason in ["cloudProviderError", "apiCallError", "timeout"] {
+            let _ = m
+                .failed_scale_ups
+                .get_or_create(&gpu_labels(&[("reason", reason)]));
+            let _ = m
+                .failed_node_creations
+                .get_or_create(&labels(&[("reason", reason)]));
+        }
+        for reason in ["underutilized", "empty", "unready"] {
+            let _ = m
+                .scaled_down_nodes
+                .get_or_create(&gpu_labels(&[("reason", reason)]));
+        }
+        for result in ["succeeded", "failed"] {
+            let _ = m
+                .evicted_pods
+                .get_or_create(&labels(&[("eviction_result", result)]));
+        }
+        for direction in ["up", "down"] {
+            for reason in ["CpuResourceLimit", "MemoryResourceLimit"] {
+                let _ = m
+                    .skipped_scale_events
+                    .get_or_create(&labels(&[("direction", direction), ("reason", reason)]));
+            }
+        }
+        Self { registry, ..m }
+    }
+
+    /// The OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!("encoding metrics: {e}");
+        }
+        out
+    }
+
+    /// Sets a labelled gauge.
+    pub fn set(family: &Family<Labels, FGauge>, pairs: &[(&str, &str)], value: f64) {
+        family.get_or_create(&labels(pairs)).set(value);
+    }
+
+    /// Increments a labelled counter.
+    pub fn inc(family: &Family<Labels, Counter>, pairs: &[(&str, &str)], by: u64) {
+        family.get_or_create(&labels(pairs)).inc_by(by);
+    }
+
+    /// Increments a counter that carries the empty GPU labels.
+    pub fn inc_gpu(family: &Family<Labels, Counter>, pairs: &[(&str, &str)], by: u64) {
+        family.get_or_create(&gpu_labels(pairs)).inc_by(by);
+    }
+
+    /// Records a loop phase duration.
+    pub fn observe(&self, function: &str, d: Duration) {
+        self.function_duration
+            .get_or_create(&labels(&[("function", function)]))
+            .observe(d.as_secs_f64());
+    }
+
+    /// Records when an activity ran.
+    pub fn activity(&self, activity: &str, at: SystemTime) {
+        let secs = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        Self::set(&self.last_activity, &[("activity", activity)], secs);
+    }
+}
+
+/// The `/health-check` verdict (ca-compat §8.3): `Ok(())` or the 500 body.
+pub fn health(
+    now: SystemTime,
+    last_activity: SystemTime,
+    last_success: Option<SystemTime>,
+    started: SystemTime,
+    max_inactivity: Duration,
+    max_failing: Duration,
+    max_startup: Duration,
+) -> Result<(), String> {
+    let startup = max_startup.max(max_inactivity).max(max_failing);
+    let (activity_timeout, success_timeout, success_since) = match last_success {
+        Some(t) => (max_inactivity, max_failing, t),
+        None => (startup, startup, started),
+    };
+    let inactive = now.duration_since(last_activity).unwrap_or_default();
+    let failing = now.duration_since(success_since).unwrap_or_default();
+    if inactive > activity_timeout || failing > success_timeout {
+        return Err(format!(
+            "Error: last activity more {} ago, last success more than {} ago",
+            simclock::format_go_duration(inactive),
+            simclock::format_go_duration(failing)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn names_and_preinitialised_series() {
+        let m = Metrics::new(false);
+        m.safe_to_autoscale.set(1.0);
+        Metrics::set(&m.nodes_count, &[("state", "ready")], 3.0);
+        m.observe("main", Duration::from_millis(250));
+        let text = m.encode();
+        for line in [
+            "cluster_autoscaler_cluster_safe_to_autoscale 1.0",
+            "cluster_autoscaler_nodes_count{state=\"ready\"} 3.0",
+            "cluster_autoscaler_errors_total{type=\"cloudProviderError\"} 0",
+            "cluster_autoscaler_failed_scale_ups_total{reason=\"timeout\",gpu_resource_name=\"\",gpu_name=\"\",dra_drivers=\"\"} 0",
+            "cluster_autoscaler_scaled_down_nodes_total{reason=\"empty\",gpu_resource_name=\"\",gpu_name=\"\",dra_drivers=\"\"} 0",
+            "cluster_autoscaler_evicted_pods_total{eviction_result=\"failed\"} 0",
+            "cluster_autoscaler_function_duration_seconds_count{function=\"main\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        Metrics::set(&m.node_group_min, &[("node_group", "g")], 1.0);
+        assert!(
+            !m.encode().contains("node_group_min_count"),
+            "per-group metrics need the flag"
+        );
+        let with = Metrics::new(true);
+        Metrics::set(&with.node_group_min, &[("node_group", "g")], 1.0);
+        assert!(
+            with.encode()
+                .contains("cluster_autoscaler_node_group_min_count{node_group=\"g\"} 1.0")
+        );
+    }
+
+    #[test]
+    fn health_check_timeouts() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let min = |m: u64| Duration::from_secs(60 * m);
+        // Before the first success, 20 minutes of grace.
+        assert!(
+            health(
+                t0 + min(19),
+                t0 + min(19),
+                None,
+                t0,
+                min(10),
+                min(15),
+                min(20)
+            )
+            .is_ok()
+        );
+        assert!(
+            health(
+                t0 + min(21),
+                t0 + min(21),
+                None,
+                t0,
+                min(10),
+                min(15),
+                min(20)
+            )
+            .is_err()
+        );
+        // After: 10 minutes without activity or 15 without success fail.
+        assert!(
+            health(
+                t0 + min(14),
+                t0 + min(5),
+                Some(t0),
+                t0,
+                min(10),
+                min(15),
+                min(20)
+            )
+            .is_ok()
+        );
+        let e = health(
+            t0 + min(16),
+            t0 + min(16),
+            Some(t0),
+            t0,
+            min(10),
+            min(15),
+            min(20),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "Error: last activity more 0s ago, last success more than 16m0s ago"
+        );
+        assert!(
+            health(
+                t0 + min(11),
+                t0,
+                Some(t0 + min(1)),
+                t0,
+                min(10),
+                min(15),
+                min(20)
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! The HTTP endpoints on `--address` (ca-compat §8.1): `/metrics`,
+//! `/health-check`, and (beyond upstream) `/decisions`, the last loop's
+//! decision record as JSON. They answer on non-leaders too.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+use crate::core::{Decisions, Liveness};
+use crate::metrics::{self, Metrics};
+
+/// What the endpoints read.
+#[derive(Clone)]
+pub struct Endpoints {
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Loop liveness; `None` until the loop starts (health is then OK).
+    pub liveness: Arc<Mutex<Option<Arc<Mutex<Liveness>>>>>,
+    /// Decisions of the last loop.
+    pub decisions: Arc<Mutex<Option<Arc<Mutex<Decisions>>>>>,
+    /// The clock.
+    pub clock: simclock::Clock,
+    /// `--max-inactivity`, `--max-failing-time`, `--max-startup-time`.
+    pub timeouts: (Duration, Duration, Duration),
+}
+
+impl Endpoints {
+    /// The router.
+    pub fn router(self) -> Router {
+        let (m, h, d) = (self.clone(), self.clone(), self);
+        Router::new()
+            .route(
+                "/metrics",
+                get(move || {
+                    let text = m.metrics.encode();
+                    async move {
+                        (
+                            [(
+                                header::CONTENT_TYPE,
+                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            )],
+                            text,
+                        )
+                    }
+                }),
+            )
+            .route(
+                "/health-check",
+                get(move || {
+                    let verdict = h.health();
+                    async move {
+                        match verdict {
+                            Ok(()) => (StatusCode::OK, "OK".to_string()).into_response(),
+                            Err(body) => (StatusCode::INTERNAL_SERVER_ERROR, body).into_response(),
+                        }
+                    }
+                }),
+            )
+            .route(
+                "/decisions",
+                get(move || {
+                    let body = d
+                        .decisions
+                        .lock()
+                        .ok()
+                        .and_then(|o| o.clone())
+                        .and_then(|dec| dec.lock().ok().map(|x| x.clone()))
+                        .unwrap_or_default();
+                    async move { axum::Json(body) }
+                }),
+            )
+    }
+
+    fn health(&self) -> Result<(), String> {
+        let Some(l) = self.liveness.lock().ok().and_then(|o| o.clone()) else {
+            return Ok(());
+        };
+        let l = *l.lock().map_err(|e| e.to_string())?;
+        let (inactivity, failing, startup) = self.timeouts;
+        metrics::health(
+            self.clock.now(),
+            l.last_activity,
+            l.last_success,
+            l.started,
+            inactivity,
+            failing,
+            startup,
+        )
+    }
+
+    /// Serves on `addr` until the process ends.
+    pub async fn serve(
+        self,
+        addr: SocketAddr,
+    ) -> Result<tokio::task::JoinHandle<()>, std::io::Error> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let router = self.router();
+        Ok(tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!("metrics server: {e}");
+            }
+        }))
+    }
+}

@@ -1,0 +1,201 @@
+//! The `cluster-autoscaler` binary against the embedded cluster served over
+//! TLS (as `testbed up` serves it), in real time: it scales up pending pods,
+//! writes the status ConfigMap, answers `/metrics`, `/health-check` and
+//! `/decisions`, and on SIGTERM deletes the status ConfigMap. Bad flags
+//! exit before anything starts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::cluster::Cluster;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::Api;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.unwrap();
+    let status = buf
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
+    let templates = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pool", "labels": {"kwok-nodegroup": "pool"}},
+         "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}, "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}]});
+    let cluster = Cluster::builder()
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
+            "data": {"config": "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"}}))
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-templates", "namespace": "kube-system"},
+            "data": {"templates": templates.to_string()}}))
+        .object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}))
+        .start()
+        .await
+        .unwrap();
+    let endpoint = cluster
+        .api_server()
+        .unwrap()
+        .serve_tls("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    endpoint.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let mut child = Process(
+        Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+            .args([
+                "--cloud-provider=kwok",
+                &format!("--kubeconfig={}", kubeconfig.display()),
+                &format!("--address=127.0.0.1:{port}"),
+                "--scan-interval=1s",
+                "--v=0",
+            ])
+            .env("POD_NAMESPACE", "kube-system")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    // 5 pods of 1 CPU on 4-CPU nodes (3.9 left with kube-proxy): 2 nodes.
+    cluster
+        .wait_pods_running("app=web", 5, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let nodes = Api::<Node>::all(cluster.client())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(
+        nodes.len(),
+        2,
+        "{:?}",
+        nodes
+            .iter()
+            .map(|n| n.metadata.name.clone())
+            .collect::<Vec<_>>()
+    );
+
+    let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), "kube-system");
+    let cm = cms.get("cluster-autoscaler-status").await.unwrap();
+    let status: serde_json::Value = serde_saphyr::from_str(&cm.data.unwrap()["status"]).unwrap();
+    assert_eq!(status["autoscalerStatus"], "Running");
+    assert!(
+        cm.metadata.annotations.unwrap()["cluster-autoscaler.kubernetes.io/last-updated"]
+            .ends_with("+0000 UTC")
+    );
+
+    let (code, metrics) = http_get(port, "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(metrics.contains("cluster_autoscaler_scaled_up_nodes_total{gpu_resource_name=\"\",gpu_name=\"\",dra_drivers=\"\"} 2"), "{metrics}");
+    assert!(
+        metrics.contains("cluster_autoscaler_cluster_safe_to_autoscale 1"),
+        "{metrics}"
+    );
+    let (code, body) = http_get(port, "/health-check").await;
+    assert_eq!((code, body.as_str()), (200, "OK"));
+    let (code, body) = http_get(port, "/decisions").await;
+    assert_eq!(code, 200);
+    let decisions: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(decisions.get("scaleUp").is_some(), "{decisions}");
+
+    // SIGTERM: a graceful exit deletes the status ConfigMap.
+    Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        cms.get_opt("cluster-autoscaler-status")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+fn fails(args: &[&str], message: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(message), "{args:?}: {stderr}");
+}
+
+#[test]
+fn bad_flags_exit_before_starting() {
+    fails(
+        &["--cloud-provider=kwok", "--scan-interval=10"],
+        "--scan-interval",
+    );
+    fails(
+        &["--cloud-provider=kwok", "--nodes=3:1:g"],
+        "invalid value for --nodes: \"3:1:g\": max 1 is below min 3",
+    );
+    fails(
+        &["--cloud-provider=kwok", "--expander=fastest"],
+        "Expander fastest not supported",
+    );
+    fails(
+        &["--cloud-provider=gce"],
+        "--cloud-provider=gce: not supported by this autoscaler",
+    );
+    fails(
+        &["--cloud-provider=nimbus"],
+        "Unknown cloud provider: nimbus",
+    );
+    fails(
+        &["--cloud-provider=kwok", "--expander=price"],
+        "no pricing model",
+    );
+}
