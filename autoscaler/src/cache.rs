@@ -128,7 +128,10 @@ impl State {
         self.dirty.insert(node.to_string());
     }
 
-    fn put_pod(&mut self, pod: Pod) -> bool {
+    fn put_pod(&mut self, mut pod: Pod) -> bool {
+        // Managed fields are the largest part of most objects and CA never
+        // reads them.
+        pod.metadata.managed_fields = None;
         let key = predicates::nodeinfo::pod_key(&pod);
         let newly_unschedulable =
             is_unschedulable(&pod) && !self.unbound.get(&key).is_some_and(|p| is_unschedulable(p));
@@ -387,6 +390,8 @@ impl ClusterCache {
                         Event::Apply(n) | Event::InitApply(n) => {
                             let name = n.name_any();
                             s.seen("Node", &name);
+                            let mut n = n;
+                            n.metadata.managed_fields = None;
                             s.nodes.insert(name.clone(), Arc::new(n));
                             s.touch(&name);
                         }

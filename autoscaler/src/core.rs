@@ -894,7 +894,9 @@ impl Autoscaler {
                 }
             }
         }
+        let t = std::time::Instant::now();
         let pending = scaleup::filter_out_schedulable(snapshot, pending);
+        self.metrics.observe("filterOutSchedulable", t.elapsed());
         snapshot.commit();
         let pending: Vec<Arc<Pod>> = pending
             .into_iter()
@@ -985,6 +987,7 @@ impl Autoscaler {
         };
         let priorities = self.priorities().await;
         let mut notices = Vec::new();
+        let t = std::time::Instant::now();
         let plan = scaleup::plan(
             snapshot,
             &PlanInputs {
@@ -998,6 +1001,7 @@ impl Autoscaler {
             },
             &mut notices,
         );
+        self.metrics.observe("scaleUp:estimate", t.elapsed());
         self.report_priority_notices(notices);
         let by_key: HashMap<String, &Arc<Pod>> = pending
             .iter()

@@ -117,7 +117,9 @@ fn check_provider(flags: &Flags, validated: &Validated) -> Result<(), String> {
     for e in &validated.expanders {
         match e {
             ExpanderName::Price => {
-                return Err("--expander=price: the kwok cloud provider has no pricing model".into());
+                return Err(
+                    "--expander=price: the kwok cloud provider has no pricing model".into(),
+                );
             }
             ExpanderName::Grpc => {
                 return Err(

@@ -9,7 +9,6 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
 use predicates::{NodeInfo, PodInfo};
-use serde_json::Value;
 
 use crate::cache::is_expendable;
 use crate::expander::{self, Priorities, PriorityNotice, ScaleUpOption};
@@ -104,45 +103,49 @@ impl PodGroup {
 
 /// The spec compared for equivalence: env, hostname and projected volumes
 /// (with their mounts) removed, as upstream's `PodSpecSemanticallyEqual`.
-fn sanitized_spec(pod: &Pod) -> Value {
-    let mut spec = serde_json::to_value(&pod.spec).unwrap_or(Value::Null);
+fn sanitized_spec(pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodSpec> {
+    let mut spec = pod.spec.clone()?;
     let projected: Vec<String> = spec
-        .get("volumes")
-        .and_then(Value::as_array)
-        .map(|vs| {
-            vs.iter()
-                .filter(|v| v.get("projected").is_some())
-                .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(obj) = spec.as_object_mut() {
-        obj.remove("hostname");
-        obj.remove("nodeName");
-        if let Some(vs) = obj.get_mut("volumes").and_then(Value::as_array_mut) {
-            vs.retain(|v| v.get("projected").is_none());
-        }
-        for list in ["containers", "initContainers"] {
-            for c in obj
-                .get_mut(list)
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(c) = c.as_object_mut() {
-                    c.remove("env");
-                    if let Some(ms) = c.get_mut("volumeMounts").and_then(Value::as_array_mut) {
-                        ms.retain(|m| {
-                            !m.get("name")
-                                .and_then(Value::as_str)
-                                .is_some_and(|n| projected.iter().any(|p| p == n))
-                        });
-                    }
-                }
-            }
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| v.projected.is_some())
+        .map(|v| v.name.clone())
+        .collect();
+    spec.hostname = None;
+    spec.node_name = None;
+    if let Some(vs) = spec.volumes.as_mut() {
+        vs.retain(|v| v.projected.is_none());
+    }
+    for c in spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+    {
+        c.env = None;
+        if let Some(ms) = c.volume_mounts.as_mut() {
+            ms.retain(|m| !projected.contains(&m.name));
         }
     }
-    spec
+    Some(spec)
+}
+
+fn controller_uid(pod: &Pod) -> Option<&str> {
+    pod.metadata
+        .owner_references
+        .as_ref()
+        .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
+        .map(|r| r.uid.as_str())
+}
+
+/// Whether two pods are the same for scheduling: same controller, equal
+/// labels, and specs equal after sanitising (compared directly first, which
+/// is the common case and allocates nothing).
+pub fn equivalent(a: &Pod, b: &Pod) -> bool {
+    controller_uid(a).is_some()
+        && controller_uid(a) == controller_uid(b)
+        && a.metadata.labels == b.metadata.labels
+        && (a.spec == b.spec || sanitized_spec(a) == sanitized_spec(b))
 }
 
 /// Groups pods by equivalence (ca-compat §4.2): pods without a controller
@@ -150,30 +153,22 @@ fn sanitized_spec(pod: &Pod) -> Value {
 /// distinct pods are alone.
 pub fn equivalence_groups(pods: &[Arc<Pod>]) -> Vec<PodGroup> {
     let mut groups: Vec<PodGroup> = Vec::new();
-    let mut by_controller: HashMap<String, Vec<(Value, usize)>> = HashMap::new();
+    // Per controller uid: the first pod of each of its groups.
+    let mut by_controller: HashMap<&str, Vec<(Arc<Pod>, usize)>> = HashMap::new();
     for pod in pods {
-        let uid = pod
-            .metadata
-            .owner_references
-            .as_ref()
-            .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
-            .map(|r| r.uid.clone());
-        let Some(uid) = uid.filter(|_| !is_daemonset_pod(pod)) else {
+        let Some(uid) = controller_uid(pod).filter(|_| !is_daemonset_pod(pod)) else {
             groups.push(PodGroup {
                 pods: vec![pod.clone()],
             });
             continue;
         };
-        let key = serde_json::json!([pod.metadata.labels, sanitized_spec(pod)]);
         let known = by_controller.entry(uid).or_default();
-        if let Some((_, i)) = known.iter().find(|(k, _)| *k == key) {
+        if let Some((_, i)) = known.iter().find(|(rep, _)| equivalent(rep, pod)) {
             groups[*i].pods.push(pod.clone());
-        } else if known.len() < 10 {
-            known.push((key, groups.len()));
-            groups.push(PodGroup {
-                pods: vec![pod.clone()],
-            });
         } else {
+            if known.len() < 10 {
+                known.push((pod.clone(), groups.len()));
+            }
             groups.push(PodGroup {
                 pods: vec![pod.clone()],
             });
@@ -189,18 +184,11 @@ pub fn equivalence_groups(pods: &[Arc<Pod>]) -> Vec<PodGroup> {
 pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<Arc<Pod>>) -> Vec<Arc<Pod>> {
     let mut pods = pods;
     pods.sort_by_key(|p| std::cmp::Reverse(p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)));
-    let mut failed: Vec<Value> = Vec::new();
+    let mut failed: Vec<Arc<Pod>> = Vec::new();
     let mut left = Vec::new();
     let mut hint = 0;
     for pod in pods {
-        let key = controller_of(&pod).map(|_| {
-            serde_json::json!([
-                pod.metadata.owner_references,
-                pod.metadata.labels,
-                sanitized_spec(&pod)
-            ])
-        });
-        if key.as_ref().is_some_and(|k| failed.contains(k)) {
+        if failed.iter().any(|f| equivalent(f, &pod)) {
             left.push(pod);
             continue;
         }
@@ -211,8 +199,8 @@ pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<Arc<Pod>>) -> V
                 hint = i;
             }
             None => {
-                if let Some(k) = key {
-                    failed.push(k);
+                if controller_of(&pod).is_some() {
+                    failed.push(pod.clone());
                 }
                 left.push(pod);
             }

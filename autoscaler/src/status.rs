@@ -405,25 +405,28 @@ impl EventRecorder {
                 seen.retain(|_, t| *t + Duration::from_secs(300) > now);
             }
         }
-        let ns = if object.namespace.is_empty() {
-            "default".to_string()
-        } else {
-            object.namespace.clone()
-        };
-        let ts = simclock::format_rfc3339(now);
-        let event = json!({
-            "metadata": {"generateName": format!("{}.", object.name), "namespace": ns},
-            "involvedObject": {"apiVersion": object.api_version, "kind": object.kind, "name": object.name,
-                "namespace": if object.namespace.is_empty() { Value::Null } else { json!(object.namespace) },
-                "uid": if object.uid.is_empty() { Value::Null } else { json!(object.uid) }},
-            "type": type_, "reason": reason, "message": message,
-            "source": {"component": "cluster-autoscaler"},
-            "reportingComponent": "cluster-autoscaler",
-            "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-        });
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-        let reason = reason.to_string();
+        let object = object.clone();
+        let (client, type_, reason) = (self.client.clone(), type_.to_string(), reason.to_string());
+        // Built and sent off the loop's path: a scale-up may emit an event
+        // for each of thousands of pods.
         tokio::spawn(async move {
+            let ns = if object.namespace.is_empty() {
+                "default".to_string()
+            } else {
+                object.namespace.clone()
+            };
+            let ts = simclock::format_rfc3339(now);
+            let event = json!({
+                "metadata": {"generateName": format!("{}.", object.name), "namespace": ns},
+                "involvedObject": {"apiVersion": object.api_version, "kind": object.kind, "name": object.name,
+                    "namespace": if object.namespace.is_empty() { Value::Null } else { json!(object.namespace) },
+                    "uid": if object.uid.is_empty() { Value::Null } else { json!(object.uid) }},
+                "type": type_, "reason": reason, "message": message,
+                "source": {"component": "cluster-autoscaler"},
+                "reportingComponent": "cluster-autoscaler",
+                "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+            });
+            let api: Api<Event> = Api::namespaced(client, &ns);
             let result = match serde_json::from_value::<Event>(event) {
                 Ok(e) => api.create(&PostParams::default(), &e).await.map(|_| ()),
                 Err(e) => Err(kube::Error::SerdeError(e)),

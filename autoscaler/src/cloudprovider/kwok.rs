@@ -579,12 +579,21 @@ impl KwokProvider {
                 },
             );
         }
+        let existing = (self.shared.nodes)();
         {
             let mut groups = lock(&self.shared.groups);
             for (id, g) in built.iter_mut() {
                 if let Some(old) = groups.get(id) {
                     g.target = old.target;
                     g.phantom = old.phantom.clone();
+                } else if !parsed.from_cluster {
+                    // After a restart the group's nodes are already there:
+                    // they count towards the target.
+                    let members = existing
+                        .iter()
+                        .filter(|n| annotation(n, GROUP_NAME_ANNOTATION) == Some(id.as_str()))
+                        .count();
+                    g.target = g.target.max(members.min(g.max));
                 }
             }
             *groups = built;
