@@ -471,3 +471,68 @@ async fn a_group_never_goes_above_max() {
         "{not:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_group_never_goes_below_min() {
+    let r = start(
+        &[template("floor", "4", json!({"cluster-autoscaler.kwok.nodegroup/min-count": "1", "cluster-autoscaler.kwok.nodegroup/desired-count": "3"}))],
+        vec![],
+        &[],
+    )
+    .await;
+    r.cluster.wait_nodes_ready(3, 2 * MINUTE).await.unwrap();
+    r.cluster.advance(30 * MINUTE).await;
+    assert_eq!(
+        group_nodes(&r.cluster, "floor").await.len(),
+        1,
+        "empty nodes go, down to min"
+    );
+    let node = group_nodes(&r.cluster, "floor").await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    assert_eq!(
+        r.decisions.lock().unwrap().unremovable.get(&node),
+        None,
+        "the last node is not even a candidate"
+    );
+}
+
+async fn raise_min_to(r: &Running, min: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(r.cluster.client(), "kube-system");
+    let mut cm = api.get("kwok-provider-templates").await.unwrap();
+    let t = template(
+        "grow",
+        "4",
+        json!({"cluster-autoscaler.kwok.nodegroup/min-count": min}),
+    );
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [t]});
+    cm.data = Some([("templates".to_string(), list.to_string())].into());
+    cm.metadata.managed_fields = None;
+    api.replace("kwok-provider-templates", &Default::default(), &cm)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn enforce_node_group_min_size_raises_a_group_to_min() {
+    let r = start(
+        &[template("grow", "4", json!({}))],
+        vec![],
+        &["--enforce-node-group-min-size"],
+    )
+    .await;
+    r.cluster.advance(MINUTE).await;
+    assert!(group_nodes(&r.cluster, "grow").await.is_empty());
+    // The operator raises the minimum; refresh re-reads it.
+    raise_min_to(&r, "2").await;
+    r.cluster.wait_nodes_ready(2, 2 * MINUTE).await.unwrap();
+    assert_eq!(group_nodes(&r.cluster, "grow").await.len(), 2);
+
+    // Without the flag, CA never repairs a group below its min by itself.
+    let r = start(&[template("grow", "4", json!({}))], vec![], &[]).await;
+    raise_min_to(&r, "2").await;
+    r.cluster.advance(5 * MINUTE).await;
+    assert!(group_nodes(&r.cluster, "grow").await.is_empty());
+}
