@@ -243,3 +243,34 @@ async fn refresh_rereads_the_config_maps_and_faults_are_injected() {
     );
     assert_eq!(provider.node_groups().len(), 2, "the last good groups stay");
 }
+
+#[tokio::test]
+async fn the_shipped_example_config_maps_work() {
+    let api = apiserver::ApiServer::start(simclock::Clock::new()).unwrap();
+    let client = api.client();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/kwok-provider-configmaps.yaml"
+    ))
+    .unwrap();
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    for d in docs {
+        cms.create(&PostParams::default(), &serde_json::from_value(d).unwrap())
+            .await
+            .unwrap();
+    }
+    let store = node_store(&client).await;
+    let provider = KwokProvider::new(client.clone(), lister(&store), settings())
+        .await
+        .unwrap();
+    let groups: Vec<(String, usize, usize)> = provider
+        .node_groups()
+        .iter()
+        .map(|g| (g.id(), g.min_size(), g.max_size()))
+        .collect();
+    assert_eq!(
+        groups,
+        [("large".to_string(), 0, 5), ("small".to_string(), 0, 10)]
+    );
+}
