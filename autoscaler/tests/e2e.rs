@@ -536,3 +536,53 @@ async fn enforce_node_group_min_size_raises_a_group_to_min() {
     r.cluster.advance(5 * MINUTE).await;
     assert!(group_nodes(&r.cluster, "grow").await.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_priority_config_map_is_reported_and_ignored() {
+    let priorities = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
+        "data": {"priorities": "ten:\n  - ^a$\n"}});
+    let r = start(
+        &[template("a", "4", json!({}))],
+        vec![priorities, deployment("web", 1, "1", json!({}), json!({}))],
+        &["--expander=priority"],
+    )
+    .await;
+    r.cluster
+        .wait_pods_running("app=web", 1, 2 * MINUTE)
+        .await
+        .unwrap();
+    let invalid = events(&r.cluster, "PriorityConfigMapInvalid").await;
+    assert!(
+        invalid.iter().any(
+            |m| m.starts_with("Wrong configuration for priority expander:")
+                && m.ends_with("Ignoring update.")
+        ),
+        "{invalid:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_provider_config_stops_loops_without_deleting_nodes() {
+    let r = start(
+        &[template(
+            "pool",
+            "4",
+            json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "2"}),
+        )],
+        vec![],
+        &[],
+    )
+    .await;
+    r.cluster.wait_nodes_ready(2, 2 * MINUTE).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(r.cluster.client(), "kube-system");
+    let mut cm = api.get("kwok-provider-config").await.unwrap();
+    cm.data = Some([("config".to_string(), "readNodesFrom: nowhere".to_string())].into());
+    cm.metadata.managed_fields = None;
+    api.replace("kwok-provider-config", &Default::default(), &cm)
+        .await
+        .unwrap();
+    // Two empty nodes would be removed after 10 minutes; a loop that cannot
+    // read its configuration does nothing instead.
+    r.cluster.advance(30 * MINUTE).await;
+    assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 2);
+}
