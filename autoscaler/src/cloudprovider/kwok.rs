@@ -58,6 +58,36 @@ pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 pub const PROVIDER_TAINT: &str = "kwok-provider";
 /// Default max size of a group.
 pub const DEFAULT_MAX_COUNT: usize = 200;
+/// Template annotation that injects a fault into the group (beyond
+/// upstream, for test clusters driven from outside the process):
+/// `never-register`, or `increase-size-error=<Class>:<code>:<message>`
+/// with Class `OutOfResource` or `Other`.
+pub const FAULT_ANNOTATION: &str = "testbed.cluster-autoscaler.kwok/fault";
+
+/// Parses a [`FAULT_ANNOTATION`] value.
+pub fn parse_fault(value: &str) -> Result<Fault, String> {
+    if value.trim() == "never-register" {
+        return Ok(Fault::NeverRegister);
+    }
+    let spec = value
+        .trim()
+        .strip_prefix("increase-size-error=")
+        .ok_or_else(|| format!("{value:?} is not never-register or increase-size-error=<Class>:<code>:<message>"))?;
+    let mut parts = spec.splitn(3, ':');
+    let (Some(class), Some(code), Some(message)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("{value:?}: want increase-size-error=<Class>:<code>:<message>"));
+    };
+    let class = match class {
+        "OutOfResource" => ErrorClass::OutOfResources,
+        "Other" => ErrorClass::Other,
+        other => return Err(format!("{value:?}: error class {other:?} is not OutOfResource or Other")),
+    };
+    Ok(Fault::IncreaseSizeFails(InstanceErrorInfo {
+        class,
+        code: code.to_string(),
+        message: message.to_string(),
+    }))
+}
 
 /// Where the provider finds its configuration.
 #[derive(Debug, Clone)]
@@ -337,6 +367,8 @@ struct GroupState {
     target: usize,
     /// Instances accepted but never registered (fault injection), by name.
     phantom: BTreeSet<String>,
+    /// A fault from the template's annotation.
+    fault: Option<Fault>,
 }
 
 struct Shared {
@@ -416,6 +448,9 @@ fn prepare_template(node: &Node, group: &str, skip_taint: bool) -> Result<Node, 
             meta.remove(k);
         }
         meta.insert("name".into(), json!(format!("kwok-fake-{name}")));
+    }
+    if let Some(a) = v["metadata"]["annotations"].as_object_mut() {
+        a.remove(FAULT_ANNOTATION);
     }
     v["metadata"]["annotations"][KWOK_NODE_ANNOTATION] = json!("fake");
     v["metadata"]["annotations"][GROUP_NAME_ANNOTATION] = json!(group);
@@ -568,9 +603,19 @@ impl KwokProvider {
                     "kwok provider: template node {tname:?}: desired-count {desired} is outside [{min}, {max}]"
                 )));
             }
+            let fault = annotation(t, FAULT_ANNOTATION)
+                .map(|v| {
+                    parse_fault(v).map_err(|e| {
+                        CloudError::configuration(format!(
+                            "kwok provider: template node {tname:?}: annotation {FAULT_ANNOTATION}: {e}"
+                        ))
+                    })
+                })
+                .transpose()?;
             built.insert(
                 group.clone(),
                 GroupState {
+                    fault,
                     template: prepare_template(t, &group, parsed.skip_taint)?,
                     min,
                     max,
@@ -643,6 +688,14 @@ impl KwokNodeGroup {
             .collect()
     }
 
+    /// The injected fault: the in-process handle's, else the template's.
+    fn fault(&self) -> Option<Fault> {
+        self.shared
+            .faults
+            .get(&self.id)
+            .or_else(|| self.with_state(|g| g.fault.clone()).ok().flatten())
+    }
+
     fn with_state<R>(&self, f: impl FnOnce(&mut GroupState) -> R) -> Result<R, CloudError> {
         let mut groups = lock(&self.shared.groups);
         let g = groups.get_mut(&self.id).ok_or_else(|| CloudError::Failed {
@@ -657,7 +710,7 @@ impl KwokNodeGroup {
     /// the group is set never to register).
     async fn create_nodes(&self, count: usize) -> Result<(), CloudError> {
         let template = self.with_state(|g| g.template.clone())?;
-        let never = self.shared.faults.get(&self.id) == Some(Fault::NeverRegister);
+        let never = self.fault() == Some(Fault::NeverRegister);
         let api: Api<Node> = Api::all(self.shared.client.clone());
         for _ in 0..count {
             let name = format!("{}-{}", self.id, random_suffix());
@@ -715,7 +768,7 @@ impl NodeGroup for KwokNodeGroup {
                     target + delta
                 )));
             }
-            if let Some(Fault::IncreaseSizeFails(info)) = self.shared.faults.get(&self.id) {
+            if let Some(Fault::IncreaseSizeFails(info)) = self.fault() {
                 return Err(CloudError::Failed {
                     kind: super::ErrorType::CloudProvider,
                     message: format!("kwok node group {}: {}", self.id, info.message),
@@ -978,6 +1031,22 @@ mod tests {
                 .to_string()
                 .contains("something other than nodes")
         );
+    }
+
+    #[test]
+    fn fault_annotations() {
+        assert_eq!(parse_fault("never-register"), Ok(Fault::NeverRegister));
+        assert_eq!(
+            parse_fault("increase-size-error=OutOfResource:QUOTA_EXCEEDED:quota 'CPUS' exceeded: 8/8"),
+            Ok(Fault::IncreaseSizeFails(InstanceErrorInfo {
+                class: ErrorClass::OutOfResources,
+                code: "QUOTA_EXCEEDED".into(),
+                message: "quota 'CPUS' exceeded: 8/8".into(),
+            }))
+        );
+        assert!(parse_fault("explode").unwrap_err().contains("is not never-register"));
+        assert!(parse_fault("increase-size-error=Weird:x:y").unwrap_err().contains("error class \"Weird\""));
+        assert!(parse_fault("increase-size-error=Other").unwrap_err().contains("want increase-size-error"));
     }
 
     #[test]
