@@ -433,6 +433,18 @@ impl Autoscaler {
             sum_max
         };
         m.max_nodes_count.set(max as f64);
+        let mut taint_types: BTreeMap<String, usize> = BTreeMap::new();
+        for n in nodes {
+            for t in n.spec.iter().flat_map(|s| s.taints.iter().flatten()) {
+                *taint_types
+                    .entry(taints::metric_type(&t.key, &self.taints))
+                    .or_default() += 1;
+            }
+        }
+        m.node_taints_count.clear();
+        for (t, count) in taint_types {
+            Metrics::set(&m.node_taints_count, &[("type", &t)], count as f64);
+        }
         let (cores, memory) = self.cluster_resources(nodes, now);
         m.cpu_current_cores.set(cores as f64);
         m.memory_current_bytes.set(memory as f64);
@@ -988,6 +1000,7 @@ impl Autoscaler {
         let priorities = self.priorities().await;
         let mut notices = Vec::new();
         let t = std::time::Instant::now();
+        let mut limit_hits = Vec::new();
         let plan = scaleup::plan(
             snapshot,
             &PlanInputs {
@@ -998,10 +1011,31 @@ impl Autoscaler {
                 expanders: &self.validated.expanders,
                 priorities: priorities.as_ref(),
                 balancing: &balancing,
+                max_binpacking_time: f.max_binpacking_time,
+                max_group_binpacking_time: f.max_nodegroup_binpacking_duration,
             },
             &mut notices,
+            &mut limit_hits,
         );
         self.metrics.observe("scaleUp:estimate", t.elapsed());
+        for hit in limit_hits {
+            for (resource, reason) in [
+                ("cpu", "CpuResourceLimit"),
+                ("memory", "MemoryResourceLimit"),
+            ] {
+                if hit
+                    .split("resources: ")
+                    .nth(1)
+                    .is_some_and(|r| r.split(", ").any(|x| x == resource))
+                {
+                    Metrics::inc(
+                        &self.metrics.skipped_scale_events,
+                        &[("direction", "up"), ("reason", reason)],
+                        1,
+                    );
+                }
+            }
+        }
         self.report_priority_notices(notices);
         let by_key: HashMap<String, &Arc<Pod>> = pending
             .iter()

@@ -83,6 +83,8 @@ pub struct Metrics {
     pub old_unregistered_removed: Counter,
     /// `skipped_scale_events_count{direction,reason}`.
     pub skipped_scale_events: Family<Labels, Counter>,
+    /// `node_taints_count{type}`.
+    pub node_taints_count: Family<Labels, FGauge>,
     /// `node_group_min_count{node_group}` (with `--emit-per-nodegroup-metrics`).
     pub node_group_min: Family<Labels, FGauge>,
     /// `node_group_max_count{node_group}`.
@@ -143,6 +145,7 @@ impl Metrics {
             scale_down_in_cooldown: FGauge::default(),
             old_unregistered_removed: Counter::default(),
             skipped_scale_events: Family::default(),
+            node_taints_count: Family::default(),
             node_group_min: Family::default(),
             node_group_max: Family::default(),
             node_group_target: Family::default(),
@@ -254,6 +257,11 @@ impl Metrics {
             "old_unregistered_nodes_removed_count",
             "Number of unregistered nodes removed by CA.",
             m.old_unregistered_removed.clone(),
+        );
+        r.register(
+            "node_taints_count",
+            "Number of taints per type used in the cluster.",
+            m.node_taints_count.clone(),
         );
         r.register(
             "skipped_scale_events_count",

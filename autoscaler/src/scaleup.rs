@@ -229,7 +229,9 @@ pub fn estimate(
     groups: &[&PodGroup],
     limit: usize,
     name_prefix: &str,
+    time_box: Duration,
 ) -> Estimate {
+    let started = std::time::Instant::now();
     let alloc = (
         template.allocatable.milli_cpu.max(1) as f64,
         template.allocatable.memory.max(1) as f64,
@@ -267,7 +269,7 @@ pub fn estimate(
                     // Even an empty template node cannot take this pod.
                     continue 'groups;
                 }
-                if added.len() >= limit {
+                if added.len() >= limit || started.elapsed() > time_box {
                     break 'groups;
                 }
                 let node = node_from_template(template, &format!("{name_prefix}-{}", added.len()));
@@ -518,6 +520,10 @@ pub struct PlanInputs<'a> {
     pub priorities: Option<&'a Priorities>,
     /// Balancing.
     pub balancing: &'a Balancing,
+    /// `--max-binpacking-time`: estimation of all groups together.
+    pub max_binpacking_time: Duration,
+    /// `--max-nodegroup-binpacking-duration`: one group's estimate.
+    pub max_group_binpacking_time: Duration,
 }
 
 /// Plans one scale-up.
@@ -525,6 +531,7 @@ pub fn plan(
     snapshot: &mut Snapshot,
     inputs: &PlanInputs<'_>,
     notices: &mut Vec<PriorityNotice>,
+    limit_hits: &mut Vec<String>,
 ) -> Plan {
     let groups = equivalence_groups(inputs.pods);
     // reasons[pod group index] -> reason -> count of node groups
@@ -536,7 +543,15 @@ pub fn plan(
     }
     let mut options = Vec::new();
     let mut schedulable_on: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let started = std::time::Instant::now();
     for c in inputs.candidates {
+        if started.elapsed() > inputs.max_binpacking_time {
+            tracing::warn!(
+                "--max-binpacking-time reached: node group {} and the ones after it are not estimated",
+                c.id
+            );
+            break;
+        }
         let remaining = c.max.saturating_sub(c.target);
         if remaining == 0 {
             for r in reasons.iter_mut() {
@@ -550,6 +565,7 @@ pub fn plan(
                 for r in reasons.iter_mut() {
                     *r.entry(reason.clone()).or_default() += 1;
                 }
+                limit_hits.push(reason);
                 continue;
             }
         };
@@ -584,6 +600,7 @@ pub fn plan(
             &refs,
             limit,
             &format!("template-node-for-{}", c.id),
+            inputs.max_group_binpacking_time,
         );
         if est.node_count == 0 || est.pods.is_empty() {
             continue;
@@ -703,16 +720,37 @@ mod tests {
         let refs: Vec<&PodGroup> = groups.iter().collect();
         let mut snap = Snapshot::new(Vec::new());
         // 4-CPU nodes take 4 pods each: 3 nodes for 10 pods.
-        let est = estimate(&mut snap, &template("4"), &refs, 100, "t");
+        let est = estimate(
+            &mut snap,
+            &template("4"),
+            &refs,
+            100,
+            "t",
+            Duration::from_secs(10),
+        );
         assert_eq!((est.node_count, est.pods.len()), (3, 10));
         assert_eq!(est.requests.0, 10_000);
         assert!(snap.nodes().is_empty(), "the snapshot is restored");
         // A limit of 2 nodes places 8 pods.
-        let est = estimate(&mut snap, &template("4"), &refs, 2, "t");
+        let est = estimate(
+            &mut snap,
+            &template("4"),
+            &refs,
+            2,
+            "t",
+            Duration::from_secs(10),
+        );
         assert_eq!((est.node_count, est.pods.len()), (2, 8));
         // Too big for the template: no node.
         let big = equivalence_groups(&[pod("huge", Some("rs2"), "8")]);
-        let est = estimate(&mut snap, &template("4"), &[&big[0]], 100, "t");
+        let est = estimate(
+            &mut snap,
+            &template("4"),
+            &[&big[0]],
+            100,
+            "t",
+            Duration::from_secs(10),
+        );
         assert_eq!(est.node_count, 0);
     }
 
@@ -833,5 +871,116 @@ mod tests {
             pending_pods(with.iter(), -10, &["custom".to_string()]).len(),
             1
         );
+    }
+
+    fn inputs<'a>(
+        pods: &'a [Arc<Pod>],
+        candidates: &'a [Candidate],
+        limits: &'a Limits,
+        skipped: &'a BTreeMap<String, String>,
+        balancing: &'a Balancing,
+    ) -> PlanInputs<'a> {
+        PlanInputs {
+            pods,
+            candidates,
+            skipped,
+            limits,
+            expanders: &[crate::config::ExpanderName::LeastWaste],
+            priorities: None,
+            balancing,
+            max_binpacking_time: Duration::from_secs(300),
+            max_group_binpacking_time: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn limits_cap_and_skip_groups() {
+        let pods: Vec<Arc<Pod>> = (0..10)
+            .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+            .collect();
+        let candidates = vec![Candidate {
+            id: "a".into(),
+            template: template("4"),
+            target: 0,
+            max: 10,
+        }];
+        let skipped = BTreeMap::new();
+        let balancing = Balancing::default();
+        let roomy = Limits {
+            max_nodes_total: 0,
+            nodes_now: 0,
+            cores: (320_000, 0),
+            memory: (i64::MAX, 0),
+            max_nodes_per_scaleup: 1000,
+        };
+        let mut snap = Snapshot::new(Vec::new());
+        let (mut n, mut hits) = (Vec::new(), Vec::new());
+        let Plan::ScaleUp { infos, .. } = plan(
+            &mut snap,
+            &inputs(&pods, &candidates, &roomy, &skipped, &balancing),
+            &mut n,
+            &mut hits,
+        ) else {
+            panic!("no scale-up")
+        };
+        assert_eq!(
+            infos,
+            [ScaleUpInfo {
+                group: "a".into(),
+                current: 0,
+                new: 3,
+                max: 10
+            }]
+        );
+        // --cores-total max of 8 with 2 cores in use: one more 4-core node.
+        let tight = Limits {
+            cores: (8, 2),
+            ..roomy.clone()
+        };
+        let Plan::ScaleUp { infos, .. } = plan(
+            &mut snap,
+            &inputs(&pods, &candidates, &tight, &skipped, &balancing),
+            &mut n,
+            &mut hits,
+        ) else {
+            panic!("no scale-up")
+        };
+        assert_eq!(infos[0].new, 1);
+        // No room at all: the group is skipped with upstream's reason.
+        let full = Limits {
+            cores: (8, 8),
+            ..roomy.clone()
+        };
+        let Plan::NoOptions { reasons } = plan(
+            &mut snap,
+            &inputs(&pods, &candidates, &full, &skipped, &balancing),
+            &mut n,
+            &mut hits,
+        ) else {
+            panic!("scaled up past the limit")
+        };
+        assert_eq!(
+            reasons["default/p0"],
+            BTreeMap::from([(
+                "exceeded quota: \"cluster-wide\", resources: cpu".to_string(),
+                1
+            )])
+        );
+        assert_eq!(hits, ["exceeded quota: \"cluster-wide\", resources: cpu"]);
+        // --max-nodes-total caps the count.
+        let capped = Limits {
+            max_nodes_total: 5,
+            nodes_now: 4,
+            ..roomy
+        };
+        let Plan::ScaleUp { infos, .. } = plan(
+            &mut snap,
+            &inputs(&pods, &candidates, &capped, &skipped, &balancing),
+            &mut n,
+            &mut hits,
+        ) else {
+            panic!("no scale-up")
+        };
+        assert_eq!(infos[0].new, 1);
     }
 }

@@ -72,6 +72,23 @@ impl TaintConfig {
     }
 }
 
+/// The `type` label of `node_taints_count` for a taint key (ca-compat §1.4).
+pub fn metric_type(key: &str, cfg: &TaintConfig) -> String {
+    if key.starts_with(IGNORE_PREFIX) {
+        return IGNORE_PREFIX.to_string();
+    }
+    if key == TO_BE_DELETED || key == DELETION_CANDIDATE || CONDITION_TAINTS.contains(&key) {
+        return key.to_string();
+    }
+    if cfg.is_startup_taint(key) {
+        return "startup-taint".into();
+    }
+    if cfg.is_status_taint(key) {
+        return "status-taint".into();
+    }
+    "other".into()
+}
+
 /// The taint's value parsed as a unix time.
 fn taint_time(node: &Node, key: &str) -> Option<SystemTime> {
     node.spec
@@ -223,6 +240,29 @@ mod tests {
         ] {
             assert!(!cfg.keep_on_template(k), "{k}");
         }
+    }
+
+    #[test]
+    fn metric_types() {
+        let cfg = TaintConfig::default();
+        assert_eq!(
+            metric_type("ignore-taint.cluster-autoscaler.kubernetes.io/x", &cfg),
+            IGNORE_PREFIX
+        );
+        assert_eq!(metric_type(TO_BE_DELETED, &cfg), TO_BE_DELETED);
+        assert_eq!(
+            metric_type("node.kubernetes.io/not-ready", &cfg),
+            "node.kubernetes.io/not-ready"
+        );
+        assert_eq!(
+            metric_type("startup-taint.cluster-autoscaler.kubernetes.io/x", &cfg),
+            "startup-taint"
+        );
+        assert_eq!(
+            metric_type("status-taint.cluster-autoscaler.kubernetes.io/x", &cfg),
+            "status-taint"
+        );
+        assert_eq!(metric_type("dedicated", &cfg), "other");
     }
 
     #[test]

@@ -288,17 +288,34 @@ async fn faults_can_come_from_template_annotations() {
     )
     .await;
     let store = node_store(&client).await;
-    let provider = KwokProvider::new(client.clone(), lister(&store), settings()).await.unwrap();
+    let provider = KwokProvider::new(client.clone(), lister(&store), settings())
+        .await
+        .unwrap();
     let groups = provider.node_groups();
     let (full, ghost) = (&groups[0], &groups[1]);
     let err = full.increase_size(1).await.unwrap_err();
-    assert_eq!(err.to_string(), "kwok node group full: no capacity in zone a");
+    assert_eq!(
+        err.to_string(),
+        "kwok node group full: no capacity in zone a"
+    );
     ghost.increase_size(1).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(store.state().is_empty());
     assert_eq!(ghost.nodes().unwrap().len(), 1);
     // A bad value names the template and the annotation.
-    config_maps(&client, &[template("bad", "bad", json!({"testbed.cluster-autoscaler.kwok/fault": "explode"}))]).await;
+    config_maps(
+        &client,
+        &[template(
+            "bad",
+            "bad",
+            json!({"testbed.cluster-autoscaler.kwok/fault": "explode"}),
+        )],
+    )
+    .await;
     let err = provider.refresh().await.unwrap_err().to_string();
-    assert!(err.contains("template node \"bad\"") && err.contains("testbed.cluster-autoscaler.kwok/fault"), "{err}");
+    assert!(
+        err.contains("template node \"bad\"")
+            && err.contains("testbed.cluster-autoscaler.kwok/fault"),
+        "{err}"
+    );
 }

@@ -72,15 +72,26 @@ pub fn parse_fault(value: &str) -> Result<Fault, String> {
     let spec = value
         .trim()
         .strip_prefix("increase-size-error=")
-        .ok_or_else(|| format!("{value:?} is not never-register or increase-size-error=<Class>:<code>:<message>"))?;
+        .ok_or_else(|| {
+            format!(
+                "{value:?} is not never-register or increase-size-error=<Class>:<code>:<message>"
+            )
+        })?;
     let mut parts = spec.splitn(3, ':');
-    let (Some(class), Some(code), Some(message)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(format!("{value:?}: want increase-size-error=<Class>:<code>:<message>"));
+    let (Some(class), Some(code), Some(message)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(format!(
+            "{value:?}: want increase-size-error=<Class>:<code>:<message>"
+        ));
     };
     let class = match class {
         "OutOfResource" => ErrorClass::OutOfResources,
         "Other" => ErrorClass::Other,
-        other => return Err(format!("{value:?}: error class {other:?} is not OutOfResource or Other")),
+        other => {
+            return Err(format!(
+                "{value:?}: error class {other:?} is not OutOfResource or Other"
+            ));
+        }
     };
     Ok(Fault::IncreaseSizeFails(InstanceErrorInfo {
         class,
@@ -1037,16 +1048,30 @@ mod tests {
     fn fault_annotations() {
         assert_eq!(parse_fault("never-register"), Ok(Fault::NeverRegister));
         assert_eq!(
-            parse_fault("increase-size-error=OutOfResource:QUOTA_EXCEEDED:quota 'CPUS' exceeded: 8/8"),
+            parse_fault(
+                "increase-size-error=OutOfResource:QUOTA_EXCEEDED:quota 'CPUS' exceeded: 8/8"
+            ),
             Ok(Fault::IncreaseSizeFails(InstanceErrorInfo {
                 class: ErrorClass::OutOfResources,
                 code: "QUOTA_EXCEEDED".into(),
                 message: "quota 'CPUS' exceeded: 8/8".into(),
             }))
         );
-        assert!(parse_fault("explode").unwrap_err().contains("is not never-register"));
-        assert!(parse_fault("increase-size-error=Weird:x:y").unwrap_err().contains("error class \"Weird\""));
-        assert!(parse_fault("increase-size-error=Other").unwrap_err().contains("want increase-size-error"));
+        assert!(
+            parse_fault("explode")
+                .unwrap_err()
+                .contains("is not never-register")
+        );
+        assert!(
+            parse_fault("increase-size-error=Weird:x:y")
+                .unwrap_err()
+                .contains("error class \"Weird\"")
+        );
+        assert!(
+            parse_fault("increase-size-error=Other")
+                .unwrap_err()
+                .contains("want increase-size-error")
+        );
     }
 
     #[test]
