@@ -92,8 +92,10 @@ type Eviction = (Arc<Pod>, bool);
 pub enum Outcome {
     /// Removed; `empty`, `underutilized` or `unready`.
     Removed(&'static str),
-    /// Failed, with the error.
+    /// Failed before the cloud deletion (taint, drain...), with the error.
     Failed(String),
+    /// The node group's `delete_nodes` failed.
+    CloudDeleteFailed(String),
 }
 
 /// Deletions in progress and finished ones not yet reported.
@@ -262,7 +264,7 @@ impl Actuator {
                     "empty"
                 })
             }
-            Err(e) => {
+            Err((cloud, e)) => {
                 let message = if n.drain {
                     format!("failed to drain and delete node: {e}")
                 } else {
@@ -288,7 +290,11 @@ impl Actuator {
                         n.name
                     );
                 }
-                Outcome::Failed(e)
+                if cloud {
+                    Outcome::CloudDeleteFailed(e)
+                } else {
+                    Outcome::Failed(e)
+                }
             }
         };
         let mut p = self.progress();
@@ -296,14 +302,16 @@ impl Actuator {
         p.finished.push((n.name.clone(), n.group.id(), outcome));
     }
 
-    async fn delete_steps(&self, n: &ToDelete) -> Result<(), String> {
+    /// The deletion steps; an error says whether the cloud deletion failed.
+    async fn delete_steps(&self, n: &ToDelete) -> Result<(), (bool, String)> {
+        let before_cloud = |e: String| (false, e);
         tokio::time::sleep(self.settings.delay_after_taint).await;
-        let pods = self.recheck(n)?;
+        let pods = self.recheck(n).map_err(before_cloud)?;
         let to_evict: Vec<Eviction> = pods
             .into_iter()
             .filter(|(p, full)| *full || self.evict_daemonset_pod(p, n.drain))
             .collect();
-        self.drain(&n.name, &to_evict).await?;
+        self.drain(&n.name, &to_evict).await.map_err(before_cloud)?;
         self.wait_for_delay_annotations(&n.name).await;
         let node: Node = self
             .cache
@@ -311,12 +319,15 @@ impl Actuator {
             .nodes
             .get(&n.name)
             .map(|n| (**n).clone())
-            .ok_or_else(|| format!("node {} is gone", n.name))?;
+            .ok_or_else(|| (false, format!("node {} is gone", n.name)))?;
         n.group.delete_nodes(vec![node]).await.map_err(|e| {
-            format!(
-                "failed to delete node {} from group {}: {e}",
-                n.name,
-                n.group.id()
+            (
+                true,
+                format!(
+                    "failed to delete node {} from group {}: {e}",
+                    n.name,
+                    n.group.id()
+                ),
             )
         })
     }

@@ -108,12 +108,25 @@ pub struct Autoscaler {
     last_deletion: Option<SystemTime>,
     cleaned_up: bool,
     size_mismatch: HashMap<String, (usize, usize, SystemTime)>,
+    /// Per group: last scale-up, last deletion start, last failed cloud
+    /// deletion (for `--scale-down-delay-type-local`).
+    group_activity: HashMap<String, GroupActivity>,
+    /// This loop found every pending pod too new (scale-down waits too).
+    pods_too_new: bool,
     /// The last loop's decisions.
     pub decisions: Arc<Mutex<Decisions>>,
     /// Loop liveness.
     pub liveness: Arc<Mutex<Liveness>>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+}
+
+/// When a group last changed, for the per-group scale-down delays.
+#[derive(Debug, Clone, Copy, Default)]
+struct GroupActivity {
+    scale_up: Option<SystemTime>,
+    deletion: Option<SystemTime>,
+    delete_failure: Option<SystemTime>,
 }
 
 /// The node lister a provider reads from the cache.
@@ -247,6 +260,8 @@ impl Autoscaler {
             last_deletion: None,
             cleaned_up: false,
             size_mismatch: HashMap::new(),
+            group_activity: HashMap::new(),
+            pods_too_new: false,
             decisions: Arc::new(Mutex::new(Decisions::default())),
             liveness: Arc::new(Mutex::new(Liveness {
                 started: now,
@@ -376,6 +391,7 @@ impl Autoscaler {
         self.cluster_metrics(&nodes, now);
 
         self.metrics.activity("autoscaling", now);
+        self.pods_too_new = false;
         let result = self.iterate(&nodes, now, &mut decisions).await;
         if let Err(e) = &result {
             Metrics::inc(&self.metrics.errors, &[("type", e.kind())], 1);
@@ -955,6 +971,7 @@ impl Autoscaler {
                 .min();
             if oldest.is_some_and(|t| t + Duration::from_secs(2) > now) {
                 decisions.scale_up = "InCooldown".into();
+                self.pods_too_new = true;
                 return false;
             }
         }
@@ -1158,6 +1175,12 @@ impl Autoscaler {
                 };
                 if !done.is_empty() {
                     self.last_scale_up = Some(now);
+                    for info in &done {
+                        self.group_activity
+                            .entry(info.group.clone())
+                            .or_default()
+                            .scale_up = Some(now);
+                    }
                     let text: Vec<String> = done
                         .iter()
                         .map(|i| {
@@ -1196,8 +1219,19 @@ impl Autoscaler {
         }
     }
 
+    /// Scale-down cooldown (ca-compat §3.1). Globally: after a scale-up,
+    /// a failed start of deletions, or a deletion, each for its delay flag.
+    /// With `--scale-down-delay-type-local` those delays apply per group
+    /// (see [`Self::group_in_delay`]) and only the too-new-pods wait is
+    /// global.
     fn in_cooldown(&self, now: SystemTime, scaled_up_now: bool) -> bool {
         let f = &self.flags;
+        if self.pods_too_new {
+            return true;
+        }
+        if f.scale_down_delay_type_local {
+            return false;
+        }
         scaled_up_now
             || self
                 .last_scale_up
@@ -1208,6 +1242,24 @@ impl Autoscaler {
             || self
                 .last_deletion
                 .is_some_and(|t| t + f.scale_down_delay_after_delete > now)
+    }
+
+    /// With `--scale-down-delay-type-local`: whether a group's own scale-up,
+    /// deletion or failed cloud deletion is within its delay.
+    fn group_in_delay(&self, group: &str, now: SystemTime) -> bool {
+        let f = &self.flags;
+        if !f.scale_down_delay_type_local {
+            return false;
+        }
+        let Some(a) = self.group_activity.get(group) else {
+            return false;
+        };
+        a.scale_up
+            .is_some_and(|t| t + f.scale_down_delay_after_add > now)
+            || a.deletion
+                .is_some_and(|t| t + f.scale_down_delay_after_delete > now)
+            || a.delete_failure
+                .is_some_and(|t| t + f.scale_down_delay_after_failure > now)
     }
 
     async fn scale_down(
@@ -1228,8 +1280,14 @@ impl Autoscaler {
             .unwrap_or_default();
         for (node, group, outcome) in finished {
             tracing::info!("deletion of node {node} in group {group}: {outcome:?}");
-            if let actuation::Outcome::Removed(reason) = outcome {
-                Metrics::inc_gpu(&self.metrics.scaled_down_nodes, &[("reason", reason)], 1);
+            match outcome {
+                actuation::Outcome::Removed(reason) => {
+                    Metrics::inc_gpu(&self.metrics.scaled_down_nodes, &[("reason", reason)], 1);
+                }
+                actuation::Outcome::CloudDeleteFailed(_) => {
+                    self.group_activity.entry(group).or_default().delete_failure = Some(now);
+                }
+                actuation::Outcome::Failed(_) => {}
             }
         }
         let (ok, failed) = self
@@ -1286,7 +1344,7 @@ impl Autoscaler {
             let Some(g) = self.registry.groups.get(&group) else {
                 continue;
             };
-            if g.target <= g.group.min_size() {
+            if g.target <= g.group.min_size() || self.group_in_delay(&group, now) {
                 continue;
             }
             let o = self.options_for(&*g.group);
@@ -1462,9 +1520,13 @@ impl Autoscaler {
             return Ok(false);
         }
         decisions.scaled_down = to_delete.iter().map(|d| d.name.clone()).collect();
+        let groups_deleting: Vec<String> = to_delete.iter().map(|d| d.group.id()).collect();
         match self.actuator.start(to_delete).await {
             Ok(()) => {
                 self.last_deletion = Some(now);
+                for g in groups_deleting {
+                    self.group_activity.entry(g).or_default().deletion = Some(now);
+                }
                 Ok(true)
             }
             Err(e) => {

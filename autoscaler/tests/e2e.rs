@@ -754,3 +754,65 @@ async fn leftover_to_be_deleted_taints_are_removed_at_start() {
         ["removed ToBeDeletedByClusterAutoscaler taint from node pool-left"]
     );
 }
+
+/// Group a scales up; group b has an empty node. With a long
+/// --scale-down-delay-after-add, b's node waits for it globally, but not
+/// with --scale-down-delay-type-local.
+async fn empty_node_of_b_after(minutes: u32, flags: &[&str]) -> usize {
+    let r = start(
+        &[
+            template(
+                "a",
+                "4",
+                json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "1"}),
+            ),
+            template(
+                "b",
+                "4",
+                json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "1"}),
+            ),
+        ],
+        vec![],
+        flags,
+    )
+    .await;
+    r.cluster.wait_nodes_ready(2, MINUTE).await.unwrap();
+    r.cluster
+        .create(deployment(
+            "web",
+            2,
+            "3",
+            json!({"nodeSelector": {"kwok-nodegroup": "a"}}),
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    r.cluster
+        .wait_pods_running("app=web", 2, 3 * MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(group_nodes(&r.cluster, "a").await.len(), 2, "a scaled up");
+    r.cluster.advance(minutes * MINUTE).await;
+    group_nodes(&r.cluster, "b").await.len()
+}
+
+#[tokio::test(start_paused = true)]
+async fn scale_down_delays_are_global_unless_local() {
+    assert_eq!(
+        empty_node_of_b_after(15, &["--scale-down-delay-after-add=30m"]).await,
+        1,
+        "global delay holds b"
+    );
+    assert_eq!(
+        empty_node_of_b_after(
+            15,
+            &[
+                "--scale-down-delay-after-add=30m",
+                "--scale-down-delay-type-local"
+            ]
+        )
+        .await,
+        0,
+        "only a is delayed"
+    );
+}
