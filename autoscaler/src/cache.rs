@@ -8,6 +8,12 @@
 //! expendable pods (priority below `--expendable-pods-priority-cutoff`) do
 //! not enter the snapshot. A pod that becomes Unschedulable notifies
 //! [`ClusterCache::unschedulable_pod`], so the loop can start at once.
+//!
+//! Bound pods are kept compact: their scheduling facts (requests, ports,
+//! priority, anti-affinity) are computed once into a [`PodInfo`] when the
+//! pod changes, and the copy kept drops what CA never reads again
+//! (containers, container statuses, managed fields, the last-applied
+//! annotation). Unbound pods, which scale-up simulates, are kept whole.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -59,8 +65,8 @@ fn node_name(pod: &Pod) -> Option<&str> {
 pub struct State {
     /// Nodes by name.
     pub nodes: BTreeMap<String, Arc<Node>>,
-    /// Active pods by `namespace/name`.
-    pub pods: HashMap<String, Arc<Pod>>,
+    /// Active pods by `namespace/name` (bound ones compact).
+    pub pods: HashMap<String, PodInfo>,
     /// Pod keys by node name (bound pods only).
     pub by_node: HashMap<String, BTreeSet<String>>,
     /// Unbound active pods by key.
@@ -129,8 +135,6 @@ impl State {
     }
 
     fn put_pod(&mut self, mut pod: Pod) -> bool {
-        // Managed fields are the largest part of most objects and CA never
-        // reads them.
         pod.metadata.managed_fields = None;
         let key = predicates::nodeinfo::pod_key(&pod);
         let newly_unschedulable =
@@ -139,27 +143,28 @@ impl State {
         if !is_active(&pod) {
             return false;
         }
-        let pod = Arc::new(pod);
-        match node_name(&pod) {
+        let info = match node_name(&pod).map(str::to_string) {
             Some(n) => {
-                let n = n.to_string();
                 self.by_node
                     .entry(n.clone())
                     .or_default()
                     .insert(key.clone());
                 self.touch(&n);
+                compact(PodInfo::new(Arc::new(pod)))
             }
             None => {
+                let pod = Arc::new(pod);
                 self.unbound.insert(key.clone(), pod.clone());
+                PodInfo::new(pod)
             }
-        }
-        self.pods.insert(key, pod);
+        };
+        self.pods.insert(key, info);
         newly_unschedulable
     }
 
     fn drop_pod(&mut self, key: &str) {
         if let Some(old) = self.pods.remove(key) {
-            match node_name(&old) {
+            match node_name(&old.pod) {
                 Some(n) => {
                     let n = n.to_string();
                     if let Some(set) = self.by_node.get_mut(&n) {
@@ -174,8 +179,13 @@ impl State {
         }
     }
 
-    /// Pods bound to a node.
+    /// Pods bound to a node (compact: no containers).
     pub fn pods_on(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.pod_infos_on(node).into_iter().map(|p| p.pod).collect()
+    }
+
+    /// The scheduling facts of the pods bound to a node.
+    pub fn pod_infos_on(&self, node: &str) -> Vec<PodInfo> {
         self.by_node
             .get(node)
             .into_iter()
@@ -194,9 +204,9 @@ impl State {
                 continue;
             };
             let mut info = NodeInfo::new(node);
-            for pod in self.pods_on(&name) {
-                if !is_expendable(&pod, expendable_cutoff) {
-                    info.add_pod(PodInfo::new(pod));
+            for pod in self.pod_infos_on(&name) {
+                if !is_expendable(&pod.pod, expendable_cutoff) {
+                    info.add_pod(pod);
                 }
             }
             self.infos.insert(name, info);
@@ -235,6 +245,27 @@ impl Controllers for State {
             None => ControllerState::NotFound,
         }
     }
+}
+
+/// Keeps a bound pod's scheduling facts and drops the parts of the object
+/// that nothing reads once they are computed.
+fn compact(mut info: PodInfo) -> PodInfo {
+    let mut pod = (*info.pod).clone();
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers = Vec::new();
+        spec.init_containers = None;
+        spec.ephemeral_containers = None;
+    }
+    if let Some(status) = pod.status.as_mut() {
+        status.container_statuses = None;
+        status.init_container_statuses = None;
+        status.ephemeral_container_statuses = None;
+    }
+    if let Some(a) = pod.metadata.annotations.as_mut() {
+        a.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+    info.pod = Arc::new(pod);
+    info
 }
 
 /// Whether a pod is expendable: priority below the cutoff (a pod without
@@ -462,5 +493,55 @@ impl ClusterCache {
                 self.unschedulable.notify_one();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bound_pods_are_kept_compact_with_their_scheduling_facts() {
+        let mut s = State::default();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default", "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}},
+            "spec": {"nodeName": "n1",
+                "initContainers": [{"name": "init", "image": "i", "resources": {"requests": {"cpu": "2"}}}],
+                "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}], "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "c", "image": "i", "imageID": "x", "ready": true, "restartCount": 0}]}
+        }))
+        .unwrap();
+        s.put_pod(pod.clone());
+        let info = &s.pods["default/p"];
+        assert_eq!(info.requests.milli_cpu, 2000, "init container counted");
+        assert_eq!(info.ports.len(), 1);
+        assert!(info.pod.spec.as_ref().unwrap().containers.is_empty());
+        assert!(
+            info.pod
+                .status
+                .as_ref()
+                .unwrap()
+                .container_statuses
+                .is_none()
+        );
+        let annotations = info.pod.metadata.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key("kubectl.kubernetes.io/last-applied-configuration"));
+        assert_eq!(annotations["keep"], "me");
+        // Unbound pods stay whole: scale-up simulates them.
+        let mut pending = pod;
+        pending.metadata.name = Some("q".into());
+        pending.spec.as_mut().unwrap().node_name = None;
+        s.put_pod(pending);
+        assert_eq!(
+            s.unbound["default/q"]
+                .spec
+                .as_ref()
+                .unwrap()
+                .containers
+                .len(),
+            1
+        );
     }
 }

@@ -764,15 +764,14 @@ impl Autoscaler {
                     && !taints::has_to_be_deleted(n)
             });
             let from_node = good.map(|n| {
-                let pods: Vec<Pod> = state
-                    .pods_on(n.metadata.name.as_deref().unwrap_or(""))
-                    .iter()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                let pods: Vec<PodInfo> = state
+                    .pod_infos_on(n.metadata.name.as_deref().unwrap_or(""))
+                    .into_iter()
+                    .filter(|p| p.pod.metadata.deletion_timestamp.is_none())
                     .filter(|p| {
-                        crate::simulator::drainability::is_daemonset_pod(p)
-                            || crate::simulator::drainability::is_mirror_pod(p)
+                        crate::simulator::drainability::is_daemonset_pod(&p.pod)
+                            || crate::simulator::drainability::is_mirror_pod(&p.pod)
                     })
-                    .map(|p| (**p).clone())
                     .collect();
                 self.sanitize(&id, (**n).clone(), pods)
             });
@@ -786,7 +785,14 @@ impl Autoscaler {
                         Some(t.clone())
                     }
                     _ => match g.template_node_info() {
-                        Ok(t) => Some(self.sanitize(&id, t.node, t.pods)),
+                        Ok(t) => {
+                            let pods = t
+                                .pods
+                                .into_iter()
+                                .map(|p| PodInfo::new(Arc::new(p)))
+                                .collect();
+                            Some(self.sanitize(&id, t.node, pods))
+                        }
                         Err(CloudError::NotImplemented) => None,
                         Err(e) => {
                             tracing::warn!("template of node group {id}: {e}");
@@ -802,7 +808,7 @@ impl Autoscaler {
         out
     }
 
-    fn sanitize(&self, group: &str, mut node: Node, pods: Vec<Pod>) -> NodeInfo {
+    fn sanitize(&self, group: &str, mut node: Node, pods: Vec<PodInfo>) -> NodeInfo {
         let name = format!("template-node-for-{group}");
         node.metadata.name = Some(name.clone());
         node.metadata.uid = None;
@@ -822,11 +828,15 @@ impl Autoscaler {
             }
         }
         let mut info = NodeInfo::new(Arc::new(node));
-        for mut p in pods {
-            if let Some(spec) = p.spec.as_mut() {
+        for p in pods {
+            let mut pod = (*p.pod).clone();
+            if let Some(spec) = pod.spec.as_mut() {
                 spec.node_name = Some(name.clone());
             }
-            info.add_pod(PodInfo::new(Arc::new(p)));
+            info.add_pod(PodInfo {
+                pod: Arc::new(pod),
+                ..p
+            });
         }
         info
     }
@@ -905,20 +915,26 @@ impl Autoscaler {
                     .collect()
             })
             .unwrap_or_default();
-        {
-            let state = self.cache.read();
-            for node in &draining {
-                for p in state.pods_on(node) {
-                    if p.metadata.deletion_timestamp.is_none()
-                        && !crate::simulator::drainability::is_daemonset_pod(&p)
-                        && !crate::simulator::drainability::is_mirror_pod(&p)
-                    {
-                        let mut copy = (*p).clone();
-                        if let Some(s) = copy.spec.as_mut() {
-                            s.node_name = None;
-                        }
-                        pending.push(Arc::new(copy));
+        // The cache keeps bound pods compact: read the full ones.
+        for node in &draining {
+            let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
+            let pods = match Api::<Pod>::all(self.client.clone()).list(&lp).await {
+                Ok(l) => l.items,
+                Err(e) => {
+                    tracing::warn!("listing the pods of draining node {node}: {e}");
+                    continue;
+                }
+            };
+            for mut p in pods {
+                if p.metadata.deletion_timestamp.is_none()
+                    && crate::cache::is_active(&p)
+                    && !crate::simulator::drainability::is_daemonset_pod(&p)
+                    && !crate::simulator::drainability::is_mirror_pod(&p)
+                {
+                    if let Some(s) = p.spec.as_mut() {
+                        s.node_name = None;
                     }
+                    pending.push(Arc::new(p));
                 }
             }
         }

@@ -363,7 +363,11 @@ impl Planner {
             if let Some(spec) = moving.spec.as_mut() {
                 spec.node_name = None;
             }
-            let moving = PodInfo::new(Arc::new(moving));
+            // Same scheduling facts (the cached pod is compact), unbound.
+            let moving = PodInfo {
+                pod: Arc::new(moving),
+                ..info
+            };
             match snapshot.find_fit(&moving, 0, |i| i != index) {
                 Some(dest) => snapshot.add_pod(dest, moving),
                 None => {

@@ -187,7 +187,11 @@ pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = Some(name.to_string());
         }
-        info.add_pod(PodInfo::new(Arc::new(pod)));
+        info.add_pod(PodInfo {
+            key: predicates::nodeinfo::pod_key(&pod),
+            pod: Arc::new(pod),
+            ..p.clone()
+        });
     }
     info
 }
