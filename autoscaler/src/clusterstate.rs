@@ -74,6 +74,8 @@ pub struct GroupState {
     pub unregistered: Vec<(String, SystemTime)>,
     /// Those past the provision time.
     pub long_unregistered: Vec<String>,
+    /// Instances that failed to be created (deleted every loop).
+    pub failed: Vec<String>,
     /// Healthy (§4.6).
     pub healthy: bool,
     /// Upcoming nodes (target not yet registered, while scaling up).
@@ -207,6 +209,8 @@ pub enum Notice {
         count: usize,
         /// The error.
         error: InstanceErrorInfo,
+        /// The distinct error messages.
+        messages: Vec<String>,
     },
 }
 
@@ -339,6 +343,7 @@ impl ClusterStateRegistry {
                     counts: NodeCounts::default(),
                     unregistered: Vec::new(),
                     long_unregistered: Vec::new(),
+                    failed: Vec::new(),
                     healthy: true,
                     upcoming: 0,
                     provision_time,
@@ -384,6 +389,7 @@ impl ClusterStateRegistry {
         }
         // Instances without a node; creation errors.
         let mut still_unregistered = HashMap::new();
+        let mut reported = HashMap::new();
         for (id, state) in groups.iter_mut() {
             let Ok(instances) = state.group.nodes() else {
                 continue;
@@ -392,6 +398,7 @@ impl ClusterStateRegistry {
             for inst in instances {
                 if let Some(err) = &inst.error {
                     if inst.state == Some(InstanceState::Creating) {
+                        state.failed.push(inst.id.clone());
                         errors
                             .entry((err.class.to_string(), err.code.clone()))
                             .or_default()
@@ -425,16 +432,24 @@ impl ClusterStateRegistry {
                     if let Some(r) = self.scale_ups.get_mut(id) {
                         r.increase = r.increase.saturating_sub(count);
                     }
+                    let mut messages: Vec<String> = Vec::new();
+                    for e in &errs {
+                        if !messages.contains(&e.message) {
+                            messages.push(e.message.clone());
+                        }
+                    }
                     notices.push(Notice::ScaleUpFailed {
                         group: id.clone(),
                         count,
                         error,
+                        messages,
                     });
                 }
-                self.reported_errors.insert(key, errs.len());
+                reported.insert(key, errs.len());
             }
         }
         self.first_seen_unregistered = still_unregistered;
+        self.reported_errors = reported;
         // Scale-up requests: done, timed out, or still waiting.
         for (id, state) in groups.iter_mut() {
             let c = state.counts;

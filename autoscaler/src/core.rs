@@ -517,7 +517,17 @@ impl Autoscaler {
                     group,
                     count,
                     error,
+                    messages,
                 } => {
+                    let mut sources = messages
+                        .iter()
+                        .take(3)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    if messages.len() > 3 {
+                        sources.push_str(", ...");
+                    }
                     Metrics::inc_gpu(
                         &self.metrics.failed_scale_ups,
                         &[("reason", &error.code)],
@@ -531,7 +541,10 @@ impl Autoscaler {
                     self.events.status(
                         "Warning",
                         "ScaleUpFailed",
-                        format!("Failed adding {count} nodes to group {group} due to {}.{}; source errors: {}", error.class, error.code, error.message),
+                        format!(
+                            "Failed adding {count} nodes to group {group} due to {}.{}; source errors: {sources}",
+                            error.class, error.code
+                        ),
                     )
                 }
             }
@@ -552,6 +565,7 @@ impl Autoscaler {
             decisions.scale_up = "ClusterUnhealthy".into();
             return Ok(false);
         }
+        self.delete_failed_instances().await;
         if self.fix_incorrect_sizes(now).await {
             return Ok(false);
         }
@@ -701,6 +715,26 @@ impl Autoscaler {
                         "DeleteUnregisteredFailed",
                         format!("Failed to remove node {id}: {e}"),
                     ),
+                }
+            }
+        }
+    }
+
+    /// Deletes the instances that failed to be created (ca-compat §3.7),
+    /// handing the provider fake nodes named after them.
+    async fn delete_failed_instances(&self) {
+        for g in self.registry.groups.values() {
+            for id in &g.failed {
+                let fake: Node = serde_json::from_value(json!({
+                    "metadata": {"name": id, "annotations": {FAKE_NODE_REASON: "create-error"}},
+                    "spec": {"providerID": id},
+                }))
+                .unwrap_or_default();
+                if let Err(e) = g.group.delete_nodes(vec![fake]).await {
+                    tracing::warn!(
+                        "deleting instance {id} of node group {}, which failed to be created: {e}",
+                        g.group.id()
+                    );
                 }
             }
         }

@@ -816,3 +816,49 @@ async fn scale_down_delays_are_global_unless_local() {
         "only a is delayed"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn instances_that_fail_to_be_created_back_the_group_off_and_are_deleted() {
+    let priorities = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
+        "data": {"priorities": "20:\n  - ^stock$\n10:\n  - ^fallback$\n"}});
+    let r = start(
+        &[
+            template("stock", "4", json!({"testbed.cluster-autoscaler.kwok/fault": "creation-error=OutOfResource:STOCKOUT:no stock in zone a"})),
+            template("fallback", "4", json!({})),
+        ],
+        vec![priorities],
+        &["--expander=priority"],
+    )
+    .await;
+    r.cluster
+        .create(deployment("web", 1, "1", json!({}), json!({})))
+        .await
+        .unwrap();
+    r.cluster
+        .wait_pods_running("app=web", 1, 3 * MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(group_nodes(&r.cluster, "fallback").await.len(), 1);
+    let failed = events(&r.cluster, "ScaleUpFailed").await;
+    assert_eq!(
+        failed,
+        [
+            "Failed adding 1 nodes to group stock due to OutOfResource.STOCKOUT; source errors: no stock in zone a"
+        ]
+    );
+    r.cluster.advance(MINUTE).await;
+    let s = status(&r.cluster).await;
+    let stock = s["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "stock")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        stock["health"]["cloudProviderTarget"], 0,
+        "the failed instance was deleted"
+    );
+    assert_eq!(stock["scaleUp"]["status"], "Backoff");
+    assert_eq!(stock["scaleUp"]["backoffInfo"]["errorCode"], "STOCKOUT");
+}

@@ -60,8 +60,9 @@ pub const PROVIDER_TAINT: &str = "kwok-provider";
 pub const DEFAULT_MAX_COUNT: usize = 200;
 /// Template annotation that injects a fault into the group (beyond
 /// upstream, for test clusters driven from outside the process):
-/// `never-register`, or `increase-size-error=<Class>:<code>:<message>`
-/// with Class `OutOfResource` or `Other`.
+/// `never-register`, `increase-size-error=<Class>:<code>:<message>` or
+/// `creation-error=<Class>:<code>:<message>`, with Class `OutOfResource` or
+/// `Other`.
 pub const FAULT_ANNOTATION: &str = "testbed.cluster-autoscaler.kwok/fault";
 
 /// Parses a [`FAULT_ANNOTATION`] value.
@@ -69,20 +70,19 @@ pub fn parse_fault(value: &str) -> Result<Fault, String> {
     if value.trim() == "never-register" {
         return Ok(Fault::NeverRegister);
     }
-    let spec = value
-        .trim()
-        .strip_prefix("increase-size-error=")
-        .ok_or_else(|| {
-            format!(
-                "{value:?} is not never-register or increase-size-error=<Class>:<code>:<message>"
-            )
-        })?;
+    let (creation, spec) = match value.trim().split_once('=') {
+        Some(("increase-size-error", spec)) => (false, spec),
+        Some(("creation-error", spec)) => (true, spec),
+        _ => {
+            return Err(format!(
+                "{value:?} is not never-register, increase-size-error=<Class>:<code>:<message> or creation-error=<Class>:<code>:<message>"
+            ));
+        }
+    };
     let mut parts = spec.splitn(3, ':');
     let (Some(class), Some(code), Some(message)) = (parts.next(), parts.next(), parts.next())
     else {
-        return Err(format!(
-            "{value:?}: want increase-size-error=<Class>:<code>:<message>"
-        ));
+        return Err(format!("{value:?}: want <kind>=<Class>:<code>:<message>"));
     };
     let class = match class {
         "OutOfResource" => ErrorClass::OutOfResources,
@@ -93,11 +93,16 @@ pub fn parse_fault(value: &str) -> Result<Fault, String> {
             ));
         }
     };
-    Ok(Fault::IncreaseSizeFails(InstanceErrorInfo {
+    let info = InstanceErrorInfo {
         class,
         code: code.to_string(),
         message: message.to_string(),
-    }))
+    };
+    Ok(if creation {
+        Fault::CreationFails(info)
+    } else {
+        Fault::IncreaseSizeFails(info)
+    })
 }
 
 /// Where the provider finds its configuration.
@@ -341,6 +346,9 @@ pub enum Fault {
     IncreaseSizeFails(InstanceErrorInfo),
     /// New instances are accepted but never register (no Node object).
     NeverRegister,
+    /// New instances are accepted, then reported as failed to create
+    /// (`Creating` with this error), as a cloud out of stock does.
+    CreationFails(InstanceErrorInfo),
 }
 
 /// Fault injection for tests and the conformance suite, per group id.
@@ -380,6 +388,8 @@ struct GroupState {
     phantom: BTreeSet<String>,
     /// A fault from the template's annotation.
     fault: Option<Fault>,
+    /// Instances that failed to be created, by name.
+    failed: BTreeMap<String, InstanceErrorInfo>,
 }
 
 struct Shared {
@@ -627,6 +637,7 @@ impl KwokProvider {
                 group.clone(),
                 GroupState {
                     fault,
+                    failed: BTreeMap::new(),
                     template: prepare_template(t, &group, parsed.skip_taint)?,
                     min,
                     max,
@@ -642,6 +653,7 @@ impl KwokProvider {
                 if let Some(old) = groups.get(id) {
                     g.target = old.target;
                     g.phantom = old.phantom.clone();
+                    g.failed = old.failed.clone();
                 } else if !parsed.from_cluster {
                     // After a restart the group's nodes are already there:
                     // they count towards the target.
@@ -721,13 +733,20 @@ impl KwokNodeGroup {
     /// the group is set never to register).
     async fn create_nodes(&self, count: usize) -> Result<(), CloudError> {
         let template = self.with_state(|g| g.template.clone())?;
-        let never = self.fault() == Some(Fault::NeverRegister);
+        let fault = self.fault();
         let api: Api<Node> = Api::all(self.shared.client.clone());
         for _ in 0..count {
             let name = format!("{}-{}", self.id, random_suffix());
-            if never {
-                self.with_state(|g| g.phantom.insert(name.clone()))?;
-                continue;
+            match &fault {
+                Some(Fault::NeverRegister) => {
+                    self.with_state(|g| g.phantom.insert(name.clone()))?;
+                    continue;
+                }
+                Some(Fault::CreationFails(info)) => {
+                    self.with_state(|g| g.failed.insert(name.clone(), info.clone()))?;
+                    continue;
+                }
+                _ => {}
             }
             let mut node = template.clone();
             node.metadata.name = Some(name.clone());
@@ -810,7 +829,9 @@ impl NodeGroup for KwokNodeGroup {
                 // Instances that never registered are handed over as fake
                 // nodes named after the instance.
                 let phantom = name.strip_prefix("kwok:").unwrap_or(&name).to_string();
-                if self.with_state(|g| g.phantom.remove(&phantom))? {
+                if self.with_state(|g| {
+                    g.phantom.remove(&phantom) || g.failed.remove(&phantom).is_some()
+                })? {
                     self.with_state(|g| g.target = g.target.saturating_sub(1))?;
                     continue;
                 }
@@ -872,11 +893,16 @@ impl NodeGroup for KwokNodeGroup {
                 error: None,
             })
             .collect();
-        let phantom = self.with_state(|g| g.phantom.clone())?;
+        let (phantom, failed) = self.with_state(|g| (g.phantom.clone(), g.failed.clone()))?;
         out.extend(phantom.into_iter().map(|name| Instance {
             id: format!("kwok:{name}"),
             state: Some(InstanceState::Running),
             error: None,
+        }));
+        out.extend(failed.into_iter().map(|(name, error)| Instance {
+            id: format!("kwok:{name}"),
+            state: Some(InstanceState::Creating),
+            error: Some(error),
         }));
         Ok(out)
     }
