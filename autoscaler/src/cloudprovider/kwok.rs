@@ -1096,7 +1096,7 @@ mod tests {
         assert!(
             parse_fault("increase-size-error=Other")
                 .unwrap_err()
-                .contains("want increase-size-error")
+                .contains("want <kind>=")
         );
     }
 
