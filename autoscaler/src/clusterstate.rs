@@ -277,6 +277,27 @@ pub fn node_ready(node: &Node, taints: &TaintConfig) -> bool {
             })
 }
 
+/// GPU resource names CA knows (`utils/gpu`).
+pub const GPU_RESOURCES: [&str; 3] = ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915"];
+
+/// A node labelled as a GPU node whose GPUs are not allocatable yet is not
+/// ready (reason `cluster-autoscaler.kubernetes.io/resource-not-ready`).
+pub fn gpu_unready(node: &Node, gpu_label: &str) -> bool {
+    if gpu_label.is_empty()
+        || !node
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(gpu_label))
+    {
+        return false;
+    }
+    let alloc = predicates::resources::node_allocatable(node);
+    !GPU_RESOURCES
+        .iter()
+        .any(|r| alloc.scalar.get(*r).copied().unwrap_or(0) > 0)
+}
+
 impl ClusterStateRegistry {
     /// An empty registry.
     pub fn new(settings: Settings, backoff: Backoff) -> Self {
@@ -350,6 +371,7 @@ impl ClusterStateRegistry {
                 },
             );
         }
+        let gpu_label = provider.gpu_label();
         let mut provider_ids: HashMap<String, ()> = HashMap::new();
         for node in nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -361,9 +383,10 @@ impl ClusterStateRegistry {
                 Err(CloudError::NotImplemented) => taints::has_to_be_deleted(node),
                 Err(_) => false,
             };
+            let gpu_missing = gpu_unready(node, &gpu_label);
             let readiness = if gone {
                 Readiness::BeingDeleted
-            } else if node_ready(node, &self.settings.taints) {
+            } else if node_ready(node, &self.settings.taints) && !gpu_missing {
                 Readiness::Ready
             } else {
                 let created = node
@@ -379,10 +402,13 @@ impl ClusterStateRegistry {
             };
             self.readiness.insert(name.clone(), readiness);
             self.total.add(readiness);
+            let resource_unready = gpu_missing && readiness == Readiness::Unready;
+            self.total.resource_unready += usize::from(resource_unready);
             if let Ok(Some(g)) = provider.node_group_for_node(node) {
                 let id = g.id();
                 if let Some(state) = groups.get_mut(&id) {
                     state.counts.add(readiness);
+                    state.counts.resource_unready += usize::from(resource_unready);
                 }
                 self.node_groups.insert(name, id);
             }
@@ -579,6 +605,23 @@ mod tests {
         let m = &b.backed_off("g", t(0)).unwrap().message;
         assert_eq!(m.chars().count(), 500);
         assert!(m.ends_with("<truncated>"));
+    }
+
+    #[test]
+    fn gpu_nodes_without_allocatable_gpus_are_not_ready() {
+        let node = |alloc: serde_json::Value| -> Node {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "g", "labels": {"accel": "t4"}}, "status": {"allocatable": alloc}})).unwrap()
+        };
+        assert!(gpu_unready(&node(serde_json::json!({"cpu": "4"})), "accel"));
+        assert!(!gpu_unready(
+            &node(serde_json::json!({"cpu": "4", "nvidia.com/gpu": "1"})),
+            "accel"
+        ));
+        assert!(!gpu_unready(
+            &node(serde_json::json!({"cpu": "4"})),
+            "other-label"
+        ));
+        assert!(!gpu_unready(&node(serde_json::json!({"cpu": "4"})), ""));
     }
 
     #[test]

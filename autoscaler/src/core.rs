@@ -651,7 +651,12 @@ impl Autoscaler {
             let name = node.metadata.name.clone().unwrap_or_default();
             let uid = node.metadata.uid.clone().unwrap_or_default();
             let mut keys = vec![taints::TO_BE_DELETED];
-            if self.flags.max_bulk_soft_taint_count == 0 {
+            // Soft taints go when soft tainting is off; with a candidate
+            // TTL only those older than it.
+            let ttl = self.flags.node_deletion_candidate_ttl;
+            let young = taints::taint_time(&node, taints::DELETION_CANDIDATE)
+                .is_some_and(|t| !ttl.is_zero() && t + ttl > self.clock.now());
+            if self.flags.max_bulk_soft_taint_count == 0 && !young {
                 keys.push(taints::DELETION_CANDIDATE);
             }
             for key in keys {
@@ -1423,6 +1428,7 @@ impl Autoscaler {
                 },
                 gpu_resource: gpu,
                 ignore_daemonsets: o.ignore_daemonsets_utilization,
+                soft_tainted_at: taints::taint_time(n, taints::DELETION_CANDIDATE),
             });
         }
         for name in in_progress.keys() {
@@ -1450,6 +1456,7 @@ impl Autoscaler {
                 unready_enabled: f.scale_down_unready_enabled,
                 recheck_timeout: f.unremovable_node_recheck_timeout,
                 simulation_timeout: f.scale_down_simulation_timeout,
+                candidate_ttl: f.node_deletion_candidate_ttl,
             };
             self.planner
                 .update(snapshot, &candidates, &mut budgets, &ctx, &settings, now);

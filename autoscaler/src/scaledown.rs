@@ -207,6 +207,8 @@ pub struct CandidateNode {
     pub gpu_resource: Option<String>,
     /// Ignore DaemonSet pods in utilization (group option).
     pub ignore_daemonsets: bool,
+    /// When its `DeletionCandidateOfClusterAutoscaler` taint was set.
+    pub soft_tainted_at: Option<SystemTime>,
 }
 
 /// Planner settings.
@@ -220,6 +222,9 @@ pub struct PlannerSettings {
     pub recheck_timeout: Duration,
     /// `--scale-down-simulation-timeout`.
     pub simulation_timeout: Duration,
+    /// `--node-deletion-candidate-ttl`: a soft taint younger than this
+    /// restores the node's unneeded time (0: off).
+    pub candidate_ttl: Duration,
 }
 
 /// Unneeded tracking across loops.
@@ -380,7 +385,13 @@ impl Planner {
         }
         snapshot.commit();
         let risky = drainability::charge_budgets(budgets, &moved.pods_to_move);
-        let since = self.unneeded.get(&c.name).map_or(now, |u| u.since);
+        let restored = c.soft_tainted_at.filter(|t| {
+            !settings.candidate_ttl.is_zero() && *t + settings.candidate_ttl > now && *t <= now
+        });
+        let since = self
+            .unneeded
+            .get(&c.name)
+            .map_or(restored.unwrap_or(now), |u| u.since);
         next.insert(
             c.name.clone(),
             UnneededNode {
@@ -569,6 +580,7 @@ mod tests {
             threshold: 0.5,
             gpu_resource: None,
             ignore_daemonsets: false,
+            soft_tainted_at: None,
         }
     }
 
@@ -578,6 +590,7 @@ mod tests {
             unready_enabled: true,
             recheck_timeout: Duration::from_secs(300),
             simulation_timeout: Duration::from_secs(30),
+            candidate_ttl: Duration::ZERO,
         }
     }
 
@@ -686,6 +699,39 @@ mod tests {
             now() + Duration::from_secs(60),
         );
         assert_eq!(planner.reasons["c1"], Unremovable::RecentlyUnremovable);
+    }
+
+    #[test]
+    fn a_young_soft_taint_restores_the_unneeded_time_with_a_ttl() {
+        let c = All;
+        let tainted = CandidateNode {
+            soft_tainted_at: Some(now() - Duration::from_secs(300)),
+            ..candidate("n")
+        };
+        let run = |ttl: u64| {
+            let mut planner = Planner::default();
+            let mut snap = Snapshot::new(vec![node("n", "4", "8Gi"), node("m", "4", "8Gi")]);
+            let s = PlannerSettings {
+                candidate_ttl: Duration::from_secs(ttl),
+                ..settings()
+            };
+            planner.update(
+                &mut snap,
+                std::slice::from_ref(&tainted),
+                &mut [],
+                &ctx(&c),
+                &s,
+                now(),
+            );
+            planner.unneeded["n"].since
+        };
+        assert_eq!(run(0), now(), "off by default");
+        assert_eq!(
+            run(600),
+            now() - Duration::from_secs(300),
+            "restored from the taint"
+        );
+        assert_eq!(run(120), now(), "older than the TTL");
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub fn metric_type(key: &str, cfg: &TaintConfig) -> String {
 }
 
 /// The taint's value parsed as a unix time.
-fn taint_time(node: &Node, key: &str) -> Option<SystemTime> {
+pub fn taint_time(node: &Node, key: &str) -> Option<SystemTime> {
     node.spec
         .as_ref()?
         .taints
