@@ -75,6 +75,8 @@ pub struct State {
     pub budgets: BTreeMap<String, Arc<PodDisruptionBudget>>,
     /// Controllers: (kind, namespace, name) → replicas.
     pub controllers: HashMap<(String, String, String), Option<i32>>,
+    /// DaemonSets by `namespace/name` (their pods go on template nodes).
+    pub daemonsets: BTreeMap<String, Arc<DaemonSet>>,
     /// Per-node infos (non-expendable pods), rebuilt when dirty.
     infos: HashMap<String, NodeInfo>,
     dirty: BTreeSet<String>,
@@ -124,9 +126,14 @@ impl State {
                 }
             }
             "PodDisruptionBudget" => self.budgets.retain(|k, _| seen.contains(k)),
-            controller => self.controllers.retain(|(k, ns, name), _| {
-                k != controller || seen.contains(&format!("{ns}/{name}"))
-            }),
+            controller => {
+                if controller == "DaemonSet" {
+                    self.daemonsets.retain(|k, _| seen.contains(k));
+                }
+                self.controllers.retain(|(k, ns, name), _| {
+                    k != controller || seen.contains(&format!("{ns}/{name}"))
+                })
+            }
         }
     }
 
@@ -282,6 +289,7 @@ enum Change {
     Pod(Box<Event<Pod>>),
     Budget(Box<Event<PodDisruptionBudget>>),
     Controller(&'static str, Event<(String, String, Option<i32>)>),
+    DaemonSet(Box<Event<DaemonSet>>),
 }
 
 /// The watch-fed cache.
@@ -406,7 +414,9 @@ impl ClusterCache {
                 r.spec.as_ref().and_then(|s| s.replicas)
             }),
             controller::<Job>(&client, "Job", |_| None),
-            controller::<DaemonSet>(&client, "DaemonSet", |_| None),
+            stream(Api::<DaemonSet>::all(client.clone()), |e| {
+                Change::DaemonSet(Box::new(e))
+            }),
         ];
         let total = streams.len();
         let mut synced = 0;
@@ -466,6 +476,27 @@ impl ClusterCache {
                             init_done = true;
                         }
                         Event::Init => s.relist_started("PodDisruptionBudget"),
+                    },
+                    Change::DaemonSet(e) => match *e {
+                        Event::Apply(mut d) | Event::InitApply(mut d) => {
+                            d.metadata.managed_fields = None;
+                            let (ns, name) = (d.namespace().unwrap_or_default(), d.name_any());
+                            s.seen("DaemonSet", &format!("{ns}/{name}"));
+                            s.controllers
+                                .insert(("DaemonSet".into(), ns.clone(), name.clone()), None);
+                            s.daemonsets.insert(format!("{ns}/{name}"), Arc::new(d));
+                        }
+                        Event::Delete(d) => {
+                            let (ns, name) = (d.namespace().unwrap_or_default(), d.name_any());
+                            s.controllers
+                                .remove(&("DaemonSet".into(), ns.clone(), name.clone()));
+                            s.daemonsets.remove(&format!("{ns}/{name}"));
+                        }
+                        Event::InitDone => {
+                            s.relist_done("DaemonSet");
+                            init_done = true;
+                        }
+                        Event::Init => s.relist_started("DaemonSet"),
                     },
                     Change::Controller(kind, e) => match e {
                         Event::Apply((ns, name, r)) | Event::InitApply((ns, name, r)) => {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::{Api, Client};
 use predicates::{NodeInfo, PodInfo};
@@ -840,11 +841,107 @@ impl Autoscaler {
                     },
                 },
             };
-            if let Some(t) = template {
+            if let Some(mut t) = template {
+                let daemonsets: Vec<Arc<DaemonSet>> = state.daemonsets.values().cloned().collect();
+                self.add_daemonset_pods(&mut t, &daemonsets);
                 out.insert(id, t);
             }
         }
         out
+    }
+
+    /// Adds to a template the pods of the DaemonSets that would run on it
+    /// but are not there yet (ca-compat §4.9 step 3): all of them with
+    /// `--force-ds`, else only `system-node-critical` ones that may preempt.
+    fn add_daemonset_pods(&self, template: &mut NodeInfo, daemonsets: &[Arc<DaemonSet>]) {
+        let name = template.name().to_string();
+        for ds in daemonsets {
+            let uid = ds.metadata.uid.clone().unwrap_or_default();
+            let present = template.pods.iter().any(|p| {
+                p.pod
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.uid == uid)
+            });
+            let Some(spec) = ds.spec.as_ref().and_then(|s| s.template.spec.clone()) else {
+                continue;
+            };
+            let critical = spec.priority_class_name.as_deref() == Some("system-node-critical")
+                && spec
+                    .preemption_policy
+                    .as_deref()
+                    .is_none_or(|p| p == "PreemptLowerPriority");
+            if present || !(self.flags.force_ds || critical) {
+                continue;
+            }
+            let meta = ds
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.metadata.clone())
+                .unwrap_or_default();
+            let ds_name = ds.metadata.name.clone().unwrap_or_default();
+            let mut pod = Pod {
+                metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                    name: Some(format!("{ds_name}-{name}")),
+                    namespace: ds.metadata.namespace.clone(),
+                    labels: meta.labels,
+                    annotations: meta.annotations,
+                    owner_references: Some(vec![
+                        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                            api_version: "apps/v1".into(),
+                            kind: "DaemonSet".into(),
+                            name: ds_name,
+                            uid,
+                            controller: Some(true),
+                            block_owner_deletion: None,
+                        },
+                    ]),
+                    ..Default::default()
+                },
+                spec: Some(spec),
+                status: None,
+            };
+            // The tolerations the DaemonSet controller adds.
+            if let Some(spec) = pod.spec.as_mut() {
+                let tols = spec.tolerations.get_or_insert_with(Vec::new);
+                for key in [
+                    "node.kubernetes.io/not-ready",
+                    "node.kubernetes.io/unreachable",
+                    "node.kubernetes.io/disk-pressure",
+                    "node.kubernetes.io/memory-pressure",
+                    "node.kubernetes.io/pid-pressure",
+                    "node.kubernetes.io/unschedulable",
+                ] {
+                    tols.push(k8s_openapi::api::core::v1::Toleration {
+                        key: Some(key.into()),
+                        operator: Some("Exists".into()),
+                        ..Default::default()
+                    });
+                }
+            }
+            let tolerations = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.tolerations.clone())
+                .unwrap_or_default();
+            let taints = template
+                .node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default();
+            if !predicates::filters::node_affinity_matches(&pod, template)
+                || predicates::filters::untolerated_taint(&taints, &tolerations).is_some()
+            {
+                continue;
+            }
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.node_name = Some(name.clone());
+            }
+            template.add_pod(PodInfo::new(Arc::new(pod)));
+        }
     }
 
     fn sanitize(&self, group: &str, mut node: Node, pods: Vec<PodInfo>) -> NodeInfo {

@@ -862,3 +862,46 @@ async fn instances_that_fail_to_be_created_back_the_group_off_and_are_deleted() 
     assert_eq!(stock["scaleUp"]["status"], "Backoff");
     assert_eq!(stock["scaleUp"]["backoffInfo"]["errorCode"], "STOCKOUT");
 }
+
+fn daemonset(name: &str, cpu: &str, priority_class: Option<&str>) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": "kube-system"},
+        "spec": {"selector": {"matchLabels": {"ds": name}},
+            "template": {"metadata": {"labels": {"ds": name}},
+                "spec": {"priorityClassName": priority_class,
+                    "containers": [{"name": "c", "image": "agent", "resources": {"requests": {"cpu": cpu}}}]}}}})
+}
+
+/// Nodes a group gets from zero for 6 pods of 1 CPU on 4-CPU nodes, with a
+/// DaemonSet of 1 CPU.
+async fn nodes_for_six_pods(ds: Value, flags: &[&str]) -> usize {
+    let r = start(
+        &[template("pool", "4", json!({}))],
+        vec![ds, deployment("web", 6, "1", json!({}), json!({}))],
+        flags,
+    )
+    .await;
+    r.cluster
+        .wait_pods_running("app=web", 6, 5 * MINUTE)
+        .await
+        .unwrap();
+    r.cluster.advance(MINUTE).await;
+    group_nodes(&r.cluster, "pool").await.len()
+}
+
+#[tokio::test(start_paused = true)]
+async fn daemonset_pods_count_on_new_nodes_when_critical_or_forced() {
+    // Without the DaemonSet on the template, 3 pods fit a new node: 2 nodes.
+    assert_eq!(
+        nodes_for_six_pods(daemonset("agent", "1", None), &[]).await,
+        2
+    );
+    // Counted (2 pods per new node): 3 nodes.
+    assert_eq!(
+        nodes_for_six_pods(daemonset("agent", "1", None), &["--force-ds"]).await,
+        3
+    );
+    assert_eq!(
+        nodes_for_six_pods(daemonset("agent", "1", Some("system-node-critical")), &[]).await,
+        3
+    );
+}
