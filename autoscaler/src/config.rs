@@ -1101,6 +1101,48 @@ impl Flags {
             "scale-down-candidates-pool-min-count",
             "it has no effect upstream either",
         );
+        let missing = "not implemented by this autoscaler yet";
+        ignored(
+            !self.node_deletion_batcher_interval.is_zero(),
+            "node-deletion-batcher-interval",
+            "nodes are deleted with one DeleteNodes call each; not implemented yet",
+        );
+        ignored(
+            self.dynamic_node_delete_delay_after_taint_enabled,
+            "dynamic-node-delete-delay-after-taint-enabled",
+            missing,
+        );
+        ignored(
+            self.node_removal_latency_tracking_enabled,
+            "node-removal-latency-tracking-enabled",
+            missing,
+        );
+        ignored(
+            self.max_node_skip_eval_time_tracker_enabled,
+            "max-node-skip-eval-time-tracker-enabled",
+            missing,
+        );
+        ignored(
+            self.enable_graceful_degradation,
+            "enable-graceful-degradation",
+            missing,
+        );
+        ignored(self.salvo_scale_up, "salvo-scale-up", missing);
+        ignored(
+            self.scaleup_simulation_for_skipped_node_groups_enabled,
+            "scaleup-simulation-for-skipped-node-groups-enabled",
+            missing,
+        );
+        ignored(
+            self.enable_csi_node_aware_scheduling,
+            "enable-csi-node-aware-scheduling",
+            missing,
+        );
+        ignored(
+            self.parallel_scale_up,
+            "parallel-scale-up",
+            "scale-ups of several groups run one after the other",
+        );
         ignored(self.profiling, "profiling", "there is no pprof endpoint");
         ignored(
             self.debugging_snapshot_enabled,
