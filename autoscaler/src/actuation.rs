@@ -111,6 +111,43 @@ pub struct Progress {
     pub evicted_failed: u64,
 }
 
+/// Whether a pod is evicted when its node goes (ca-compat §1.1): every
+/// non-DaemonSet pod; a DaemonSet pod per its `enable-ds-eviction`
+/// annotation when present, else per the flag for empty or occupied nodes.
+pub fn daemonset_pod_evicted(pod: &Pod, occupied: bool, settings: &Settings) -> bool {
+    if !is_daemonset_pod(pod) {
+        return true;
+    }
+    match pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ENABLE_DS_EVICTION))
+    {
+        Some(v) => v == "true",
+        None if occupied => settings.ds_eviction_occupied,
+        None => settings.ds_eviction_empty,
+    }
+}
+
+/// The eviction group of a pod and its grace period (ca-compat §3.6): one
+/// group with `--max-graceful-termination-sec` by default; with
+/// `--drain-priority-config`, the entry with the largest priority at most
+/// the pod's (the lowest entry for pods below all).
+pub fn grace_group(pod: &Pod, settings: &Settings) -> (i32, i64) {
+    let prios = &settings.drain_priorities;
+    if prios.is_empty() {
+        return (i32::MIN, settings.max_graceful_termination_sec);
+    }
+    let p = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+    let entry = prios
+        .iter()
+        .rev()
+        .find(|d| d.priority <= p)
+        .unwrap_or(&prios[0]);
+    (entry.priority, entry.grace_seconds)
+}
+
 /// The actuator.
 #[derive(Clone)]
 pub struct Actuator {
@@ -384,38 +421,12 @@ impl Actuator {
         Ok(out)
     }
 
-    /// Whether a DaemonSet pod is evicted (ca-compat §1.1): its annotation
-    /// decides when present, else the flag for empty or occupied nodes.
     fn evict_daemonset_pod(&self, pod: &Pod, occupied: bool) -> bool {
-        if !is_daemonset_pod(pod) {
-            return true;
-        }
-        match pod
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(ENABLE_DS_EVICTION))
-        {
-            Some(v) => v == "true",
-            None if occupied => self.settings.ds_eviction_occupied,
-            None => self.settings.ds_eviction_empty,
-        }
+        daemonset_pod_evicted(pod, occupied, &self.settings)
     }
 
-    /// The grace period group of a pod: the largest configured priority at
-    /// most the pod's (the lowest entry for pods below all).
     fn grace_for(&self, pod: &Pod) -> (i32, i64) {
-        let prios = &self.settings.drain_priorities;
-        if prios.is_empty() {
-            return (i32::MIN, self.settings.max_graceful_termination_sec);
-        }
-        let p = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-        let entry = prios
-            .iter()
-            .rev()
-            .find(|d| d.priority <= p)
-            .unwrap_or(&prios[0]);
-        (entry.priority, entry.grace_seconds)
+        grace_group(pod, &self.settings)
     }
 
     async fn drain(&self, node: &str, pods: &[Eviction]) -> Result<(), String> {
@@ -570,5 +581,98 @@ impl Actuator {
             }
             tokio::time::sleep(Duration::from_secs(5)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn settings(prios: Vec<DrainPriority>) -> Settings {
+        Settings {
+            cordon: false,
+            delay_after_taint: Duration::from_secs(5),
+            max_pod_eviction_time: Duration::from_secs(120),
+            max_graceful_termination_sec: 600,
+            drain_priorities: prios,
+            ds_eviction_empty: false,
+            ds_eviction_occupied: true,
+            deletion_delay_timeout: Duration::from_secs(120),
+            drain: DrainFlags {
+                skip_system_pods: true,
+                skip_local_storage: true,
+                skip_custom_controller_pods: true,
+                min_replica_count: 0,
+                system_pod_timeout: Duration::from_secs(3600),
+            },
+            expendable_cutoff: -10,
+        }
+    }
+
+    fn pod(ds: bool, annotation: Option<&str>, priority: i32) -> Pod {
+        let owner = if ds { "DaemonSet" } else { "ReplicaSet" };
+        let annotations = annotation.map(|v| json!({ENABLE_DS_EVICTION: v}));
+        serde_json::from_value(json!({"metadata": {"name": "p", "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner, "name": "o", "uid": "u", "controller": true}]},
+            "spec": {"priority": priority, "containers": []}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn daemonset_eviction_follows_the_annotation_then_the_flags() {
+        let s = settings(Vec::new());
+        assert!(
+            daemonset_pod_evicted(&pod(false, None, 0), false, &s),
+            "ordinary pods always go"
+        );
+        assert!(
+            !daemonset_pod_evicted(&pod(true, None, 0), false, &s),
+            "empty nodes: default false"
+        );
+        assert!(
+            daemonset_pod_evicted(&pod(true, None, 0), true, &s),
+            "occupied nodes: default true"
+        );
+        assert!(daemonset_pod_evicted(
+            &pod(true, Some("true"), 0),
+            false,
+            &s
+        ));
+        assert!(
+            !daemonset_pod_evicted(&pod(true, Some("no"), 0), true, &s),
+            "any other value: not evicted"
+        );
+    }
+
+    #[test]
+    fn grace_periods_by_priority() {
+        assert_eq!(
+            grace_group(&pod(false, None, 5), &settings(Vec::new())),
+            (i32::MIN, 600)
+        );
+        let prios = vec![
+            DrainPriority {
+                priority: 0,
+                grace_seconds: 60,
+            },
+            DrainPriority {
+                priority: 1000,
+                grace_seconds: 100,
+            },
+            DrainPriority {
+                priority: 10000,
+                grace_seconds: 20,
+            },
+        ];
+        let s = settings(prios);
+        assert_eq!(grace_group(&pod(false, None, 5000), &s), (1000, 100));
+        assert_eq!(grace_group(&pod(false, None, 10000), &s), (10000, 20));
+        assert_eq!(
+            grace_group(&pod(false, None, -5), &s),
+            (0, 60),
+            "below all: the lowest"
+        );
     }
 }

@@ -336,6 +336,32 @@ impl ObjectRef {
     }
 }
 
+/// The deduplication key (ca-compat §7.2): reason and object, or, for the
+/// status ConfigMap, the message.
+fn dedup_key(object: &ObjectRef, status_cm: &ObjectRef, reason: &str, message: &str) -> String {
+    if object == status_cm {
+        format!("{}/{}/{message}", object.kind, object.name)
+    } else {
+        format!(
+            "{reason}/{}/{}/{}/{}",
+            object.kind, object.namespace, object.name, object.uid
+        )
+    }
+}
+
+/// One event per key per five minutes; the memory of keys is bounded.
+fn allow(seen: &mut HashMap<String, SystemTime>, key: String, now: SystemTime) -> bool {
+    let window = Duration::from_secs(300);
+    if seen.get(&key).is_some_and(|t| *t + window > now) {
+        return false;
+    }
+    seen.insert(key, now);
+    if seen.len() > 8192 {
+        seen.retain(|_, t| *t + window > now);
+    }
+    true
+}
+
 /// Records events (source component `cluster-autoscaler`), one per
 /// (object, reason) per five minutes unless `--record-duplicated-events`;
 /// for the status ConfigMap the message is the key instead of the reason.
@@ -385,24 +411,10 @@ impl EventRecorder {
             object.name
         );
         if !self.record_duplicates {
-            let key = if *object == self.status_cm {
-                format!("{}/{}/{message}", object.kind, object.name)
-            } else {
-                format!(
-                    "{reason}/{}/{}/{}/{}",
-                    object.kind, object.namespace, object.name, object.uid
-                )
-            };
+            let key = dedup_key(object, &self.status_cm, reason, &message);
             let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            if seen
-                .get(&key)
-                .is_some_and(|t| *t + Duration::from_secs(300) > now)
-            {
+            if !allow(&mut seen, key, now) {
                 return;
-            }
-            seen.insert(key, now);
-            if seen.len() > 8192 {
-                seen.retain(|_, t| *t + Duration::from_secs(300) > now);
             }
         }
         let object = object.clone();
@@ -466,6 +478,50 @@ mod tests {
             yaml.find("autoscalerStatus").unwrap() < yaml.find("clusterWide").unwrap(),
             "keys sorted"
         );
+    }
+
+    #[test]
+    fn events_are_deduplicated_for_five_minutes() {
+        let cm = ObjectRef::config_map("kube-system", "cluster-autoscaler-status");
+        let pod = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: "default".into(),
+            name: "p".into(),
+            uid: "u".into(),
+        };
+        let mut seen = HashMap::new();
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let k = |o: &ObjectRef, r: &str, m: &str| dedup_key(o, &cm, r, m);
+        assert!(allow(&mut seen, k(&pod, "NotTriggerScaleUp", "a"), t0));
+        assert!(
+            !allow(
+                &mut seen,
+                k(&pod, "NotTriggerScaleUp", "b"),
+                t0 + Duration::from_secs(299)
+            ),
+            "same object and reason"
+        );
+        assert!(
+            allow(&mut seen, k(&pod, "TriggeredScaleUp", "a"), t0),
+            "another reason"
+        );
+        assert!(
+            allow(
+                &mut seen,
+                k(&pod, "NotTriggerScaleUp", "a"),
+                t0 + Duration::from_secs(300)
+            ),
+            "after five minutes"
+        );
+        // On the status ConfigMap, messages are the key.
+        assert!(allow(&mut seen, k(&cm, "ScaledUpGroup", "setting 1"), t0));
+        assert!(allow(&mut seen, k(&cm, "ScaledUpGroup", "set 1"), t0));
+        assert!(!allow(
+            &mut seen,
+            k(&cm, "ScaledUpGroup", "setting 1"),
+            t0 + Duration::from_secs(1)
+        ));
     }
 
     #[test]
