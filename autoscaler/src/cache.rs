@@ -69,6 +69,8 @@ pub struct State {
     pub pods: HashMap<String, PodInfo>,
     /// Pod keys by node name (bound pods only).
     pub by_node: HashMap<String, BTreeSet<String>>,
+    /// Pod keys by controller uid.
+    pub by_owner: HashMap<String, BTreeSet<String>>,
     /// Unbound active pods by key.
     pub unbound: BTreeMap<String, Arc<Pod>>,
     /// Budgets by `namespace/name`.
@@ -150,6 +152,9 @@ impl State {
         if !is_active(&pod) {
             return false;
         }
+        if let Some(uid) = controller_uid(&pod) {
+            self.by_owner.entry(uid).or_default().insert(key.clone());
+        }
         let info = match node_name(&pod).map(str::to_string) {
             Some(n) => {
                 self.by_node
@@ -171,6 +176,14 @@ impl State {
 
     fn drop_pod(&mut self, key: &str) {
         if let Some(old) = self.pods.remove(key) {
+            if let Some(uid) = controller_uid(&old.pod)
+                && let Some(set) = self.by_owner.get_mut(&uid)
+            {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_owner.remove(&uid);
+                }
+            }
             match node_name(&old.pod) {
                 Some(n) => {
                     let n = n.to_string();
@@ -184,6 +197,16 @@ impl State {
                 }
             }
         }
+    }
+
+    /// Pods of a controller (by its uid), bound or not.
+    pub fn pods_of_owner(&self, uid: &str) -> Vec<PodInfo> {
+        self.by_owner
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k).cloned())
+            .collect()
     }
 
     /// Pods bound to a node (compact: no containers).
@@ -252,6 +275,15 @@ impl Controllers for State {
             None => ControllerState::NotFound,
         }
     }
+}
+
+fn controller_uid(pod: &Pod) -> Option<String> {
+    pod.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.clone())
 }
 
 /// Keeps a bound pod's scheduling facts and drops the parts of the object
@@ -574,5 +606,30 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn pods_are_indexed_by_node_and_by_owner() {
+        let mut s = State::default();
+        let pod = |name: &str, node: Option<&str>, owner: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": owner, "controller": true}]},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}))
+            .unwrap()
+        };
+        s.put_pod(pod("a", Some("n1"), "rs1"));
+        s.put_pod(pod("b", Some("n2"), "rs1"));
+        s.put_pod(pod("c", None, "rs2"));
+        assert_eq!(s.pods_of_owner("rs1").len(), 2);
+        assert_eq!(s.pods_of_owner("rs2").len(), 1);
+        assert_eq!(s.pods_on("n1").len(), 1);
+        // Moving and deleting keep the indexes right.
+        s.put_pod(pod("a", Some("n2"), "rs1"));
+        assert!(s.pods_on("n1").is_empty());
+        assert_eq!(s.pods_on("n2").len(), 2);
+        s.drop_pod("default/b");
+        assert_eq!(s.pods_of_owner("rs1").len(), 1);
+        s.drop_pod("default/a");
+        assert!(!s.by_owner.contains_key("rs1"));
     }
 }

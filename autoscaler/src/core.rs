@@ -1211,8 +1211,9 @@ impl Autoscaler {
             .map(|p| (predicates::nodeinfo::pod_key(p), p))
             .collect();
         match plan {
-            Plan::NoOptions { reasons } => {
+            Plan::NoOptions { reasons, groups } => {
                 decisions.scale_up = "NoOptionsAvailable".into();
+                decisions.pods = groups;
                 for (key, rs) in reasons {
                     let text: Vec<String> = rs.iter().map(|(r, n)| format!("{n} {r}")).collect();
                     if let Some(p) = by_key.get(&key) {
@@ -1223,12 +1224,6 @@ impl Autoscaler {
                             format!("pod didn't trigger scale-up: {}", text.join(", ")),
                         );
                     }
-                    decisions.pods.insert(
-                        key,
-                        rs.into_iter()
-                            .map(|(r, n)| (r, format!("{n} node group(s)")))
-                            .collect(),
-                    );
                 }
                 false
             }
@@ -1236,7 +1231,9 @@ impl Autoscaler {
                 infos,
                 option,
                 considered,
+                groups: verdicts,
             } => {
+                decisions.pods = verdicts;
                 decisions.options = considered
                     .iter()
                     .map(|o| (o.group.clone(), o.node_count))
@@ -1349,10 +1346,6 @@ impl Autoscaler {
                                 message.clone(),
                             );
                         }
-                        decisions.pods.insert(
-                            key.clone(),
-                            [(option.group.clone(), "chosen".to_string())].into(),
-                        );
                     }
                 }
                 !done.is_empty()

@@ -496,11 +496,15 @@ pub enum Plan {
         option: ScaleUpOption,
         /// Options considered (for decision records).
         considered: Vec<ScaleUpOption>,
+        /// Per pod key: node group → chosen, not chosen, or why rejected.
+        groups: BTreeMap<String, BTreeMap<String, String>>,
     },
     /// No option: why each pod was not helped (reason → number of groups).
     NoOptions {
         /// Per pod key.
         reasons: BTreeMap<String, BTreeMap<String, usize>>,
+        /// Per pod key: node group → why it was rejected.
+        groups: BTreeMap<String, BTreeMap<String, String>>,
     },
 }
 
@@ -534,11 +538,11 @@ pub fn plan(
     limit_hits: &mut Vec<String>,
 ) -> Plan {
     let groups = equivalence_groups(inputs.pods);
-    // reasons[pod group index] -> reason -> count of node groups
-    let mut reasons: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); groups.len()];
-    for (i, _) in groups.iter().enumerate() {
-        for reason in inputs.skipped.values() {
-            *reasons[i].entry(reason.clone()).or_default() += 1;
+    // per_group[pod group index]: node group -> why it was rejected
+    let mut per_group: Vec<BTreeMap<String, Vec<String>>> = vec![BTreeMap::new(); groups.len()];
+    for g in per_group.iter_mut() {
+        for (id, reason) in inputs.skipped {
+            g.insert(id.clone(), vec![reason.clone()]);
         }
     }
     let mut options = Vec::new();
@@ -554,16 +558,16 @@ pub fn plan(
         }
         let remaining = c.max.saturating_sub(c.target);
         if remaining == 0 {
-            for r in reasons.iter_mut() {
-                *r.entry("max node group size reached".into()).or_default() += 1;
+            for g in per_group.iter_mut() {
+                g.insert(c.id.clone(), vec!["max node group size reached".into()]);
             }
             continue;
         }
         let allowed = match inputs.limits.nodes_allowed(&c.template) {
             Ok(n) => n,
             Err(reason) => {
-                for r in reasons.iter_mut() {
-                    *r.entry(reason.clone()).or_default() += 1;
+                for g in per_group.iter_mut() {
+                    g.insert(c.id.clone(), vec![reason.clone()]);
                 }
                 limit_hits.push(reason);
                 continue;
@@ -580,9 +584,7 @@ pub fn plan(
             match snapshot.fits(&PodInfo::new(g.sample().clone()), probe) {
                 Ok(()) => fitting.push(i),
                 Err(rs) => {
-                    for r in rs {
-                        *reasons[i].entry(r.to_string()).or_default() += 1;
-                    }
+                    per_group[i].insert(c.id.clone(), rs.iter().map(ToString::to_string).collect());
                 }
             }
         }
@@ -602,6 +604,18 @@ pub fn plan(
             &format!("template-node-for-{}", c.id),
             inputs.max_group_binpacking_time,
         );
+        for &i in &fitting {
+            let placed = groups[i]
+                .pods
+                .iter()
+                .any(|p| est.pods.contains(&predicates::nodeinfo::pod_key(p)));
+            let note = if placed {
+                format!("option of {} node(s)", est.node_count)
+            } else {
+                "does not fit a new node within the limits".to_string()
+            };
+            per_group[i].insert(c.id.clone(), vec![note]);
+        }
         if est.node_count == 0 || est.pods.is_empty() {
             continue;
         }
@@ -622,15 +636,38 @@ pub fn plan(
         });
     }
     let considered = options.clone();
-    let Some(option) = expander::choose(inputs.expanders, options, inputs.priorities, notices)
-    else {
-        let mut by_pod = BTreeMap::new();
-        for (i, g) in groups.iter().enumerate() {
-            for p in &g.pods {
-                by_pod.insert(predicates::nodeinfo::pod_key(p), reasons[i].clone());
+    let chosen_option = expander::choose(inputs.expanders, options, inputs.priorities, notices);
+    // The record per pod: every node group and its verdict.
+    let mut by_pod_groups = BTreeMap::new();
+    let mut by_pod_counts = BTreeMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        let mut verdicts: BTreeMap<String, String> = BTreeMap::new();
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for (id, rs) in &per_group[i] {
+            let is_option = considered.iter().any(|o| &o.group == id);
+            let verdict = match &chosen_option {
+                Some(o) if &o.group == id && is_option => "chosen".to_string(),
+                Some(_) if is_option => "not chosen by the expander".to_string(),
+                _ => rs.join("; "),
+            };
+            if !is_option {
+                for r in rs {
+                    *counts.entry(r.clone()).or_default() += 1;
+                }
             }
+            verdicts.insert(id.clone(), verdict);
         }
-        return Plan::NoOptions { reasons: by_pod };
+        for p in &g.pods {
+            let key = predicates::nodeinfo::pod_key(p);
+            by_pod_groups.insert(key.clone(), verdicts.clone());
+            by_pod_counts.insert(key, counts.clone());
+        }
+    }
+    let Some(option) = chosen_option else {
+        return Plan::NoOptions {
+            reasons: by_pod_counts,
+            groups: by_pod_groups,
+        };
     };
     // Cap by --max-nodes-total.
     let mut count = option.node_count;
@@ -669,6 +706,7 @@ pub fn plan(
         infos,
         option,
         considered,
+        groups: by_pod_groups,
     }
 }
 
@@ -951,7 +989,7 @@ mod tests {
             cores: (8, 8),
             ..roomy.clone()
         };
-        let Plan::NoOptions { reasons } = plan(
+        let Plan::NoOptions { reasons, groups } = plan(
             &mut snap,
             &inputs(&pods, &candidates, &full, &skipped, &balancing),
             &mut n,
@@ -967,6 +1005,10 @@ mod tests {
             )])
         );
         assert_eq!(hits, ["exceeded quota: \"cluster-wide\", resources: cpu"]);
+        assert_eq!(
+            groups["default/p0"]["a"],
+            "exceeded quota: \"cluster-wide\", resources: cpu"
+        );
         // --max-nodes-total caps the count.
         let capped = Limits {
             max_nodes_total: 5,

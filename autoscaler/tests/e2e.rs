@@ -470,6 +470,17 @@ async fn a_group_never_goes_above_max() {
             .any(|m| m == "pod didn't trigger scale-up: 1 max node group size reached"),
         "{not:?}"
     );
+    // The decision record names the group and why.
+    let d = r.decisions.lock().unwrap().clone();
+    assert_eq!(d.scale_up, "NoOptionsAvailable");
+    assert!(!d.pods.is_empty());
+    assert!(
+        d.pods
+            .values()
+            .all(|g| g.get("small").map(String::as_str) == Some("max node group size reached")),
+        "{:?}",
+        d.pods
+    );
 }
 
 #[tokio::test(start_paused = true)]
