@@ -20,6 +20,7 @@ pub mod clusterstate;
 pub mod config;
 pub mod core;
 pub mod expander;
+pub mod inprocess;
 pub mod leaderelection;
 pub mod metrics;
 pub mod scaledown;

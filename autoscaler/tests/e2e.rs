@@ -5,11 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use autoscaler::cache::ClusterCache;
-use autoscaler::cloudprovider::kwok::{Fault, Faults, KwokProvider, Settings, quota_exceeded};
-use autoscaler::config::{Flags, normalize_args};
-use autoscaler::core::{Autoscaler, Decisions, node_lister};
-use clap::Parser;
+use autoscaler::cloudprovider::kwok::{Fault, Faults, quota_exceeded};
+use autoscaler::core::Decisions;
 use harness::cluster::Cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node};
 use kube::Api;
@@ -68,36 +65,13 @@ async fn start(templates: &[Value], objects: Vec<Value>, flags: &[&str]) -> Runn
     for o in objects {
         cluster.create(o).await.unwrap();
     }
-    let client = cluster.client();
-    let (cache, _) = ClusterCache::start(client.clone());
-    cache.wait_ready().await;
-    let provider = KwokProvider::new(
-        client.clone(),
-        node_lister(&cache),
-        Settings {
-            namespace: "kube-system".into(),
-            config_map: "kwok-provider-config".into(),
-        },
-    )
-    .await
-    .unwrap();
-    let faults = provider.faults();
-    let argv = ["cluster-autoscaler", "--cloud-provider=kwok"]
-        .iter()
-        .chain(flags)
-        .map(|s| s.to_string());
-    let flags = Flags::try_parse_from(normalize_args(argv)).unwrap();
-    let validated = flags.validate().unwrap();
-    let autoscaler = Autoscaler::new(
-        client,
-        cluster.clock().clone(),
-        flags,
-        validated,
-        cache,
-        Arc::new(provider),
-    );
-    let decisions = autoscaler.decisions.clone();
-    let task = tokio::spawn(autoscaler.run());
+    let args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    let built = autoscaler::inprocess::kwok(cluster.client(), cluster.clock().clone(), &args)
+        .await
+        .unwrap();
+    let faults = built.faults;
+    let decisions = built.autoscaler.decisions.clone();
+    let task = tokio::spawn(built.autoscaler.run());
     Running {
         cluster,
         faults,
@@ -730,31 +704,10 @@ async fn leftover_to_be_deleted_taints_are_removed_at_start() {
     cluster.create(node).await.unwrap();
     cluster.wait_nodes_ready(1, MINUTE).await.unwrap();
     let client = cluster.client();
-    let (cache, _) = ClusterCache::start(client.clone());
-    cache.wait_ready().await;
-    let provider = KwokProvider::new(
-        client.clone(),
-        node_lister(&cache),
-        Settings {
-            namespace: "kube-system".into(),
-            config_map: "kwok-provider-config".into(),
-        },
-    )
-    .await
-    .unwrap();
-    let flags = Flags::try_parse_from(normalize_args(
-        ["cluster-autoscaler", "--cloud-provider=kwok"].map(String::from),
-    ))
-    .unwrap();
-    let validated = flags.validate().unwrap();
-    let mut a = Autoscaler::new(
-        client.clone(),
-        cluster.clock().clone(),
-        flags,
-        validated,
-        cache,
-        Arc::new(provider),
-    );
+    let mut a = autoscaler::inprocess::kwok(client.clone(), cluster.clock().clone(), &[])
+        .await
+        .unwrap()
+        .autoscaler;
     a.run_once().await.unwrap();
     let n = Api::<Node>::all(client).get("pool-left").await.unwrap();
     assert!(!autoscaler::taints::has_to_be_deleted(&n));

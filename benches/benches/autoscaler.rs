@@ -14,14 +14,9 @@
 //! `-- idle 1000` (a case and a node count) runs one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use autoscaler::cache::ClusterCache;
-use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
-use autoscaler::config::{Flags, normalize_args};
-use autoscaler::core::{Autoscaler, node_lister};
-use clap::Parser;
+use autoscaler::core::Autoscaler;
 use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
@@ -159,31 +154,10 @@ fn setup_objects(
 }
 
 async fn autoscaler(client: Client) -> Autoscaler {
-    let (cache, _) = ClusterCache::start(client.clone());
-    cache.wait_ready().await;
-    let provider = KwokProvider::new(
-        client.clone(),
-        node_lister(&cache),
-        Settings {
-            namespace: "kube-system".into(),
-            config_map: "kwok-provider-config".into(),
-        },
-    )
-    .await
-    .unwrap();
-    let flags = Flags::try_parse_from(normalize_args(
-        ["cluster-autoscaler", "--cloud-provider=kwok"].map(String::from),
-    ))
-    .unwrap();
-    let validated = flags.validate().unwrap();
-    Autoscaler::new(
-        client,
-        simclock::Clock::new(),
-        flags,
-        validated,
-        cache,
-        Arc::new(provider),
-    )
+    autoscaler::inprocess::kwok(client, simclock::Clock::new(), &[])
+        .await
+        .unwrap()
+        .autoscaler
 }
 
 /// The loop phases' total time, from the `function_duration_seconds` sums.

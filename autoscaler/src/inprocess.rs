@@ -1,0 +1,56 @@
+//! Running the autoscaler as a library, next to a cluster in the same
+//! process (tests, the conformance suite, benchmarks): the watch cache, the
+//! kwok provider and the flags, wired as the binary wires them, on the
+//! caller's clock (virtual time when the runtime's time is paused).
+
+use std::sync::Arc;
+
+use clap::Parser;
+use kube::Client;
+
+use crate::cache::ClusterCache;
+use crate::cloudprovider::kwok::{Faults, KwokProvider, Settings};
+use crate::config::{Flags, normalize_args};
+use crate::core::{Autoscaler, node_lister};
+
+/// An autoscaler with the kwok provider and its fault-injection handle.
+pub struct InProcess {
+    /// The autoscaler (run it with [`Autoscaler::run`] or step it with
+    /// [`Autoscaler::run_once`]).
+    pub autoscaler: Autoscaler,
+    /// The kwok provider's faults.
+    pub faults: Arc<Faults>,
+}
+
+/// Builds an autoscaler on `client` with `--cloud-provider=kwok` and the
+/// extra `args` (CA's syntax), the kwok ConfigMaps being in `kube-system`.
+/// Bad flags or provider configuration are errors naming what failed.
+pub async fn kwok(
+    client: Client,
+    clock: simclock::Clock,
+    args: &[String],
+) -> Result<InProcess, String> {
+    let argv = [
+        "cluster-autoscaler".to_string(),
+        "--cloud-provider=kwok".to_string(),
+    ]
+    .into_iter()
+    .chain(args.iter().cloned());
+    let flags = Flags::try_parse_from(normalize_args(argv)).map_err(|e| e.to_string())?;
+    let validated = flags.validate().map_err(|e| e.to_string())?;
+    let (cache, _) = ClusterCache::start(client.clone());
+    cache.wait_ready().await;
+    let provider = KwokProvider::new(
+        client.clone(),
+        node_lister(&cache),
+        Settings {
+            namespace: "kube-system".into(),
+            config_map: "kwok-provider-config".into(),
+        },
+    )
+    .await
+    .map_err(|e| format!("building the kwok provider: {e}"))?;
+    let faults = provider.faults();
+    let autoscaler = Autoscaler::new(client, clock, flags, validated, cache, Arc::new(provider));
+    Ok(InProcess { autoscaler, faults })
+}
