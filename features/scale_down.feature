@@ -24,3 +24,7 @@ Feature: Scale-down
     Then the node group "pool" has 2 nodes
     When 40 seconds pass
     Then the node group "pool" has 1 node
+
+  Scenario: --scale-down-enabled=false keeps every node
+    Given the autoscaler runs with "--scale-down-enabled=false"
+    Then the node group "pool" keeps 2 nodes for 20 minutes

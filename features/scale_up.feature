@@ -24,3 +24,11 @@ Feature: Scale-up
     When 5 minutes pass
     Then the node group "small" has 2 nodes
     And the pods of "pinned" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 1 max node group size reached, 1 node(s) didn't match Pod's node affinity/selector"
+
+  Scenario: A nodeSelector picks the matching node group only
+    "How does scale-up work? ... CA ... checks which node groups ... could fit the pod"
+    Given a node group "other" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And a deployment "pinned" of 2 pods requesting 1 CPU on node group "other"
+    Then all 2 pods of "pinned" are running within 5 minutes
+    And the node group "other" has 1 node
+    And the node group "pool" has 0 nodes

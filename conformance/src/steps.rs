@@ -297,3 +297,64 @@ async fn kept_because(w: &mut CaWorld, group: String, reason: String) -> StepRes
         d.unremovable
     ))
 }
+
+// ---- Priorities and replicas ----
+
+#[given(regex = r#"^a priority class "(\S+)" with value (-?\d+)$"#)]
+async fn priority_class(w: &mut CaWorld, name: String, value: i32) -> StepResult {
+    w.create(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}))
+        .await
+}
+
+#[given(
+    regex = r#"^a deployment "(\S+)" of (\d+) pods? requesting (\S+) CPU with priority class "(\S+)"$"#
+)]
+#[when(
+    regex = r#"^a deployment "(\S+)" of (\d+) pods? requesting (\S+) CPU with priority class "(\S+)" is created$"#
+)]
+async fn a_prioritized_deployment(
+    w: &mut CaWorld,
+    name: String,
+    replicas: usize,
+    cpu: String,
+    class: String,
+) -> StepResult {
+    w.create(deployment(
+        &name,
+        replicas,
+        &cpu,
+        json!({"priorityClassName": class}),
+        json!({}),
+    ))
+    .await
+}
+
+#[when(regex = r#"^the deployment "(\S+)" is scaled to (\d+) pods?$"#)]
+async fn scale_deployment(w: &mut CaWorld, name: String, replicas: i32) -> StepResult {
+    let r = w.running().await?;
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(r.cluster.client(), "default");
+    api.patch(
+        &name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"replicas": replicas}})),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| format!("scaling deployment {name}: {e}"))
+}
+
+#[then(regex = r#"^the node group "(\S+)" keeps (\d+) nodes? for (\d+) minutes$"#)]
+async fn group_keeps(w: &mut CaWorld, group: String, count: usize, minutes: u64) -> StepResult {
+    for _ in 0..minutes {
+        let n = w.group_nodes(&group).await?.len();
+        if n != count {
+            return Err(format!(
+                "node group {group} has {n} nodes, want it to stay at {count}"
+            ));
+        }
+        let r = w.running().await?;
+        r.cluster.advance(MINUTE).await;
+    }
+    group_has(w, group, count).await
+}
