@@ -788,6 +788,7 @@ impl Autoscaler {
     fn templates(&mut self, nodes: &[Arc<Node>], now: SystemTime) -> BTreeMap<String, NodeInfo> {
         let mut out = BTreeMap::new();
         let state = self.cache.read();
+        let daemonsets: Vec<Arc<DaemonSet>> = state.daemonsets.values().cloned().collect();
         for g in self.provider.node_groups() {
             let id = g.id();
             let good = nodes.iter().find(|n| {
@@ -842,7 +843,6 @@ impl Autoscaler {
                 },
             };
             if let Some(mut t) = template {
-                let daemonsets: Vec<Arc<DaemonSet>> = state.daemonsets.values().cloned().collect();
                 self.add_daemonset_pods(&mut t, &daemonsets);
                 out.insert(id, t);
             }
