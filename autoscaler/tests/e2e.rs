@@ -572,15 +572,16 @@ async fn a_broken_provider_config_stops_loops_without_deleting_nodes() {
     assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 2);
 }
 
-#[tokio::test(start_paused = true)]
-async fn an_underused_node_is_drained_and_its_pods_run_elsewhere() {
+/// A group of two nodes, Ready first, then a deployment "web" of two
+/// 500m pods that the scheduler spreads one per node.
+async fn two_nodes_with_a_web_pod_each(objects: Vec<Value>) -> Running {
     let r = start(
         &[template(
             "pool",
             "4",
             json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "2"}),
         )],
-        vec![],
+        objects,
         &[],
     )
     .await;
@@ -603,6 +604,12 @@ async fn an_underused_node_is_drained_and_its_pods_run_elsewhere() {
         .map(|p| p.spec.as_ref().unwrap().node_name.clone().unwrap())
         .collect();
     assert_eq!(used.len(), 2, "the scheduler spreads the two pods");
+    r
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_underused_node_is_drained_and_its_pods_run_elsewhere() {
+    let r = two_nodes_with_a_web_pod_each(vec![]).await;
     r.cluster.advance(13 * MINUTE).await;
     let left = group_nodes(&r.cluster, "pool").await;
     assert_eq!(left.len(), 1, "one node drained and removed");
@@ -641,34 +648,7 @@ async fn an_underused_node_is_drained_and_its_pods_run_elsewhere() {
 async fn a_pod_disruption_budget_stops_the_drain() {
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
         "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}});
-    let r = start(
-        &[template(
-            "pool",
-            "4",
-            json!({"cluster-autoscaler.kwok.nodegroup/desired-count": "2"}),
-        )],
-        vec![pdb],
-        &[],
-    )
-    .await;
-    r.cluster.wait_nodes_ready(2, MINUTE).await.unwrap();
-    r.cluster
-        .create(deployment("web", 2, "500m", json!({}), json!({})))
-        .await
-        .unwrap();
-    r.cluster
-        .wait_pods_running("app=web", 2, 2 * MINUTE)
-        .await
-        .unwrap();
-    let pods =
-        harness::cluster::list::<k8s_openapi::api::core::v1::Pod>(&r.cluster.client(), "app=web")
-            .await
-            .unwrap();
-    let used: std::collections::BTreeSet<String> = pods
-        .iter()
-        .map(|p| p.spec.as_ref().unwrap().node_name.clone().unwrap())
-        .collect();
-    assert_eq!(used.len(), 2, "the scheduler spreads the two pods");
+    let r = two_nodes_with_a_web_pod_each(vec![pdb]).await;
     r.cluster.advance(20 * MINUTE).await;
     assert_eq!(
         group_nodes(&r.cluster, "pool").await.len(),

@@ -10,6 +10,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::Api;
 use serde_json::{Value, json};
 
+use autoscaler::core::Decisions;
+
 use crate::world::{CaWorld, GroupSpec, StepResult};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -135,29 +137,46 @@ async fn minutes_and_seconds_pass(w: &mut CaWorld, minutes: u64, seconds: u64) -
 
 #[when(regex = r#"^the autoscaler finds a node of "(\S+)" unneeded$"#)]
 async fn finds_unneeded(w: &mut CaWorld, group: String) -> StepResult {
-    let names: Vec<String> = w
-        .group_nodes(&group)
+    let names = node_names(w, &group).await?;
+    let found = watch_decisions(w, 300, |d| d.unneeded.keys().any(|n| names.contains(n))).await?;
+    found.map_err(|d| {
+        format!(
+            "no node of {group} became unneeded in 5 minutes; unremovable: {:?}",
+            d.unremovable
+        )
+    })
+}
+
+/// The names of a group's nodes.
+async fn node_names(w: &mut CaWorld, group: &str) -> Result<Vec<String>, String> {
+    Ok(w.group_nodes(group)
         .await?
         .into_iter()
         .filter_map(|n| n.metadata.name)
-        .collect();
+        .collect())
+}
+
+/// Advances one second at a time, for up to `seconds`, until the
+/// autoscaler's decision record satisfies `check`; `Err` holds the last
+/// record seen.
+async fn watch_decisions(
+    w: &mut CaWorld,
+    seconds: u32,
+    check: impl Fn(&Decisions) -> bool,
+) -> Result<Result<(), Decisions>, String> {
     let r = w.running().await?;
-    for _ in 0..300 {
-        let found = r
-            .decisions
-            .lock()
-            .map(|d| d.unneeded.keys().any(|n| names.contains(n)))
-            .unwrap_or(false);
-        if found {
-            return Ok(());
+    for _ in 0..seconds {
+        let d = r.decisions.lock().map(|d| d.clone()).unwrap_or_default();
+        if check(&d) {
+            return Ok(Ok(()));
         }
         r.cluster.advance(Duration::from_secs(1)).await;
     }
-    let d = r.decisions.lock().map(|d| d.clone()).unwrap_or_default();
-    Err(format!(
-        "no node of {group} became unneeded in 5 minutes; unremovable: {:?}",
-        d.unremovable
-    ))
+    Ok(Err(r
+        .decisions
+        .lock()
+        .map(|d| d.clone())
+        .unwrap_or_default()))
 }
 
 // ---- Then: the cluster ----
@@ -272,30 +291,22 @@ async fn status_scale_up(w: &mut CaWorld, group: String, want: String) -> StepRe
 
 #[then(regex = r#"^the autoscaler keeps the node of "(\S+)" because of "(\S+)"$"#)]
 async fn kept_because(w: &mut CaWorld, group: String, reason: String) -> StepResult {
-    let names: Vec<String> = w
-        .group_nodes(&group)
-        .await?
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    let r = w.running().await?;
+    let names = node_names(w, &group).await?;
     // Nodes found unremovable are rechecked every 5 minutes: watch a window.
-    for _ in 0..360 {
-        let d = r.decisions.lock().map(|d| d.clone()).unwrap_or_default();
-        if names.iter().any(|n| {
+    let found = watch_decisions(w, 360, |d| {
+        names.iter().any(|n| {
             d.unremovable
                 .get(n)
                 .is_some_and(|why| why.contains(&reason))
-        }) {
-            return Ok(());
-        }
-        r.cluster.advance(Duration::from_secs(1)).await;
-    }
-    let d = r.decisions.lock().map(|d| d.clone()).unwrap_or_default();
-    Err(format!(
-        "no node of {group} kept because of {reason}; decisions: {:?}",
-        d.unremovable
-    ))
+        })
+    })
+    .await?;
+    found.map_err(|d| {
+        format!(
+            "no node of {group} kept because of {reason}; decisions: {:?}",
+            d.unremovable
+        )
+    })
 }
 
 // ---- Priorities and replicas ----
