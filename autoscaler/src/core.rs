@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::{Api, Client};
 use predicates::{NodeInfo, PodInfo};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::actuation::{self, Actuator, DrainFlags, ToDelete};
@@ -55,8 +55,8 @@ impl LoopError {
 }
 
 /// What one loop decided, as structured data (served at `/decisions`).
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Decisions {
     /// Loop time (RFC 3339).
     pub time: String,

@@ -3,7 +3,7 @@
 //! kwok provider and the flags, wired as the binary wires them, on the
 //! caller's clock (virtual time when the runtime's time is paused).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use kube::Client;
@@ -12,6 +12,7 @@ use crate::cache::ClusterCache;
 use crate::cloudprovider::kwok::{Faults, KwokProvider, Settings};
 use crate::config::{Flags, normalize_args};
 use crate::core::{Autoscaler, node_lister};
+use crate::server::Endpoints;
 
 /// An autoscaler with the kwok provider and its fault-injection handle.
 pub struct InProcess {
@@ -20,6 +21,9 @@ pub struct InProcess {
     pub autoscaler: Autoscaler,
     /// The kwok provider's faults.
     pub faults: Arc<Faults>,
+    /// What the binary serves on `--address` (`/metrics`, `/health-check`,
+    /// `/decisions`), readable without a socket.
+    pub endpoints: Endpoints,
 }
 
 /// Builds an autoscaler on `client` with `--cloud-provider=kwok` and the
@@ -51,6 +55,29 @@ pub async fn kwok(
     .await
     .map_err(|e| format!("building the kwok provider: {e}"))?;
     let faults = provider.faults();
-    let autoscaler = Autoscaler::new(client, clock, flags, validated, cache, Arc::new(provider));
-    Ok(InProcess { autoscaler, faults })
+    let timeouts = (
+        flags.max_inactivity,
+        flags.max_failing_time,
+        flags.max_startup_time,
+    );
+    let autoscaler = Autoscaler::new(
+        client,
+        clock.clone(),
+        flags,
+        validated,
+        cache,
+        Arc::new(provider),
+    );
+    let endpoints = Endpoints {
+        metrics: autoscaler.metrics.clone(),
+        liveness: Arc::new(Mutex::new(Some(autoscaler.liveness.clone()))),
+        decisions: Arc::new(Mutex::new(Some(autoscaler.decisions.clone()))),
+        clock,
+        timeouts,
+    };
+    Ok(InProcess {
+        autoscaler,
+        faults,
+        endpoints,
+    })
 }

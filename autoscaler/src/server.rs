@@ -64,19 +64,24 @@ impl Endpoints {
             .route(
                 "/decisions",
                 get(move || {
-                    let body = d
-                        .decisions
-                        .lock()
-                        .ok()
-                        .and_then(|o| o.clone())
-                        .and_then(|dec| dec.lock().ok().map(|x| x.clone()))
-                        .unwrap_or_default();
+                    let body = d.decisions();
                     async move { axum::Json(body) }
                 }),
             )
     }
 
-    fn health(&self) -> Result<(), String> {
+    /// The last loop's decision record (empty before the first loop).
+    pub fn decisions(&self) -> Decisions {
+        self.decisions
+            .lock()
+            .ok()
+            .and_then(|o| o.clone())
+            .and_then(|dec| dec.lock().ok().map(|x| x.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The `/health-check` verdict: `Ok` or the 500 body.
+    pub fn health(&self) -> Result<(), String> {
         let Some(l) = self.liveness.lock().ok().and_then(|o| o.clone()) else {
             return Ok(());
         };

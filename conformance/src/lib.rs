@@ -13,6 +13,7 @@
 //!
 //! The step library ([`steps`]) is meant for users' own feature files too.
 
+pub mod runner;
 pub mod steps;
 pub mod world;
 

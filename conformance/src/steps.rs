@@ -22,14 +22,7 @@ const MINUTE: Duration = Duration::from_secs(60);
     regex = r#"^a node group "(\S+)" of nodes with (\S+) CPU and (\S+) memory, min (\d+) and max (\d+)$"#
 )]
 fn node_group(w: &mut CaWorld, name: String, cpu: String, memory: String, min: usize, max: usize) {
-    w.groups.push(GroupSpec {
-        name,
-        cpu,
-        memory,
-        min,
-        max,
-        initial: 0,
-    });
+    w.groups.push(GroupSpec::new(&name, &cpu, &memory, min, max));
 }
 
 #[given(regex = r#"^the node group "(\S+)" starts with (\d+) nodes?$"#)]
@@ -114,25 +107,17 @@ async fn a_pinned_deployment(
 
 #[when(regex = r"^(\d+) minutes? pass(?:es)?$")]
 async fn minutes_pass(w: &mut CaWorld, minutes: u64) -> StepResult {
-    let r = w.running().await?;
-    r.cluster.advance(Duration::from_secs(60 * minutes)).await;
-    Ok(())
+    w.pass(Duration::from_secs(60 * minutes)).await
 }
 
 #[when(regex = r"^(\d+) seconds? pass(?:es)?$")]
 async fn seconds_pass(w: &mut CaWorld, seconds: u64) -> StepResult {
-    let r = w.running().await?;
-    r.cluster.advance(Duration::from_secs(seconds)).await;
-    Ok(())
+    w.pass(Duration::from_secs(seconds)).await
 }
 
 #[when(regex = r"^(\d+) minutes? and (\d+) seconds? pass$")]
 async fn minutes_and_seconds_pass(w: &mut CaWorld, minutes: u64, seconds: u64) -> StepResult {
-    let r = w.running().await?;
-    r.cluster
-        .advance(Duration::from_secs(60 * minutes + seconds))
-        .await;
-    Ok(())
+    w.pass(Duration::from_secs(60 * minutes + seconds)).await
 }
 
 #[when(regex = r#"^the autoscaler finds a node of "(\S+)" unneeded$"#)]
@@ -166,17 +151,13 @@ async fn watch_decisions(
 ) -> Result<Result<(), Decisions>, String> {
     let r = w.running().await?;
     for _ in 0..seconds {
-        let d = r.decisions.lock().map(|d| d.clone()).unwrap_or_default();
+        let d = r.decisions().await?;
         if check(&d) {
             return Ok(Ok(()));
         }
-        r.cluster.advance(Duration::from_secs(1)).await;
+        r.pass(Duration::from_secs(1)).await?;
     }
-    Ok(Err(r
-        .decisions
-        .lock()
-        .map(|d| d.clone())
-        .unwrap_or_default()))
+    Ok(Err(r.decisions().await?))
 }
 
 // ---- Then: the cluster ----
@@ -184,12 +165,9 @@ async fn watch_decisions(
 #[then(regex = r#"^all (\d+) pods of "(\S+)" are running within (\d+) minutes?$"#)]
 async fn pods_running(w: &mut CaWorld, count: usize, app: String, minutes: u64) -> StepResult {
     let r = w.running().await?;
+    let timeout = r.real(MINUTE * u32::try_from(minutes).unwrap_or(u32::MAX));
     r.cluster
-        .wait_pods_running(
-            &format!("app={app}"),
-            count,
-            MINUTE * u32::try_from(minutes).unwrap_or(u32::MAX),
-        )
+        .wait_pods_running(&format!("app={app}"), count, timeout)
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
@@ -214,8 +192,7 @@ async fn group_reaches(w: &mut CaWorld, group: String, count: usize, minutes: u6
         if w.group_nodes(&group).await?.len() == count {
             return Ok(());
         }
-        let r = w.running().await?;
-        r.cluster.advance(Duration::from_secs(5)).await;
+        w.pass(Duration::from_secs(5)).await?;
     }
     group_has(w, group, count).await
 }
@@ -364,8 +341,7 @@ async fn group_keeps(w: &mut CaWorld, group: String, count: usize, minutes: u64)
                 "node group {group} has {n} nodes, want it to stay at {count}"
             ));
         }
-        let r = w.running().await?;
-        r.cluster.advance(MINUTE).await;
+        w.pass(MINUTE).await?;
     }
     group_has(w, group, count).await
 }

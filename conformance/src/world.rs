@@ -1,16 +1,84 @@
-//! The scenario state: the declared node groups and workloads, then the
-//! running cluster and autoscaler.
+//! The scenario state: the declared node groups, flags and workloads, then
+//! the running cluster and the autoscaler under test.
+//!
+//! The autoscaler under test is chosen once per run ([`configure`]):
+//! in-process on the cluster's virtual clock, or a CA-compatible binary
+//! started against the embedded API server over TLS, in real time scaled by
+//! [`UnderTest::Binary::time_scale`]. Steps never sleep or read clocks
+//! themselves: they go through [`Running::pass`] and [`Running::real`], so
+//! "10 minutes" means 10 virtual minutes in-process and 10 s of real time
+//! at a scale of 60.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use autoscaler::cloudprovider::kwok::Faults;
 use autoscaler::core::Decisions;
+use autoscaler::server::Endpoints;
 use harness::cluster::Cluster;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use serde_json::{Value, json};
+
+/// The kwok provider's configuration, as the harness prepares it for every
+/// scenario (in-process or binary).
+const KWOK_PROVIDER_CONFIG: &str = "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n";
+
+/// Name of the ConfigMap holding the node group templates.
+pub const TEMPLATES_CONFIG_MAP: &str = "kwok-provider-templates";
+
+/// How the autoscaler under test runs.
+#[derive(Debug, Clone, Default)]
+pub enum UnderTest {
+    /// Our autoscaler as a library, on the cluster's virtual clock.
+    #[default]
+    InProcess,
+    /// A CA-compatible executable against the embedded API server over TLS.
+    Binary {
+        /// The executable.
+        path: PathBuf,
+        /// Extra arguments, passed after the harness's own.
+        args: Vec<String>,
+        /// Scenario time per real time: 60 makes a scenario minute one real
+        /// second. Durations in steps and the timing flags are divided by it.
+        time_scale: f64,
+    },
+}
+
+static UNDER_TEST: OnceLock<UnderTest> = OnceLock::new();
+
+/// Sets the autoscaler under test for this process's scenarios (once;
+/// later calls are ignored and return false).
+pub fn configure(under_test: UnderTest) -> bool {
+    UNDER_TEST.set(under_test).is_ok()
+}
+
+fn under_test() -> UnderTest {
+    UNDER_TEST.get().cloned().unwrap_or_default()
+}
+
+/// The timing flags of CA with their defaults: in binary mode each is
+/// divided by the time scale, so the autoscaler lives on scenario time.
+/// (`--scale-down-delay-after-delete` defaults to the scan interval.)
+pub const TIMING_FLAGS: &[(&str, &str)] = &[
+    ("scan-interval", "10s"),
+    ("scale-down-unneeded-time", "10m"),
+    ("scale-down-unready-time", "20m"),
+    ("scale-down-delay-after-add", "10m"),
+    ("scale-down-delay-after-delete", "10s"),
+    ("scale-down-delay-after-failure", "3m"),
+    ("max-node-provision-time", "15m"),
+    ("new-pod-scale-up-delay", "0s"),
+    ("unremovable-node-recheck-timeout", "5m"),
+    ("initial-node-group-backoff-duration", "5m"),
+    ("max-node-group-backoff-duration", "30m"),
+    ("node-group-backoff-reset-timeout", "3h"),
+    ("max-pod-eviction-time", "2m"),
+    ("node-deletion-delay-timeout", "2m"),
+    ("max-inactivity", "10m"),
+    ("max-failing-time", "15m"),
+];
 
 /// A node group declared by a scenario.
 #[derive(Debug, Clone)]
@@ -27,37 +95,198 @@ pub struct GroupSpec {
     pub max: usize,
     /// Nodes at start.
     pub initial: usize,
+    /// Extra node labels.
+    pub labels: serde_json::Map<String, Value>,
+    /// Node taints (`key=value:Effect`).
+    pub taints: Vec<Value>,
+    /// Extra template annotations (faults, ...).
+    pub annotations: serde_json::Map<String, Value>,
+    /// Extra allocatable resources (GPUs, ...).
+    pub resources: serde_json::Map<String, Value>,
 }
 
 impl GroupSpec {
-    fn template(&self) -> Value {
-        json!({"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": self.name, "labels": {"kwok-nodegroup": self.name},
-                "annotations": {
-                    "cluster-autoscaler.kwok.nodegroup/min-count": self.min.to_string(),
-                    "cluster-autoscaler.kwok.nodegroup/max-count": self.max.to_string(),
-                    "cluster-autoscaler.kwok.nodegroup/desired-count": self.initial.max(self.min).to_string(),
-                }},
-            "status": {"capacity": {"cpu": self.cpu, "memory": self.memory, "pods": "110"},
-                       "allocatable": {"cpu": self.cpu, "memory": self.memory, "pods": "110"}}})
+    /// A group of `cpu`/`memory` nodes sized `min..=max`, starting at min.
+    pub fn new(name: &str, cpu: &str, memory: &str, min: usize, max: usize) -> Self {
+        Self {
+            name: name.into(),
+            cpu: cpu.into(),
+            memory: memory.into(),
+            min,
+            max,
+            initial: 0,
+            labels: Default::default(),
+            taints: Vec::new(),
+            annotations: Default::default(),
+            resources: Default::default(),
+        }
     }
+
+    /// The group's template node, as the kwok provider reads it.
+    pub fn template(&self) -> Value {
+        let mut labels = self.labels.clone();
+        labels.insert("kwok-nodegroup".into(), json!(self.name));
+        let mut annotations = self.annotations.clone();
+        for (k, v) in [
+            ("min-count", self.min),
+            ("max-count", self.max),
+            ("desired-count", self.initial.max(self.min)),
+        ] {
+            annotations.insert(
+                format!("cluster-autoscaler.kwok.nodegroup/{k}"),
+                json!(v.to_string()),
+            );
+        }
+        let mut resources = self.resources.clone();
+        resources.insert("cpu".into(), json!(self.cpu));
+        resources.insert("memory".into(), json!(self.memory));
+        resources.insert("pods".into(), json!("110"));
+        json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.name, "labels": labels, "annotations": annotations},
+            "spec": {"taints": self.taints},
+            "status": {"capacity": resources, "allocatable": resources}})
+    }
+}
+
+/// The node group templates as the kwok provider's templates ConfigMap.
+pub fn templates_config_map(groups: &[GroupSpec]) -> Value {
+    let templates: Vec<Value> = groups.iter().map(GroupSpec::template).collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": templates});
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": TEMPLATES_CONFIG_MAP, "namespace": "kube-system"},
+        "data": {"templates": list.to_string()}})
+}
+
+/// The autoscaler process or task of a scenario.
+enum Autoscaler {
+    InProcess {
+        endpoints: Endpoints,
+        task: tokio::task::JoinHandle<()>,
+    },
+    Binary {
+        child: tokio::process::Child,
+        port: u16,
+        log: PathBuf,
+        _dir: tempfile::TempDir,
+        _endpoint: apiserver::TlsEndpoint,
+    },
 }
 
 /// The running cluster and autoscaler of a scenario.
 pub struct Running {
     /// The cluster.
     pub cluster: Cluster,
-    /// The kwok provider's fault injection.
-    pub faults: Arc<Faults>,
-    /// The autoscaler's published decision record.
-    pub decisions: Arc<Mutex<Decisions>>,
-    task: tokio::task::JoinHandle<()>,
+    autoscaler: Autoscaler,
+    started: tokio::time::Instant,
+    time_scale: f64,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.task.abort();
+        match &mut self.autoscaler {
+            Autoscaler::InProcess { task, .. } => task.abort(),
+            Autoscaler::Binary { child, .. } => {
+                let _ = child.start_kill();
+            }
+        }
     }
+}
+
+impl Running {
+    /// The real duration of `scenario` time.
+    pub fn real(&self, scenario: Duration) -> Duration {
+        scenario.div_f64(self.time_scale)
+    }
+
+    /// Scenario time since the autoscaler started.
+    pub fn scenario_time(&self) -> Duration {
+        self.started.elapsed().mul_f64(self.time_scale)
+    }
+
+    /// Lets `d` of scenario time pass while everything runs; fails when the
+    /// autoscaler process has exited.
+    pub async fn pass(&mut self, d: Duration) -> Result<(), String> {
+        tokio::time::sleep(self.real(d)).await;
+        self.check_alive()
+    }
+
+    /// Fails with the tail of its log when the autoscaler binary exited.
+    pub fn check_alive(&mut self) -> Result<(), String> {
+        if let Autoscaler::Binary { child, log, .. } = &mut self.autoscaler
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            let text = std::fs::read_to_string(&*log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!(
+                "the autoscaler binary exited ({status}); last log lines:\n{}",
+                tail.join("\n")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The autoscaler's last decision record (`/decisions` for a binary).
+    pub async fn decisions(&self) -> Result<Decisions, String> {
+        match &self.autoscaler {
+            Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.decisions()),
+            Autoscaler::Binary { port, .. } => {
+                let (code, body) = http_get(*port, "/decisions").await?;
+                if code != 200 {
+                    return Err(format!(
+                        "the autoscaler under test publishes no decision record (GET /decisions: {code}); this step needs it"
+                    ));
+                }
+                serde_json::from_str(&body).map_err(|e| format!("GET /decisions: {e}: {body}"))
+            }
+        }
+    }
+
+    /// The autoscaler's `/metrics` text.
+    pub async fn metrics(&self) -> Result<String, String> {
+        match &self.autoscaler {
+            Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.metrics.encode()),
+            Autoscaler::Binary { port, .. } => match http_get(*port, "/metrics").await? {
+                (200, body) => Ok(body),
+                (code, body) => Err(format!("GET /metrics: {code}: {body}")),
+            },
+        }
+    }
+
+    /// The autoscaler's `/health-check` answer: status code and body.
+    pub async fn health(&self) -> Result<(u16, String), String> {
+        match &self.autoscaler {
+            Autoscaler::InProcess { endpoints, .. } => Ok(match endpoints.health() {
+                Ok(()) => (200, "OK".into()),
+                Err(body) => (500, body),
+            }),
+            Autoscaler::Binary { port, .. } => http_get(*port, "/health-check").await,
+        }
+    }
+}
+
+/// A plain HTTP/1.0 GET on 127.0.0.1.
+async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let err = |e: std::io::Error| format!("GET http://127.0.0.1:{port}{path}: {e}");
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(err)?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .map_err(err)?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.map_err(err)?;
+    let code = buf
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
 }
 
 /// The cucumber world.
@@ -65,7 +294,7 @@ impl Drop for Running {
 pub struct CaWorld {
     /// Declared node groups.
     pub groups: Vec<GroupSpec>,
-    /// Extra autoscaler flags.
+    /// Extra autoscaler flags (CA syntax, scenario time).
     pub flags: Vec<String>,
     /// Objects to create before the autoscaler starts.
     pub objects: Vec<Value>,
@@ -88,46 +317,72 @@ pub type StepResult = Result<(), String>;
 
 impl CaWorld {
     /// Starts the cluster and the autoscaler, once.
-    pub async fn running(&mut self) -> Result<&Running, String> {
+    pub async fn running(&mut self) -> Result<&mut Running, String> {
         if self.running.is_none() {
             self.running = Some(self.start().await?);
         }
         self.running
-            .as_ref()
+            .as_mut()
             .ok_or_else(|| "the cluster did not start".to_string())
     }
 
+    /// The declared group `name`.
+    pub fn group_mut(&mut self, name: &str) -> Result<&mut GroupSpec, String> {
+        self.groups
+            .iter_mut()
+            .find(|g| g.name == name)
+            .ok_or_else(|| format!("no node group {name:?} declared"))
+    }
+
+    /// Scenario time since the autoscaler started (zero before).
+    pub fn scenario_time(&self) -> Duration {
+        self.running
+            .as_ref()
+            .map(Running::scenario_time)
+            .unwrap_or_default()
+    }
+
     async fn start(&self) -> Result<Running, String> {
-        let templates: Vec<Value> = self.groups.iter().map(GroupSpec::template).collect();
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": templates});
         let cluster = Cluster::builder()
             .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
-                "data": {"config": "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"}}))
-            .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-templates", "namespace": "kube-system"},
-                "data": {"templates": list.to_string()}}))
+                "data": {"config": KWOK_PROVIDER_CONFIG}}))
+            .object(templates_config_map(&self.groups))
             .start()
             .await
             .map_err(|e| format!("starting the cluster: {e}"))?;
-        let built =
-            autoscaler::inprocess::kwok(cluster.client(), cluster.clock().clone(), &self.flags)
+        let (autoscaler, time_scale) = match under_test() {
+            UnderTest::InProcess => {
+                let built = autoscaler::inprocess::kwok(
+                    cluster.client(),
+                    cluster.clock().clone(),
+                    &self.flags,
+                )
                 .await?;
-        // Initial nodes Ready before the workloads, as in a running cluster.
-        let initial: usize = self.groups.iter().map(|g| g.initial.max(g.min)).sum();
-        cluster
-            .wait_nodes_ready(initial, Duration::from_secs(120))
-            .await
-            .map_err(|e| e.to_string())?;
+                let endpoints = built.endpoints;
+                // Initial nodes Ready before the workloads and the first
+                // loop, as in a running cluster.
+                wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(120)).await?;
+                let task = tokio::spawn(built.autoscaler.run());
+                (Autoscaler::InProcess { endpoints, task }, 1.0)
+            }
+            UnderTest::Binary {
+                path,
+                args,
+                time_scale,
+            } => {
+                let binary = start_binary(&cluster, &path, &self.flags, &args, time_scale).await?;
+                wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(60)).await?;
+                (binary, time_scale)
+            }
+        };
         for o in &self.objects {
             cluster.create(o.clone()).await.map_err(|e| e.to_string())?;
         }
-        let faults = built.faults;
-        let decisions = built.autoscaler.decisions.clone();
-        let task = tokio::spawn(built.autoscaler.run());
         Ok(Running {
             cluster,
-            faults,
-            decisions,
-            task,
+            autoscaler,
+            started: tokio::time::Instant::now(),
+            time_scale,
         })
     }
 
@@ -142,6 +397,11 @@ impl CaWorld {
         }
     }
 
+    /// Lets `d` of scenario time pass (starting the cluster first).
+    pub async fn pass(&mut self, d: Duration) -> StepResult {
+        self.running().await?.pass(d).await
+    }
+
     /// The nodes of a group.
     pub async fn group_nodes(&mut self, group: &str) -> Result<Vec<Node>, String> {
         let r = self.running().await?;
@@ -152,14 +412,122 @@ impl CaWorld {
         Ok(nodes
             .items
             .into_iter()
-            .filter(|n| {
-                n.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("kwok-nodegroup"))
-                    .map(String::as_str)
-                    == Some(group)
-            })
+            .filter(|n| node_group_of(n) == Some(group))
             .collect())
     }
+}
+
+/// The group label of a node.
+pub fn node_group_of(n: &Node) -> Option<&str> {
+    n.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("kwok-nodegroup"))
+        .map(String::as_str)
+}
+
+async fn wait_initial_nodes(
+    cluster: &Cluster,
+    groups: &[GroupSpec],
+    timeout: Duration,
+) -> StepResult {
+    let initial: usize = groups.iter().map(|g| g.initial.max(g.min)).sum();
+    cluster
+        .wait_nodes_ready(initial, timeout)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("the initial nodes: {e}"))
+}
+
+/// `flags` with every timing flag divided by `scale`, the defaults of the
+/// ones not given included.
+pub fn scale_timing_flags(flags: &[String], scale: f64) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut given = std::collections::BTreeSet::new();
+    for f in flags {
+        let timing = f.strip_prefix("--").and_then(|rest| {
+            let (name, value) = rest.split_once('=')?;
+            TIMING_FLAGS.iter().find(|(n, _)| *n == name).map(|_| (name, value))
+        });
+        match timing {
+            Some((name, value)) => {
+                given.insert(name.to_string());
+                out.push(format!("--{name}={}", scale_duration(name, value, scale)?));
+            }
+            None => out.push(f.clone()),
+        }
+    }
+    for (name, default) in TIMING_FLAGS {
+        if !given.contains(*name) {
+            out.push(format!("--{name}={}", scale_duration(name, default, scale)?));
+        }
+    }
+    Ok(out)
+}
+
+fn scale_duration(name: &str, value: &str, scale: f64) -> Result<String, String> {
+    let d = simclock::parse_go_duration(value)
+        .ok_or_else(|| format!("flag --{name}={value}: not a duration"))?;
+    let scaled = d.div_f64(scale);
+    if !d.is_zero() && scaled < Duration::from_millis(1) {
+        return Ok("1ms".into());
+    }
+    Ok(simclock::format_go_duration(Duration::from_millis(
+        u64::try_from(scaled.as_millis()).unwrap_or(u64::MAX),
+    )))
+}
+
+async fn start_binary(
+    cluster: &Cluster,
+    path: &std::path::Path,
+    flags: &[String],
+    extra: &[String],
+    time_scale: f64,
+) -> Result<Autoscaler, String> {
+    let api = cluster
+        .api_server()
+        .ok_or("binary mode needs the embedded API server")?;
+    let endpoint = api
+        .serve_tls(([127, 0, 0, 1], 0).into())
+        .await
+        .map_err(|e| format!("serving the API server over TLS: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| format!("creating a temp dir: {e}"))?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    endpoint
+        .write_kubeconfig(&kubeconfig)
+        .map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("picking a port for --address: {e}"))?;
+    let log = dir.path().join("autoscaler.log");
+    let log_file =
+        std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
+    let mut args = vec![
+        "--cloud-provider=kwok".to_string(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--address=127.0.0.1:{port}"),
+        "--leader-elect=false".to_string(),
+    ];
+    args.extend(scale_timing_flags(flags, time_scale)?);
+    args.extend(extra.iter().cloned());
+    let child = tokio::process::Command::new(path)
+        .args(&args)
+        .env("POD_NAMESPACE", "kube-system")
+        .stdout(
+            log_file
+                .try_clone()
+                .map_err(|e| format!("log file: {e}"))?,
+        )
+        .stderr(log_file)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", path.display()))?;
+    Ok(Autoscaler::Binary {
+        child,
+        port,
+        log,
+        _dir: dir,
+        _endpoint: endpoint,
+    })
 }

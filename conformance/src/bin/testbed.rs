@@ -1,5 +1,11 @@
 //! `testbed`: the kwok-backed Kubernetes testbed.
 //!
+//! `testbed run [FEATURE or DIR...]` runs the conformance suite (the
+//! FAQ's promises as Gherkin features) on the embedded cluster against the
+//! in-process autoscaler, or a CA-compatible binary with
+//! `--autoscaler-binary`; it prints a line per scenario and a summary table
+//! and writes `junit.xml` and `cucumber.json` under `target/conformance/`.
+//!
 //! `testbed up` starts the embedded cluster (API server, scheduler,
 //! workload controllers, kwok) with optional fake nodes, serves it over TLS
 //! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
@@ -11,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use conformance::runner::{self, RunArgs};
 use harness::cluster::{Cluster, NodeTemplate};
 use harness::{Clock, EmbeddedApiServer};
 
@@ -27,51 +34,95 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start the embedded cluster and serve it until interrupted.
-    Up {
-        /// Where to write the kubeconfig [default: <tmp>/testbed/kubeconfig].
-        #[arg(long)]
-        kubeconfig: Option<PathBuf>,
-        /// Port to listen on at 127.0.0.1 (0 picks a free one).
-        #[arg(long, default_value_t = 0)]
-        port: u16,
-        /// Number of fake (kwok) nodes to create at start.
-        #[arg(long, default_value_t = 0)]
-        nodes: usize,
-        /// CPU capacity of each fake node.
-        #[arg(long, default_value = "4")]
-        node_cpu: String,
-        /// Memory capacity of each fake node.
-        #[arg(long, default_value = "16Gi")]
-        node_memory: String,
-        /// Pod capacity of each fake node.
-        #[arg(long, default_value_t = 110)]
-        node_pods: u32,
-        /// A Node manifest (YAML or JSON) used as the template of the fake
-        /// nodes instead of --node-cpu/--node-memory; node i is named
-        /// `<metadata.name>-<i>`.
-        #[arg(long)]
-        node_template: Option<PathBuf>,
-        /// Custom kwok Stage files (repeatable), added to the default stages.
-        #[arg(long = "stages")]
-        stages: Vec<PathBuf>,
-        /// Serve only the API server (no scheduler, controllers or kwok).
-        #[arg(long)]
-        api_only: bool,
+    /// Run the conformance suite and print a report.
+    Run {
+        #[command(flatten)]
+        args: RunArgs,
     },
+    /// Start the embedded cluster and serve it until interrupted.
+    Up(UpArgs),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+#[derive(clap::Args)]
+struct UpArgs {
+    /// Where to write the kubeconfig [default: <tmp>/testbed/kubeconfig].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Port to listen on at 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Number of fake (kwok) nodes to create at start.
+    #[arg(long, default_value_t = 0)]
+    nodes: usize,
+    /// CPU capacity of each fake node.
+    #[arg(long, default_value = "4")]
+    node_cpu: String,
+    /// Memory capacity of each fake node.
+    #[arg(long, default_value = "16Gi")]
+    node_memory: String,
+    /// Pod capacity of each fake node.
+    #[arg(long, default_value_t = 110)]
+    node_pods: u32,
+    /// A Node manifest (YAML or JSON) used as the template of the fake
+    /// nodes instead of --node-cpu/--node-memory; node i is named
+    /// `<metadata.name>-<i>`.
+    #[arg(long)]
+    node_template: Option<PathBuf>,
+    /// Custom kwok Stage files (repeatable), added to the default stages.
+    #[arg(long = "stages")]
+    stages: Vec<PathBuf>,
+    /// Serve only the API server (no scheduler, controllers or kwok).
+    #[arg(long)]
+    api_only: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { mut args } => {
+            // Log only what the autoscaler and cluster warn about.
+            init_logging();
+            args.report_dir
+                .get_or_insert_with(|| PathBuf::from("target/conformance"));
+            let defaults = [PathBuf::from("features")];
+            match runner::run(&args, &defaults) {
+                Ok(summary) if summary.failed() == 0 && !summary.scenarios.is_empty() => {
+                    ExitCode::SUCCESS
+                }
+                Ok(summary) if summary.scenarios.is_empty() => {
+                    eprintln!("testbed run: no scenario matched");
+                    ExitCode::FAILURE
+                }
+                Ok(_) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("testbed run: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Up(up) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(serve(up)),
+            Err(e) => {
+                eprintln!("testbed: starting the runtime: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Up {
+}
+
+async fn serve(args: UpArgs) -> ExitCode {
+    init_logging();
+    {
+        let UpArgs {
             kubeconfig,
             port,
             nodes,
@@ -81,7 +132,8 @@ async fn main() -> ExitCode {
             node_template,
             stages,
             api_only,
-        } => {
+        } = args;
+        {
             let path = kubeconfig.unwrap_or_else(harness::default_kubeconfig_path);
             let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
             if api_only {

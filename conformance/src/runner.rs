@@ -1,0 +1,658 @@
+//! Running the suite: the options shared by `testbed run` and the
+//! `conformance` test target, the readable report printed while the
+//! scenarios run (a line per scenario, the failing step and its message, a
+//! summary table at the end), and the JUnit XML and cucumber JSON files.
+//!
+//! Scenarios run one at a time. A step that fails, panics, is ambiguous or
+//! matches no step definition fails its scenario; so does a failing hook or
+//! a feature file that does not parse.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cucumber::event::{self, Cucumber, Feature, Hook, Rule, Scenario, Step};
+use cucumber::gherkin::tagexpr::TagOperation;
+use cucumber::tag::Ext as _;
+use cucumber::{World as _, Writer, WriterExt as _, cli, parser};
+use serde_json::{Value, json};
+
+use crate::world::{self, CaWorld, UnderTest};
+
+/// What to run and how (the flags of `testbed run`; the test target takes
+/// the same ones after `--`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Feature files or directories [default: the suite's `features/`].
+    pub paths: Vec<PathBuf>,
+    /// Run only the scenarios whose tags (with their feature's) match this
+    /// expression, e.g. `@binary and not @slow`.
+    #[arg(long)]
+    pub tags: Option<String>,
+    /// Test this CA-compatible executable (started with
+    /// `--cloud-provider=kwok` against the embedded API server) instead of
+    /// the in-process autoscaler.
+    #[arg(long, value_name = "PATH")]
+    pub autoscaler_binary: Option<PathBuf>,
+    /// An extra argument for the autoscaler binary (repeatable).
+    #[arg(long = "autoscaler-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub autoscaler_args: Vec<String>,
+    /// Binary mode: scenario time per real time (60: a scenario minute
+    /// lasts one real second). Step durations and the autoscaler's timing
+    /// flags are divided by it.
+    #[arg(long, default_value_t = 60.0)]
+    pub time_scale: f64,
+    /// Where to write `junit.xml` and `cucumber.json`.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// Print every step as it finishes, not only the failing ones.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// The outcome of a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// It passed.
+    Passed,
+    /// It failed, with the message.
+    Failed(String),
+    /// It did not run (an earlier step failed).
+    Skipped,
+}
+
+/// One step of a finished scenario.
+#[derive(Debug, Clone)]
+pub struct StepRecord {
+    /// `Given `, `When `...
+    pub keyword: String,
+    /// The step text.
+    pub text: String,
+    /// Line in the feature file.
+    pub line: usize,
+    /// Outcome.
+    pub status: Status,
+    /// Wall time.
+    pub wall: Duration,
+}
+
+/// One finished scenario.
+#[derive(Debug, Clone)]
+pub struct ScenarioRecord {
+    /// Feature name.
+    pub feature: String,
+    /// Feature file.
+    pub file: String,
+    /// Feature tags (without `@`).
+    pub feature_tags: Vec<String>,
+    /// Feature description.
+    pub feature_description: String,
+    /// Feature line.
+    pub feature_line: usize,
+    /// Scenario name.
+    pub name: String,
+    /// Scenario line.
+    pub line: usize,
+    /// Scenario tags (without `@`).
+    pub tags: Vec<String>,
+    /// Steps, background first.
+    pub steps: Vec<StepRecord>,
+    /// Scenario time simulated (virtual in-process, scaled real in binary
+    /// mode).
+    pub scenario_time: Duration,
+    /// Wall time.
+    pub wall: Duration,
+    /// Why the scenario failed, if it did.
+    pub failure: Option<String>,
+}
+
+/// The results of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Finished scenarios in order.
+    pub scenarios: Vec<ScenarioRecord>,
+    /// Feature files that did not parse.
+    pub parse_errors: Vec<String>,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+}
+
+impl Summary {
+    /// Scenarios that passed.
+    pub fn passed(&self) -> usize {
+        self.scenarios
+            .iter()
+            .filter(|s| s.failure.is_none())
+            .count()
+    }
+
+    /// Scenarios that failed, plus unparsable files.
+    pub fn failed(&self) -> usize {
+        self.scenarios.len() - self.passed() + self.parse_errors.len()
+    }
+}
+
+/// Runs the suite and prints the report; `default_paths` when `args.paths`
+/// is empty. Errors are bad options or unwritable report files; failing
+/// scenarios are in the summary.
+pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String> {
+    let tags = args
+        .tags
+        .as_deref()
+        .map(|t| {
+            t.parse::<TagOperation>()
+                .map_err(|e| format!("--tags {t:?}: {e}"))
+        })
+        .transpose()?;
+    let under_test = match &args.autoscaler_binary {
+        Some(path) => {
+            if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+                return Err(format!(
+                    "--time-scale {}: must be a positive number",
+                    args.time_scale
+                ));
+            }
+            if !path.is_file() {
+                return Err(format!(
+                    "--autoscaler-binary {}: no such file",
+                    path.display()
+                ));
+            }
+            UnderTest::Binary {
+                path: path.clone(),
+                args: args.autoscaler_args.clone(),
+                time_scale: args.time_scale,
+            }
+        }
+        None => UnderTest::InProcess,
+    };
+    let binary = matches!(under_test, UnderTest::Binary { .. });
+    world::configure(under_test.clone());
+    let runtime = if binary {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        // Virtual time: sleeps complete as soon as every task waits.
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+    }
+    .map_err(|e| format!("building the runtime: {e}"))?;
+    let paths: Vec<PathBuf> = if args.paths.is_empty() {
+        default_paths.to_vec()
+    } else {
+        args.paths.clone()
+    };
+    match &under_test {
+        UnderTest::InProcess => println!("Autoscaler under test: in-process (virtual time)"),
+        UnderTest::Binary {
+            path, time_scale, ..
+        } => println!(
+            "Autoscaler under test: {} (real time, 1 scenario minute = {:.2} s)",
+            path.display(),
+            60.0 / time_scale
+        ),
+    }
+    let started = Instant::now();
+    let state = Arc::new(Mutex::new(State::default()));
+    for path in &paths {
+        if !path.exists() {
+            return Err(format!("{}: no such feature file or directory", path.display()));
+        }
+        let report = Report {
+            state: state.clone(),
+            verbose: args.verbose,
+        };
+        let after_state = state.clone();
+        let tags = tags.clone();
+        runtime.block_on(
+            CaWorld::cucumber()
+                .with_writer(report.assert_normalized())
+                .with_cli(cli::Opts::<_, _, _, cli::Empty>::default())
+                .max_concurrent_scenarios(1)
+                .after(move |_, _, _, _, world| {
+                    if let Some(w) = world {
+                        if let Ok(mut s) = after_state.lock() {
+                            s.scenario_time = w.scenario_time();
+                        }
+                        // The cluster and the autoscaler stop here.
+                        w.running = None;
+                    }
+                    Box::pin(async {})
+                })
+                .filter_run(path, move |feature, rule, scenario| {
+                    let Some(op) = &tags else { return true };
+                    let all = feature
+                        .tags
+                        .iter()
+                        .chain(rule.iter().flat_map(|r| r.tags.iter()))
+                        .chain(scenario.tags.iter());
+                    op.eval(all)
+                }),
+        );
+    }
+    let mut summary = state
+        .lock()
+        .map(|s| s.summary.clone())
+        .map_err(|e| e.to_string())?;
+    summary.wall = started.elapsed();
+    print!("{}", table(&summary));
+    if let Some(dir) = &args.report_dir {
+        write_reports(dir, &summary)?;
+        println!(
+            "Reports: {} and {}",
+            dir.join("junit.xml").display(),
+            dir.join("cucumber.json").display()
+        );
+    }
+    Ok(summary)
+}
+
+/// What the writer accumulates.
+#[derive(Default)]
+struct State {
+    summary: Summary,
+    current: Option<(ScenarioRecord, Instant)>,
+    step_started: Option<Instant>,
+    /// Set by the after hook, read when the scenario finishes.
+    scenario_time: Duration,
+}
+
+/// The cucumber writer: progress lines and the records.
+struct Report {
+    state: Arc<Mutex<State>>,
+    verbose: bool,
+}
+
+impl Writer<CaWorld> for Report {
+    type Cli = cli::Empty;
+
+    async fn handle_event(
+        &mut self,
+        ev: parser::Result<event::Event<Cucumber<CaWorld>>>,
+        _: &Self::Cli,
+    ) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let ev = match ev {
+            Ok(ev) => ev.value,
+            Err(e) => {
+                println!("✘ {e}");
+                state.summary.parse_errors.push(e.to_string());
+                return;
+            }
+        };
+        let Cucumber::Feature(feature, ev) = ev else {
+            return;
+        };
+        match ev {
+            Feature::Started => {
+                let file = feature
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                println!("\nFeature: {}  ({file})", feature.name);
+            }
+            Feature::Scenario(scenario, ev) => {
+                self.scenario(&mut state, &feature, &scenario, ev.event);
+            }
+            Feature::Rule(_, Rule::Scenario(scenario, ev)) => {
+                self.scenario(&mut state, &feature, &scenario, ev.event);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Report {
+    fn scenario(
+        &self,
+        state: &mut State,
+        feature: &cucumber::gherkin::Feature,
+        scenario: &cucumber::gherkin::Scenario,
+        ev: Scenario<CaWorld>,
+    ) {
+        match ev {
+            Scenario::Started => {
+                let record = ScenarioRecord {
+                    feature: feature.name.clone(),
+                    file: feature
+                        .path
+                        .as_ref()
+                        .map(|p| display_path(p))
+                        .unwrap_or_default(),
+                    feature_tags: feature.tags.clone(),
+                    feature_description: feature.description.clone().unwrap_or_default(),
+                    feature_line: feature.position.line,
+                    name: scenario.name.clone(),
+                    line: scenario.position.line,
+                    tags: scenario.tags.clone(),
+                    steps: Vec::new(),
+                    scenario_time: Duration::ZERO,
+                    wall: Duration::ZERO,
+                    failure: None,
+                };
+                state.current = Some((record, Instant::now()));
+                state.scenario_time = Duration::ZERO;
+            }
+            Scenario::Step(step, ev) | Scenario::Background(step, ev) => {
+                let status = match ev {
+                    Step::Started => {
+                        state.step_started = Some(Instant::now());
+                        return;
+                    }
+                    Step::Passed(..) => Status::Passed,
+                    Step::Skipped => Status::Failed(
+                        "no step definition matches this step (see conformance/README.md for the step library)"
+                            .into(),
+                    ),
+                    Step::Failed(_, _, _, err) => Status::Failed(step_error(&err)),
+                };
+                let wall = state
+                    .step_started
+                    .take()
+                    .map(|t| t.elapsed())
+                    .unwrap_or_default();
+                let record = StepRecord {
+                    keyword: step.keyword.clone(),
+                    text: step.value.clone(),
+                    line: step.position.line,
+                    status,
+                    wall,
+                };
+                if self.verbose {
+                    let mark = if record.status == Status::Passed {
+                        "✔"
+                    } else {
+                        "✘"
+                    };
+                    println!("      {mark} {}{}", record.keyword, record.text);
+                }
+                if let Some((current, _)) = &mut state.current {
+                    if let Status::Failed(msg) = &record.status
+                        && current.failure.is_none()
+                    {
+                        current.failure = Some(format!(
+                            "step \"{}{}\" (line {}): {msg}",
+                            record.keyword, record.text, record.line
+                        ));
+                    }
+                    current.steps.push(record);
+                }
+            }
+            Scenario::Hook(kind, Hook::Failed(_, info)) => {
+                if let Some((current, _)) = &mut state.current {
+                    current.failure.get_or_insert_with(|| {
+                        format!("{kind:?} hook failed: {}", panic_message(&info))
+                    });
+                }
+            }
+            Scenario::Finished => {
+                let Some((mut record, started)) = state.current.take() else {
+                    return;
+                };
+                record.wall = started.elapsed();
+                record.scenario_time = state.scenario_time;
+                // Steps after a failure did not run.
+                let listed = record.steps.len();
+                let background = feature.background.iter().flat_map(|b| b.steps.iter());
+                for step in background.chain(scenario.steps.iter()).skip(listed) {
+                    record.steps.push(StepRecord {
+                        keyword: step.keyword.clone(),
+                        text: step.value.clone(),
+                        line: step.position.line,
+                        status: Status::Skipped,
+                        wall: Duration::ZERO,
+                    });
+                }
+                let times = format!(
+                    "{} scenario time, {:.2}s wall",
+                    format_duration(record.scenario_time),
+                    record.wall.as_secs_f64()
+                );
+                match &record.failure {
+                    None => println!("  ✔ {}  ({times})", record.name),
+                    Some(why) => {
+                        println!("  ✘ {}  ({times})", record.name);
+                        for line in why.lines() {
+                            println!("      {line}");
+                        }
+                    }
+                }
+                state.summary.scenarios.push(record);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn step_error(err: &event::StepError) -> String {
+    match err {
+        event::StepError::Panic(info) => panic_message(info),
+        other => other.to_string(),
+    }
+}
+
+fn panic_message(info: &event::Info) -> String {
+    if let Some(s) = info.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = info.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "(no message)".into()
+    }
+}
+
+fn display_path(p: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let shown = p.strip_prefix(&cwd).unwrap_or(p);
+    shown.display().to_string()
+}
+
+/// `1h02m03s`, `4m05s`, `12.3s`.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 3600 {
+        format!("{}h{:02}m{:02}s", secs / 3600, secs % 3600 / 60, secs % 60)
+    } else if secs >= 60 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// The summary table printed at the end of a run.
+pub fn table(summary: &Summary) -> String {
+    let mut out = String::new();
+    let width = summary
+        .scenarios
+        .iter()
+        .map(|s| s.feature.chars().count() + s.name.chars().count() + 3)
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 110);
+    let _ = writeln!(
+        out,
+        "\n{:<6}  {:<width$}  {:>13}  {:>9}",
+        "Result", "Scenario", "Scenario time", "Wall"
+    );
+    let mut total = Duration::ZERO;
+    for s in &summary.scenarios {
+        total += s.scenario_time;
+        let mut name = format!("{} › {}", s.feature, s.name);
+        if name.chars().count() > width {
+            name = name.chars().take(width - 1).collect::<String>() + "…";
+        }
+        let _ = writeln!(
+            out,
+            "{:<6}  {:<width$}  {:>13}  {:>8.2}s",
+            if s.failure.is_none() { "ok" } else { "FAILED" },
+            name,
+            format_duration(s.scenario_time),
+            s.wall.as_secs_f64()
+        );
+    }
+    for e in &summary.parse_errors {
+        let _ = writeln!(out, "FAILED  {e}");
+    }
+    let _ = writeln!(
+        out,
+        "\n{} scenarios: {} passed, {} failed; {} of scenario time in {:.1}s of wall time",
+        summary.scenarios.len(),
+        summary.passed(),
+        summary.failed(),
+        format_duration(total),
+        summary.wall.as_secs_f64()
+    );
+    out
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// JUnit XML: a test suite per feature, a test case per scenario.
+pub fn junit(summary: &Summary) -> String {
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"conformance\" tests=\"{}\" failures=\"{}\" time=\"{:.3}\">",
+        summary.scenarios.len() + summary.parse_errors.len(),
+        summary.failed(),
+        summary.wall.as_secs_f64()
+    );
+    let mut features: Vec<&str> = Vec::new();
+    for s in &summary.scenarios {
+        if !features.contains(&s.file.as_str()) {
+            features.push(&s.file);
+        }
+    }
+    for file in features {
+        let cases: Vec<&ScenarioRecord> =
+            summary.scenarios.iter().filter(|s| s.file == file).collect();
+        let failures = cases.iter().filter(|s| s.failure.is_some()).count();
+        let time: f64 = cases.iter().map(|s| s.wall.as_secs_f64()).sum();
+        let name = cases.first().map(|s| s.feature.as_str()).unwrap_or("");
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" file=\"{}\" tests=\"{}\" failures=\"{failures}\" time=\"{time:.3}\">",
+            xml_escape(name),
+            xml_escape(file),
+            cases.len()
+        );
+        for s in cases {
+            let _ = write!(
+                out,
+                "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\" time=\"{:.3}\"",
+                xml_escape(&s.name),
+                xml_escape(&s.feature),
+                xml_escape(file),
+                s.line,
+                s.wall.as_secs_f64()
+            );
+            match &s.failure {
+                None => out.push_str("/>\n"),
+                Some(why) => {
+                    let first = why.lines().next().unwrap_or("");
+                    let _ = writeln!(
+                        out,
+                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                        xml_escape(first),
+                        xml_escape(why)
+                    );
+                }
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    for e in &summary.parse_errors {
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"parse errors\" tests=\"1\" failures=\"1\">\n    <testcase name=\"parse\"><failure message=\"{}\"/></testcase>\n  </testsuite>",
+            xml_escape(e)
+        );
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn slug(s: &str) -> String {
+    s.to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+fn tag_list(tags: &[String], line: usize) -> Value {
+    Value::Array(
+        tags.iter()
+            .map(|t| json!({"name": format!("@{t}"), "line": line}))
+            .collect(),
+    )
+}
+
+/// Cucumber JSON (the format of cucumber-jvm and cucumber-js reporters).
+pub fn cucumber_json(summary: &Summary) -> Value {
+    let mut features: Vec<Value> = Vec::new();
+    let mut files: Vec<&str> = Vec::new();
+    for s in &summary.scenarios {
+        if !files.contains(&s.file.as_str()) {
+            files.push(&s.file);
+        }
+    }
+    for file in files {
+        let cases: Vec<&ScenarioRecord> =
+            summary.scenarios.iter().filter(|s| s.file == file).collect();
+        let Some(first) = cases.first() else { continue };
+        let fid = slug(&first.feature);
+        let elements: Vec<Value> = cases
+            .iter()
+            .map(|s| {
+                let steps: Vec<Value> = s
+                    .steps
+                    .iter()
+                    .map(|st| {
+                        let mut result = json!({"duration": u64::try_from(st.wall.as_nanos()).unwrap_or(u64::MAX)});
+                        match &st.status {
+                            Status::Passed => result["status"] = json!("passed"),
+                            Status::Skipped => result["status"] = json!("skipped"),
+                            Status::Failed(msg) => {
+                                result["status"] = json!("failed");
+                                result["error_message"] = json!(msg);
+                            }
+                        }
+                        json!({"keyword": st.keyword, "name": st.text, "line": st.line, "result": result})
+                    })
+                    .collect();
+                json!({"id": format!("{fid};{}", slug(&s.name)), "keyword": "Scenario", "type": "scenario",
+                    "name": s.name, "line": s.line, "description": "", "tags": tag_list(&s.tags, s.line),
+                    "steps": steps})
+            })
+            .collect();
+        features.push(json!({"uri": file, "id": fid, "keyword": "Feature", "name": first.feature,
+            "description": first.feature_description, "line": first.feature_line,
+            "tags": tag_list(&first.feature_tags, first.feature_line), "elements": elements}));
+    }
+    Value::Array(features)
+}
+
+/// Writes `junit.xml` and `cucumber.json` into `dir`.
+pub fn write_reports(dir: &Path, summary: &Summary) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let junit_path = dir.join("junit.xml");
+    std::fs::write(&junit_path, junit(summary))
+        .map_err(|e| format!("writing {}: {e}", junit_path.display()))?;
+    let json_path = dir.join("cucumber.json");
+    let text = serde_json::to_string_pretty(&cucumber_json(summary))
+        .map_err(|e| format!("encoding {}: {e}", json_path.display()))?;
+    std::fs::write(&json_path, text).map_err(|e| format!("writing {}: {e}", json_path.display()))
+}
