@@ -4,12 +4,12 @@ Feature: Scale-down
 
   Background:
     Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
-    And the node group "pool" starts with 2 nodes
-    And a deployment "web" of 1 pod requesting 500m CPU
 
+  @binary
   Scenario: A node unneeded for 9 minutes and 59 seconds stays; after 10 minutes it goes
-    "What are the parameters to CA? scale-down-unneeded-time: How long a node should be
-    unneeded before it is eligible for scale down. Default: 10 minutes"
+    "If a node is unneeded for more than 10 minutes, it will be terminated."
+    Given the node group "pool" starts with 2 nodes
+    And a deployment "web" of 1 pod requesting 500m CPU
     When the autoscaler finds a node of "pool" unneeded
     And 9 minutes and 59 seconds pass
     Then the node group "pool" has 2 nodes
@@ -18,13 +18,114 @@ Feature: Scale-down
     And all 1 pods of "web" are running within 1 minute
 
   Scenario: --scale-down-unneeded-time changes the wait
-    Given the autoscaler runs with "--scale-down-unneeded-time=3m"
+    "scale-down-unneeded-time: How long a node should be unneeded before it is eligible for scale down"
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=3m"
     When the autoscaler finds a node of "pool" unneeded
     And 2 minutes and 50 seconds pass
     Then the node group "pool" has 2 nodes
     When 40 seconds pass
-    Then the node group "pool" has 1 node
+    Then the node group "pool" has 0 nodes
 
   Scenario: --scale-down-enabled=false keeps every node
-    Given the autoscaler runs with "--scale-down-enabled=false"
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-enabled=false"
     Then the node group "pool" keeps 2 nodes for 20 minutes
+
+  Scenario: A node above 50% utilization is not unneeded
+    "The sum of cpu requests and sum of memory requests of all pods running on this node ... are smaller
+    than 50% of the node's allocatable."
+    Given the node group "pool" starts with 1 node
+    And a deployment "big" of 1 pod requesting 2100m CPU
+    Then the autoscaler keeps a node of "pool" because of "NotUnderutilized"
+
+  Scenario: --scale-down-utilization-threshold moves the 50% line
+    "Utilization threshold can be configured using --scale-down-utilization-threshold flag."
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--scale-down-utilization-threshold=0.7"
+    And a deployment "big" of 1 pod requesting 2100m CPU
+    Then the autoscaler keeps a node of "pool" because of "NoPlaceToMovePods"
+
+  @binary
+  Scenario: Pods of a removed node are moved elsewhere and run again
+    "All pods running on the node ... can be moved to other nodes. ... Cluster Autoscaler does this by
+    evicting them and tainting the node, so they aren't scheduled there again."
+    Given the node group "pool" starts with 2 nodes
+    And a deployment "web" of 2 pods requesting 500m CPU
+    Then all 2 pods of "web" are running within 1 minute
+    And the node group "pool" reaches 1 node within 15 minutes
+    And all 2 pods of "web" are running within 1 minute
+    And a node of "pool" gets a "ScaleDown" event saying "marked the node as toBeDeleted/unschedulable"
+
+  @binary
+  Scenario: Empty nodes are removed in bulk
+    "Empty nodes, on the other hand, can be terminated in bulk, up to 10 nodes at a time"
+    Given the node group "pool" starts with 4 nodes
+    When the autoscaler finds a node of "pool" unneeded
+    And 9 minutes and 50 seconds pass
+    Then the node group "pool" has 4 nodes
+    When 40 seconds pass
+    Then the node group "pool" has 0 nodes
+    And the status ConfigMap gets a "ScaleDownEmpty" event
+
+  Scenario: Non-empty nodes are removed one at a time
+    "Cluster Autoscaler terminates one non-empty node at a time to reduce the risk of creating new
+    unschedulable pods."
+    Given the node group "pool" starts with 4 nodes
+    And a deployment "small" of 4 pods requesting 300m CPU
+    Then all 4 pods of "small" are running within 1 minute
+    And the node group "pool" shrinks one node at a time to 1 node within 40 minutes
+    And all 4 pods of "small" are running within 1 minute
+
+  Scenario: --scale-down-delay-after-add waits after a scale-up
+    "scale-down-delay-after-add: How long after scale up that scale down evaluation resumes"
+    Given the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-add=8m"
+    When a deployment "burst" of 4 pods requesting 2 CPU is created
+    Then all 4 pods of "burst" are running within 3 minutes
+    When the deployment "burst" is scaled to 0 pods
+    And 4 minutes pass
+    Then the node group "pool" has 4 nodes
+    And the node group "pool" reaches 0 nodes within 8 minutes
+
+  Scenario: --scale-down-delay-after-delete spaces deletions
+    "scale-down-delay-after-delete: How long after node deletion that scale down evaluation resumes"
+    Given the node group "pool" starts with 3 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-delete=6m"
+    And a deployment "small" of 3 pods requesting 300m CPU
+    Then the node group "pool" reaches 2 nodes within 5 minutes
+    When 4 minutes pass
+    Then the node group "pool" has 2 nodes
+    And the node group "pool" reaches 1 node within 5 minutes
+
+  Scenario: The scale-down-disabled annotation keeps a node
+    "node will be excluded from scale-down if it has the annotation preventing scale-down:
+    cluster-autoscaler.kubernetes.io/scale-down-disabled: true"
+    Given the node group "pool" starts with 2 nodes
+    And the nodes of "pool" are annotated "cluster-autoscaler.kubernetes.io/scale-down-disabled=true"
+    Then the node group "pool" keeps 2 nodes for 15 minutes
+    And the autoscaler keeps a node of "pool" because of "ScaleDownDisabledAnnotation"
+
+  Scenario: The FAQ's A, B, C, X, Y example: C goes right after A, B does not
+    "Nodes A, B, C, X, Y. A, B, C are below utilization threshold. In simulation, pods from A fit on X,
+    pods from B fit on X, and pods from C fit on Y. ... C can be terminated immediately after A, but B may not."
+    # X and Y have 1.3 CPU left. The pods of A and B (1.2 CPU each) may run on A, B or X,
+    # the pod of C on C or Y. Once A's pod has moved to X, B's pod has nowhere to go.
+    Given a node group "x" of nodes with 4 CPU and 16Gi memory, min 1 and max 1
+    And a node group "y" of nodes with 4 CPU and 16Gi memory, min 1 and max 1
+    And a node group "ab" of nodes with 4 CPU and 16Gi memory, min 0 and max 2
+    And the node group "ab" starts with 2 nodes
+    And a node group "c" of nodes with 4 CPU and 16Gi memory, min 0 and max 1
+    And the node group "c" starts with 1 node
+    And the nodes of "x" are labeled "tier=ab"
+    And the nodes of "ab" are labeled "tier=ab"
+    And the nodes of "y" are labeled "tier=c"
+    And the nodes of "c" are labeled "tier=c"
+    And a deployment "x-load" of 1 pod requesting 2600m CPU on node group "x"
+    And a deployment "y-load" of 1 pod requesting 2600m CPU on node group "y"
+    And a deployment "ab-pods" of 2 pods requesting 1200m CPU on nodes labeled "tier=ab"
+    And a deployment "c-pod" of 1 pod requesting 1200m CPU on nodes labeled "tier=c"
+    Then all 2 pods of "ab-pods" are running within 1 minute
+    When 30 minutes pass
+    Then the node group "c" has 0 nodes
+    And the node group "ab" has 1 node
+    And the autoscaler keeps a node of "ab" because of "NoPlaceToMovePods"

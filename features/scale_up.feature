@@ -5,14 +5,17 @@ Feature: Scale-up
   Background:
     Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
 
+  @binary
   Scenario: Pending pods get exactly the nodes they need
     # 3.9 CPU are left on a new node (kube-proxy takes 100m): 4 pods of 900m per node.
     Given a deployment "web" of 10 pods requesting 900m CPU
     Then all 10 pods of "web" are running within 5 minutes
     And the node group "pool" has 3 nodes
+    And the pods of "web" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0->3 (max: 10)}]"
 
+  @binary
   Scenario: A pod too large for every node group does not trigger a scale-up
-    "What if a pod cannot be scheduled on a new node? ... CA will not add a node"
+    "Cluster Autoscaler ... checks if any of the unschedulable pods would fit on a new node."
     Given a deployment "huge" of 1 pod requesting 8 CPU
     When 5 minutes pass
     Then the node group "pool" has 0 nodes
@@ -26,9 +29,87 @@ Feature: Scale-up
     And the pods of "pinned" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 1 max node group size reached, 1 node(s) didn't match Pod's node affinity/selector"
 
   Scenario: A nodeSelector picks the matching node group only
-    "How does scale-up work? ... CA ... checks which node groups ... could fit the pod"
+    "Does CA respect node affinity when selecting node groups to scale up?"
     Given a node group "other" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And a deployment "pinned" of 2 pods requesting 1 CPU on node group "other"
     Then all 2 pods of "pinned" are running within 5 minutes
     And the node group "other" has 1 node
     And the node group "pool" has 0 nodes
+
+  Scenario: Required node affinity picks the matching node group only
+    Given a node group "other" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And a deployment "pinned" of 5 pods requesting 1 CPU requiring node group "other"
+    Then all 5 pods of "pinned" are running within 5 minutes
+    And the node group "other" has 2 nodes
+    And the node group "pool" has 0 nodes
+
+  Scenario: Pods asking for the same host port get a node each
+    "Cluster Autoscaler creates template nodes for each of the node groups and checks if any of the
+    unschedulable pods would fit on a new node."
+    Given a deployment "agent" of 3 pods requesting 100m CPU with host port 8080
+    Then all 3 pods of "agent" are running within 5 minutes
+    And the node group "pool" has 3 nodes
+
+  Scenario: Pods with anti-affinity to each other get a node each
+    Given a deployment "spread" of 4 pods requesting 100m CPU with pod anti-affinity
+    Then all 4 pods of "spread" are running within 5 minutes
+    And the node group "pool" has 4 nodes
+
+  Scenario: --max-nodes-total caps the cluster
+    "max-nodes-total: Maximum number of nodes in all node groups. Cluster autoscaler will not grow
+    the cluster beyond this number."
+    Given the autoscaler runs with "--max-nodes-total=2"
+    And a deployment "web" of 20 pods requesting 1 CPU
+    When 5 minutes pass
+    Then the node group "pool" has 2 nodes
+    And 12 pods of "web" stay pending for 5 minutes
+
+  Scenario: --cores-total caps the cluster's CPU
+    "cores-total: Minimum and maximum number of cores in cluster, in the format <min>:<max>."
+    Given the autoscaler runs with "--cores-total=0:12"
+    And a deployment "web" of 20 pods requesting 1 CPU
+    When 5 minutes pass
+    Then the node group "pool" has 3 nodes
+
+  Scenario: --memory-total caps the cluster's memory
+    "memory-total: Minimum and maximum number of gigabytes of memory in cluster, in the format <min>:<max>."
+    Given the autoscaler runs with "--memory-total=0:32"
+    And a deployment "web" of 20 pods requesting 1 CPU
+    When 5 minutes pass
+    Then the node group "pool" has 2 nodes
+
+  Scenario: --new-pod-scale-up-delay holds young pods back
+    "new-pod-scale-up-delay: Pods less than this old will not be considered for scale-up."
+    Given the autoscaler runs with "--new-pod-scale-up-delay=3m"
+    When a deployment "web" of 2 pods requesting 1 CPU is created
+    And 2 minutes pass
+    Then the node group "pool" has 0 nodes
+    And the node group "pool" reaches 1 node within 2 minutes
+
+  Scenario: The pod-scale-up-delay annotation holds a pod back
+    "This setting can be overridden per pod through cluster-autoscaler.kubernetes.io/pod-scale-up-delay
+    annotation."
+    When a deployment "web" of 2 pods requesting 1 CPU with a pod-scale-up-delay of 3 minutes is created
+    And 2 minutes pass
+    Then the node group "pool" has 0 nodes
+    And the node group "pool" reaches 1 node within 2 minutes
+
+  Scenario: Pods of a bypassed scheduler that won't fit trigger a scale-up
+    "bypassed-scheduler-names: Names of schedulers to bypass. If set to non-empty value, CA will not wait
+    for pods to reach a certain age before triggering a scale-up."
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--bypassed-scheduler-names=non-existing-bypassed-scheduler"
+    And a deployment "unprocessed" of 4 pods requesting 2800m CPU with scheduler "non-existing-bypassed-scheduler"
+    # One pod fits on the existing node; the others need a node each.
+    Then the node group "pool" reaches 4 nodes within 5 minutes
+
+  Scenario: A pod of a bypassed scheduler that would fit does not trigger a scale-up
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--bypassed-scheduler-names=non-existing-bypassed-scheduler"
+    And a deployment "unprocessed" of 1 pod requesting 2 CPU with scheduler "non-existing-bypassed-scheduler"
+    Then the node group "pool" keeps 1 node for 5 minutes
+
+  Scenario: Pods of a scheduler that is not bypassed are left alone
+    Given the node group "pool" starts with 1 node
+    And a deployment "other" of 4 pods requesting 2800m CPU with scheduler "some-other-scheduler"
+    Then the node group "pool" keeps 1 node for 5 minutes

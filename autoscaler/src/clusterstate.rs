@@ -502,7 +502,11 @@ impl ClusterStateRegistry {
                     });
                 }
                 Some(_) if !backed_off => state.upcoming = upcoming,
-                _ => {}
+                Some(_) => {}
+                // As upstream's GetUpcomingNodes: nodes the target promises
+                // that are not registered or still starting (a startup
+                // taint, say) are upcoming, with or without a request.
+                None => state.upcoming = upcoming,
             }
         }
         // Health.

@@ -58,6 +58,38 @@ fn under_test() -> UnderTest {
     UNDER_TEST.get().cloned().unwrap_or_default()
 }
 
+/// Scenario time per real time of this run (1 in-process).
+pub fn time_scale() -> f64 {
+    match under_test() {
+        UnderTest::InProcess => 1.0,
+        UnderTest::Binary { time_scale, .. } => time_scale,
+    }
+}
+
+/// The label that makes kwok keep a node NotReady ([`not_ready_stage`]).
+pub const NOT_READY_LABEL: &str = "testbed.conformance/not-ready";
+
+/// A kwok Stage that makes nodes labelled [`NOT_READY_LABEL`] NotReady
+/// (before or after they were Ready) and keeps them so.
+pub fn not_ready_stage() -> Value {
+    json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage",
+        "metadata": {"name": "conformance-node-not-ready"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Node"},
+            "selector": {"matchLabels": {NOT_READY_LABEL: "true"}},
+            "weight": 10000,
+            "steps": [
+                // As the node lifecycle controller does for NotReady nodes.
+                {"patch": {"root": "spec", "type": "merge", "template":
+                    "taints:\n- key: node.kubernetes.io/not-ready\n  effect: NoSchedule\n"}},
+                {"patch": {"subresource": "status", "root": "status", "template":
+                    "conditions:\n- type: Ready\n  status: \"False\"\n  reason: KubeletNotReady\n  message: made NotReady by the conformance suite\n"}},
+            ],
+        }
+    })
+}
+
 /// The timing flags of CA with their defaults: in binary mode each is
 /// divided by the time scale, so the autoscaler lives on scenario time.
 /// (`--scale-down-delay-after-delete` defaults to the scan interval.)
@@ -75,6 +107,7 @@ pub const TIMING_FLAGS: &[(&str, &str)] = &[
     ("max-node-group-backoff-duration", "30m"),
     ("node-group-backoff-reset-timeout", "3h"),
     ("max-pod-eviction-time", "2m"),
+    ("node-delete-delay-after-taint", "5s"),
     ("node-deletion-delay-timeout", "2m"),
     ("max-inactivity", "10m"),
     ("max-failing-time", "15m"),
@@ -163,13 +196,16 @@ enum Autoscaler {
         endpoints: Endpoints,
         task: tokio::task::JoinHandle<()>,
     },
-    Binary {
-        child: tokio::process::Child,
-        port: u16,
-        log: PathBuf,
-        _dir: tempfile::TempDir,
-        _endpoint: apiserver::TlsEndpoint,
-    },
+    Binary(Box<BinaryProcess>),
+}
+
+/// An autoscaler binary and what it needs kept alive.
+struct BinaryProcess {
+    child: tokio::process::Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+    _endpoint: apiserver::TlsEndpoint,
 }
 
 /// The running cluster and autoscaler of a scenario.
@@ -179,14 +215,15 @@ pub struct Running {
     autoscaler: Autoscaler,
     started: tokio::time::Instant,
     time_scale: f64,
+    flags: Vec<String>,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         match &mut self.autoscaler {
             Autoscaler::InProcess { task, .. } => task.abort(),
-            Autoscaler::Binary { child, .. } => {
-                let _ = child.start_kill();
+            Autoscaler::Binary(b) => {
+                let _ = b.child.start_kill();
             }
         }
     }
@@ -210,12 +247,20 @@ impl Running {
         self.check_alive()
     }
 
+    /// The autoscaler binary's log file.
+    pub fn log(&self) -> Option<&std::path::Path> {
+        match &self.autoscaler {
+            Autoscaler::Binary(b) => Some(&b.log),
+            Autoscaler::InProcess { .. } => None,
+        }
+    }
+
     /// Fails with the tail of its log when the autoscaler binary exited.
     pub fn check_alive(&mut self) -> Result<(), String> {
-        if let Autoscaler::Binary { child, log, .. } = &mut self.autoscaler
-            && let Ok(Some(status)) = child.try_wait()
+        if let Autoscaler::Binary(b) = &mut self.autoscaler
+            && let Ok(Some(status)) = b.child.try_wait()
         {
-            let text = std::fs::read_to_string(&*log).unwrap_or_default();
+            let text = std::fs::read_to_string(&b.log).unwrap_or_default();
             let tail: Vec<&str> = text.lines().rev().take(20).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
             return Err(format!(
@@ -226,12 +271,34 @@ impl Running {
         Ok(())
     }
 
+    /// Stops the autoscaler and starts it again with the same flags, as a
+    /// new pod of the Deployment would.
+    pub async fn restart(&mut self) -> StepResult {
+        self.autoscaler = match &mut self.autoscaler {
+            Autoscaler::InProcess { task, .. } => {
+                task.abort();
+                start_in_process(&self.cluster, &self.flags).await?
+            }
+            Autoscaler::Binary(b) => {
+                b.child
+                    .kill()
+                    .await
+                    .map_err(|e| format!("stopping the autoscaler binary: {e}"))?;
+                let UnderTest::Binary { path, args, .. } = under_test() else {
+                    return Err("binary mode is not configured".into());
+                };
+                start_binary(&self.cluster, &path, &self.flags, &args, self.time_scale).await?
+            }
+        };
+        Ok(())
+    }
+
     /// The autoscaler's last decision record (`/decisions` for a binary).
     pub async fn decisions(&self) -> Result<Decisions, String> {
         match &self.autoscaler {
             Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.decisions()),
-            Autoscaler::Binary { port, .. } => {
-                let (code, body) = http_get(*port, "/decisions").await?;
+            Autoscaler::Binary(b) => {
+                let (code, body) = http_get(b.port, "/decisions").await?;
                 if code != 200 {
                     return Err(format!(
                         "the autoscaler under test publishes no decision record (GET /decisions: {code}); this step needs it"
@@ -246,7 +313,7 @@ impl Running {
     pub async fn metrics(&self) -> Result<String, String> {
         match &self.autoscaler {
             Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.metrics.encode()),
-            Autoscaler::Binary { port, .. } => match http_get(*port, "/metrics").await? {
+            Autoscaler::Binary(b) => match http_get(b.port, "/metrics").await? {
                 (200, body) => Ok(body),
                 (code, body) => Err(format!("GET /metrics: {code}: {body}")),
             },
@@ -260,7 +327,7 @@ impl Running {
                 Ok(()) => (200, "OK".into()),
                 Err(body) => (500, body),
             }),
-            Autoscaler::Binary { port, .. } => http_get(*port, "/health-check").await,
+            Autoscaler::Binary(b) => http_get(b.port, "/health-check").await,
         }
     }
 }
@@ -298,6 +365,8 @@ pub struct CaWorld {
     pub flags: Vec<String>,
     /// Objects to create before the autoscaler starts.
     pub objects: Vec<Value>,
+    /// The priority expander's priorities: value → group name regexes.
+    pub expander_priorities: std::collections::BTreeMap<i64, Vec<String>>,
     /// The cluster, once started.
     pub running: Option<Running>,
 }
@@ -350,20 +419,18 @@ impl CaWorld {
             .start()
             .await
             .map_err(|e| format!("starting the cluster: {e}"))?;
+        cluster
+            .create(not_ready_stage())
+            .await
+            .map_err(|e| format!("creating the NotReady stage: {e}"))?;
         let (autoscaler, time_scale) = match under_test() {
             UnderTest::InProcess => {
-                let built = autoscaler::inprocess::kwok(
-                    cluster.client(),
-                    cluster.clock().clone(),
-                    &self.flags,
-                )
-                .await?;
-                let endpoints = built.endpoints;
-                // Initial nodes Ready before the workloads and the first
-                // loop, as in a running cluster.
+                // The provider creates the initial nodes; they are Ready
+                // before the workloads and the first loop, as in a running
+                // cluster.
+                let started = start_in_process(&cluster, &self.flags).await?;
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(120)).await?;
-                let task = tokio::spawn(built.autoscaler.run());
-                (Autoscaler::InProcess { endpoints, task }, 1.0)
+                (started, 1.0)
             }
             UnderTest::Binary {
                 path,
@@ -375,6 +442,12 @@ impl CaWorld {
                 (binary, time_scale)
             }
         };
+        if !self.expander_priorities.is_empty() {
+            cluster
+                .create(priority_expander_config_map(&self.expander_priorities))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         for o in &self.objects {
             cluster.create(o.clone()).await.map_err(|e| e.to_string())?;
         }
@@ -383,6 +456,7 @@ impl CaWorld {
             autoscaler,
             started: tokio::time::Instant::now(),
             time_scale,
+            flags: self.flags.clone(),
         })
     }
 
@@ -395,6 +469,24 @@ impl CaWorld {
                 Ok(())
             }
         }
+    }
+
+    /// Writes the node group templates again (a fault or label changed):
+    /// the kwok provider reads them every loop.
+    pub async fn update_templates(&mut self) -> StepResult {
+        let Some(r) = &self.running else {
+            return Ok(());
+        };
+        let cm = templates_config_map(&self.groups);
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(r.cluster.client(), "kube-system")
+            .patch(
+                TEMPLATES_CONFIG_MAP,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"data": cm["data"]})),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("updating the node group templates: {e}"))
     }
 
     /// Lets `d` of scenario time pass (starting the cluster first).
@@ -426,12 +518,44 @@ pub fn node_group_of(n: &Node) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// The priority expander's ConfigMap (`cluster-autoscaler-priority-expander`).
+pub fn priority_expander_config_map(
+    priorities: &std::collections::BTreeMap<i64, Vec<String>>,
+) -> Value {
+    let mut text = String::new();
+    for (value, patterns) in priorities {
+        text.push_str(&format!("{value}:\n"));
+        for p in patterns {
+            text.push_str(&format!(
+                "  - {}\n",
+                serde_json::to_string(p).unwrap_or_default()
+            ));
+        }
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
+        "data": {"priorities": text}})
+}
+
+async fn start_in_process(cluster: &Cluster, flags: &[String]) -> Result<Autoscaler, String> {
+    let built =
+        autoscaler::inprocess::kwok(cluster.client(), cluster.clock().clone(), flags).await?;
+    let endpoints = built.endpoints;
+    let task = tokio::spawn(built.autoscaler.run());
+    Ok(Autoscaler::InProcess { endpoints, task })
+}
+
 async fn wait_initial_nodes(
     cluster: &Cluster,
     groups: &[GroupSpec],
     timeout: Duration,
 ) -> StepResult {
-    let initial: usize = groups.iter().map(|g| g.initial.max(g.min)).sum();
+    // Groups whose nodes never become ready are not waited for.
+    let initial: usize = groups
+        .iter()
+        .filter(|g| !g.labels.contains_key(NOT_READY_LABEL))
+        .map(|g| g.initial.max(g.min))
+        .sum();
     cluster
         .wait_nodes_ready(initial, timeout)
         .await
@@ -447,7 +571,10 @@ pub fn scale_timing_flags(flags: &[String], scale: f64) -> Result<Vec<String>, S
     for f in flags {
         let timing = f.strip_prefix("--").and_then(|rest| {
             let (name, value) = rest.split_once('=')?;
-            TIMING_FLAGS.iter().find(|(n, _)| *n == name).map(|_| (name, value))
+            TIMING_FLAGS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|_| (name, value))
         });
         match timing {
             Some((name, value)) => {
@@ -459,7 +586,10 @@ pub fn scale_timing_flags(flags: &[String], scale: f64) -> Result<Vec<String>, S
     }
     for (name, default) in TIMING_FLAGS {
         if !given.contains(*name) {
-            out.push(format!("--{name}={}", scale_duration(name, default, scale)?));
+            out.push(format!(
+                "--{name}={}",
+                scale_duration(name, default, scale)?
+            ));
         }
     }
     Ok(out)
@@ -500,7 +630,12 @@ async fn start_binary(
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("picking a port for --address: {e}"))?;
-    let log = dir.path().join("autoscaler.log");
+    // Kept after the scenario, for failures: the runner prints the path.
+    static LOGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = LOGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let logs = std::env::temp_dir().join(format!("conformance-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
+    let log = logs.join(format!("autoscaler-{n}.log"));
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
     let mut args = vec![
@@ -514,20 +649,16 @@ async fn start_binary(
     let child = tokio::process::Command::new(path)
         .args(&args)
         .env("POD_NAMESPACE", "kube-system")
-        .stdout(
-            log_file
-                .try_clone()
-                .map_err(|e| format!("log file: {e}"))?,
-        )
+        .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
         .stderr(log_file)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("starting {}: {e}", path.display()))?;
-    Ok(Autoscaler::Binary {
+    Ok(Autoscaler::Binary(Box::new(BinaryProcess {
         child,
         port,
         log,
         _dir: dir,
         _endpoint: endpoint,
-    })
+    })))
 }

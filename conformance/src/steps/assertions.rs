@@ -1,0 +1,612 @@
+//! `Then` steps: they read the cluster (nodes, pods, events, the status
+//! ConfigMap) or what the autoscaler publishes (metrics, `/health-check`,
+//! decision records), waiting where the step says "within", and fail with
+//! what they saw.
+
+use std::time::Duration;
+
+use cucumber::then;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
+use kube::Api;
+use kube::api::{WatchEvent, WatchParams};
+use serde_json::Value;
+
+use super::{minutes, node_names, quoted_list, watch_decisions};
+use crate::world::{CaWorld, StepResult, node_group_of};
+
+// ---- Nodes ----
+
+async fn count(w: &mut CaWorld, group: &str) -> Result<usize, String> {
+    Ok(w.group_nodes(group).await?.len())
+}
+
+#[then(regex = r#"^the node group "(\S+)" has (\d+) nodes?$"#)]
+async fn group_has(w: &mut CaWorld, group: String, want: usize) -> StepResult {
+    let names = node_names(w, &group).await?;
+    if names.len() == want {
+        return Ok(());
+    }
+    Err(format!(
+        "node group {group} has {} nodes, want {want}: {names:?}",
+        names.len()
+    ))
+}
+
+#[then(regex = r#"^the node group "(\S+)" reaches (\d+) nodes? within (\d+) minutes?$"#)]
+async fn group_reaches(w: &mut CaWorld, group: String, want: usize, within: u64) -> StepResult {
+    for _ in 0..(within * 12) {
+        if count(w, &group).await? == want {
+            return Ok(());
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
+    group_has(w, group, want).await
+}
+
+#[then(regex = r#"^the node group "(\S+)" keeps (\d+) nodes? for (\d+) minutes?$"#)]
+async fn group_keeps(w: &mut CaWorld, group: String, want: usize, during: u64) -> StepResult {
+    for i in 0..(during * 6) {
+        let n = count(w, &group).await?;
+        if n != want {
+            return Err(format!(
+                "node group {group} has {n} nodes after {}s, want it to stay at {want}",
+                i * 10
+            ));
+        }
+        w.pass(Duration::from_secs(10)).await?;
+    }
+    group_has(w, group, want).await
+}
+
+#[then(regex = r#"^each of the node groups (".*") has (\d+) nodes?$"#)]
+async fn each_has(w: &mut CaWorld, groups: String, want: usize) -> StepResult {
+    let mut seen = Vec::new();
+    for g in quoted_list(&groups) {
+        seen.push((count(w, &g).await?, g));
+    }
+    if seen.iter().all(|(n, _)| *n == want) {
+        Ok(())
+    } else {
+        Err(format!("want {want} nodes in each group; sizes: {seen:?}"))
+    }
+}
+
+#[then(regex = r#"^the node groups (".*") have (\d+) nodes? in total$"#)]
+async fn total_of(w: &mut CaWorld, groups: String, want: usize) -> StepResult {
+    let mut seen = Vec::new();
+    for g in quoted_list(&groups) {
+        seen.push((count(w, &g).await?, g));
+    }
+    let total: usize = seen.iter().map(|(n, _)| n).sum();
+    if total == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "want {want} nodes in total, have {total}: {seen:?}"
+        ))
+    }
+}
+
+#[then(regex = r#"^one of the node groups (".*") has (\d+) nodes? and the others? (\d+)$"#)]
+async fn one_of(w: &mut CaWorld, groups: String, one: usize, others: usize) -> StepResult {
+    let mut seen = Vec::new();
+    for g in quoted_list(&groups) {
+        seen.push((count(w, &g).await?, g));
+    }
+    let ones = seen.iter().filter(|(n, _)| *n == one).count();
+    let rest = seen.iter().filter(|(n, _)| *n == others).count();
+    if ones == 1 && ones + rest == seen.len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "want one group at {one} nodes and the others at {others}; sizes: {seen:?}"
+        ))
+    }
+}
+
+/// Polls every second: the count may only fall by one at a time.
+#[then(
+    regex = r#"^the node group "(\S+)" shrinks one node at a time to (\d+) nodes? within (\d+) minutes$"#
+)]
+async fn shrinks_one_at_a_time(
+    w: &mut CaWorld,
+    group: String,
+    want: usize,
+    within: u64,
+) -> StepResult {
+    let mut last = count(w, &group).await?;
+    let mut history = vec![last];
+    for _ in 0..(within * 60) {
+        if last == want {
+            return Ok(());
+        }
+        w.pass(Duration::from_secs(1)).await?;
+        let n = count(w, &group).await?;
+        if n != last {
+            history.push(n);
+        }
+        if n + 1 < last {
+            return Err(format!(
+                "node group {group} went from {last} to {n} nodes at once (sizes so far: {history:?})"
+            ));
+        }
+        last = n;
+    }
+    Err(format!(
+        "node group {group} did not shrink to {want} in {within} minutes (sizes: {history:?})"
+    ))
+}
+
+// ---- Pods ----
+
+async fn pods_of(w: &mut CaWorld, app: &str) -> Result<Vec<Pod>, String> {
+    let r = w.running().await?;
+    harness::cluster::list::<Pod>(&r.cluster.client(), &format!("app={app}")).await
+}
+
+#[then(regex = r#"^all (\d+) pods? of "(\S+)" (?:is|are) running within (\d+) minutes?$"#)]
+async fn pods_running(w: &mut CaWorld, want: usize, app: String, within: u64) -> StepResult {
+    let r = w.running().await?;
+    let timeout = r.real(minutes(within));
+    r.cluster
+        .wait_pods_running(&format!("app={app}"), want, timeout)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[then(regex = r#"^(\d+) pods? of "(\S+)" stays? pending for (\d+) minutes?$"#)]
+async fn pods_stay_pending(w: &mut CaWorld, want: usize, app: String, during: u64) -> StepResult {
+    for i in 0..=(during * 2) {
+        let pods = pods_of(w, &app).await?;
+        let pending = pods
+            .iter()
+            .filter(|p| !harness::cluster::pod_running(p))
+            .count();
+        if pending != want {
+            return Err(format!(
+                "{pending} pods of {app} are pending after {}s, want {want}: {}",
+                i * 30,
+                harness::cluster::summarize(&pods)
+            ));
+        }
+        if i < during * 2 {
+            w.pass(Duration::from_secs(30)).await?;
+        }
+    }
+    Ok(())
+}
+
+// ---- Events ----
+
+/// Events with `reason` on the objects `on` accepts (all namespaces).
+async fn events(
+    w: &mut CaWorld,
+    reason: &str,
+    on: impl Fn(&Event) -> bool,
+) -> Result<Vec<String>, String> {
+    let r = w.running().await?;
+    let all = Api::<Event>::all(r.cluster.client())
+        .list(&Default::default())
+        .await
+        .map_err(|e| format!("listing events: {e}"))?;
+    Ok(all
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter(|e| on(e))
+        .map(|e| e.message.unwrap_or_default())
+        .collect())
+}
+
+/// What an event step is about.
+enum Subject {
+    Pods(String),
+    GroupNodes(String),
+    StatusConfigMap,
+}
+
+impl Subject {
+    fn parse(text: &str) -> Result<Self, String> {
+        let quoted = quoted_list(text);
+        if text.starts_with("the pods of") {
+            quoted.first().cloned().map(Self::Pods)
+        } else if text.starts_with("a node of") {
+            quoted.first().cloned().map(Self::GroupNodes)
+        } else if text == "the status ConfigMap" {
+            Some(Self::StatusConfigMap)
+        } else {
+            None
+        }
+        .ok_or_else(|| format!("unknown event subject {text:?}"))
+    }
+
+    async fn events(&self, w: &mut CaWorld, reason: &str) -> Result<Vec<String>, String> {
+        match self {
+            Self::Pods(app) => {
+                // By name, so that pods already deleted (evicted) count.
+                let prefix = format!("{app}-");
+                events(w, reason, |e| {
+                    e.involved_object.kind.as_deref() == Some("Pod")
+                        && e.involved_object
+                            .name
+                            .as_ref()
+                            .is_some_and(|n| n == app || n.starts_with(&prefix))
+                })
+                .await
+            }
+            Self::GroupNodes(group) => {
+                let prefix = format!("{group}-");
+                events(w, reason, |e| {
+                    e.involved_object.kind.as_deref() == Some("Node")
+                        && e.involved_object
+                            .name
+                            .as_ref()
+                            .is_some_and(|n| n.starts_with(&prefix))
+                })
+                .await
+            }
+            Self::StatusConfigMap => {
+                events(w, reason, |e| {
+                    e.involved_object.kind.as_deref() == Some("ConfigMap")
+                        && e.involved_object.name.as_deref() == Some("cluster-autoscaler-status")
+                })
+                .await
+            }
+        }
+    }
+}
+
+/// Waits up to a minute for an event with `reason` (and `message`).
+async fn expect_event(
+    w: &mut CaWorld,
+    subject: &str,
+    reason: &str,
+    message: Option<&str>,
+) -> StepResult {
+    let s = Subject::parse(subject)?;
+    let mut seen = Vec::new();
+    for _ in 0..12 {
+        seen = s.events(w, reason).await?;
+        if seen.iter().any(|m| message.is_none_or(|want| m == want)) {
+            return Ok(());
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
+    Err(match message {
+        Some(m) => format!("no {reason} event {m:?} on {subject}; {reason} events seen: {seen:?}"),
+        None => format!("no {reason} event on {subject}"),
+    })
+}
+
+#[then(
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event saying "(.*)"$"#
+)]
+async fn event_saying(
+    w: &mut CaWorld,
+    subject: String,
+    reason: String,
+    message: String,
+) -> StepResult {
+    expect_event(w, &subject, &reason, Some(&message)).await
+}
+
+#[then(
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event$"#
+)]
+async fn event_any(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
+    expect_event(w, &subject, &reason, None).await
+}
+
+#[then(
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? no "(\S+)" event$"#
+)]
+async fn no_event(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
+    let seen = Subject::parse(&subject)?.events(w, &reason).await?;
+    if seen.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{subject} got {reason} events: {seen:?}"))
+    }
+}
+
+// ---- Taints ----
+
+fn has_taint(n: &Node, key: &str) -> bool {
+    n.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| ts.iter().any(|t| t.key == key))
+}
+
+/// Watches the nodes, so that a taint that lives for a moment (a node
+/// tainted then deleted) is seen.
+#[then(regex = r#"^a node of "(\S+)" gets the taint "(\S+)" within (\d+) minutes?$"#)]
+async fn gets_taint(w: &mut CaWorld, group: String, key: String, within: u64) -> StepResult {
+    let r = w.running().await?;
+    let api = Api::<Node>::all(r.cluster.client());
+    let deadline = tokio::time::Instant::now() + r.real(minutes(within));
+    let matches = |n: &Node| node_group_of(n) == Some(group.as_str()) && has_taint(n, &key);
+    while tokio::time::Instant::now() < deadline {
+        let list = api
+            .list(&Default::default())
+            .await
+            .map_err(|e| format!("listing nodes: {e}"))?;
+        if list.items.iter().any(matches) {
+            return Ok(());
+        }
+        let version = list.metadata.resource_version.unwrap_or_default();
+        let mut stream = api
+            .watch(&WatchParams::default(), &version)
+            .await
+            .map_err(|e| format!("watching nodes: {e}"))?
+            .boxed();
+        let found = tokio::time::timeout_at(deadline, async {
+            while let Ok(Some(ev)) = stream.try_next().await {
+                if let WatchEvent::Added(n) | WatchEvent::Modified(n) = ev
+                    && matches(&n)
+                {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        if found == Ok(true) {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "no node of {group} got the taint {key} within {within} minutes"
+    ))
+}
+
+#[then(regex = r#"^no node of "(\S+)" has the taint "(\S+)"(?: within (\d+) minutes?)?$"#)]
+async fn no_taint(w: &mut CaWorld, group: String, key: String, within: String) -> StepResult {
+    let within: u64 = within.parse().unwrap_or(0);
+    let mut tainted = Vec::new();
+    for i in 0..=(within * 12) {
+        tainted = w
+            .group_nodes(&group)
+            .await?
+            .into_iter()
+            .filter(|n| has_taint(n, &key))
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        if tainted.is_empty() {
+            return Ok(());
+        }
+        if i < within * 12 {
+            w.pass(Duration::from_secs(5)).await?;
+        }
+    }
+    Err(format!(
+        "nodes of {group} with the taint {key}: {tainted:?}"
+    ))
+}
+
+// ---- The status ConfigMap ----
+
+async fn status_config_map(w: &mut CaWorld) -> Result<(ConfigMap, Value, String), String> {
+    let r = w.running().await?;
+    let cm = Api::<ConfigMap>::namespaced(r.cluster.client(), "kube-system")
+        .get("cluster-autoscaler-status")
+        .await
+        .map_err(|e| format!("reading the status ConfigMap: {e}"))?;
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("status").cloned())
+        .ok_or("the status ConfigMap has no status key")?;
+    let status: Value = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("the status is not YAML: {e}\n{text}"))?;
+    Ok((cm, status, text))
+}
+
+/// `a.b.c` in `v`, as text (numbers and strings alike).
+fn field(v: &Value, path: &str) -> Option<String> {
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = cur.get(part)?;
+    }
+    Some(match cur {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+async fn status_field(
+    w: &mut CaWorld,
+    group: Option<&str>,
+    path: &str,
+) -> Result<(Option<String>, String), String> {
+    let (_, status, text) = status_config_map(w).await?;
+    let scope = match group {
+        None => status,
+        Some(g) => status["nodeGroups"]
+            .as_array()
+            .and_then(|gs| gs.iter().find(|x| x["name"] == g))
+            .cloned()
+            .ok_or_else(|| format!("node group {g} is not in the status:\n{text}"))?,
+    };
+    Ok((field(&scope, path), text))
+}
+
+async fn expect_status(
+    w: &mut CaWorld,
+    group: Option<&str>,
+    path: &str,
+    want: &str,
+    within: u64,
+) -> StepResult {
+    let mut last = (None, String::new());
+    for i in 0..=(within * 12) {
+        last = status_field(w, group, path).await?;
+        if last.0.as_deref() == Some(want) {
+            return Ok(());
+        }
+        if i < within * 12 {
+            w.pass(Duration::from_secs(5)).await?;
+        }
+    }
+    let scope = group.map_or("the cluster".to_string(), |g| format!("node group {g}"));
+    Err(format!(
+        "status field {path} of {scope} is {:?}, want {want:?}; the status:\n{}",
+        last.0, last.1
+    ))
+}
+
+#[then(
+    regex = r#"^the status ConfigMap shows "(\S+)" = "([^"]*)"(?: for node group "(\S+)")?(?: within (\d+) minutes?)?$"#
+)]
+async fn status_shows(
+    w: &mut CaWorld,
+    path: String,
+    want: String,
+    group: String,
+    within: String,
+) -> StepResult {
+    let group = (!group.is_empty()).then_some(group.as_str());
+    expect_status(w, group, &path, &want, within.parse().unwrap_or(0)).await
+}
+
+#[then(regex = r#"^the status ConfigMap shows node group "(\S+)" with scale-up status "(\S+)"$"#)]
+async fn status_scale_up(w: &mut CaWorld, group: String, want: String) -> StepResult {
+    expect_status(w, Some(&group), "scaleUp.status", &want, 0).await
+}
+
+#[then("the status ConfigMap follows CA's status schema")]
+async fn status_schema(w: &mut CaWorld) -> StepResult {
+    let (cm, status, text) = status_config_map(w).await?;
+    let mut missing = Vec::new();
+    for path in [
+        "time",
+        "autoscalerStatus",
+        "clusterWide.health.status",
+        "clusterWide.health.nodeCounts.registered.total",
+        "clusterWide.health.nodeCounts.registered.ready",
+        "clusterWide.health.nodeCounts.longUnregistered",
+        "clusterWide.health.lastProbeTime",
+        "clusterWide.scaleUp.status",
+        "clusterWide.scaleDown.status",
+    ] {
+        if field(&status, path).is_none() {
+            missing.push(path.to_string());
+        }
+    }
+    for g in status["nodeGroups"].as_array().into_iter().flatten() {
+        for path in [
+            "name",
+            "health.status",
+            "health.cloudProviderTarget",
+            "health.minSize",
+            "health.maxSize",
+            "scaleUp.status",
+            "scaleDown.status",
+        ] {
+            if field(g, path).is_none() {
+                missing.push(format!("nodeGroups[].{path}"));
+            }
+        }
+    }
+    let updated = cm
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("cluster-autoscaler.kubernetes.io/last-updated"));
+    if updated.is_none_or(|u| !u.ends_with("+0000 UTC")) {
+        missing.push(format!(
+            "annotation cluster-autoscaler.kubernetes.io/last-updated in Go time format (is {updated:?})"
+        ));
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the status lacks {missing:?}:\n{text}"))
+    }
+}
+
+#[then("the status ConfigMap is rewritten every loop")]
+async fn status_fresh(w: &mut CaWorld) -> StepResult {
+    let (_, first, _) = status_config_map(w).await?;
+    let mut times = vec![field(&first, "time").unwrap_or_default()];
+    // Three scan intervals: three new loops.
+    for _ in 0..3 {
+        w.pass(Duration::from_secs(10)).await?;
+        let (_, s, _) = status_config_map(w).await?;
+        times.push(field(&s, "time").unwrap_or_default());
+    }
+    let distinct: std::collections::BTreeSet<&String> = times.iter().collect();
+    if distinct.len() == times.len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the status time did not change every 10 seconds: {times:?}"
+        ))
+    }
+}
+
+// ---- Metrics, health, decisions ----
+
+#[then(regex = r#"^the autoscaler's metrics show "(.*)"$"#)]
+async fn metrics_show(w: &mut CaWorld, line: String) -> StepResult {
+    // Metrics change once per loop: wait up to a minute.
+    let mut text = String::new();
+    for _ in 0..12 {
+        text = w.running().await?.metrics().await?;
+        if text.lines().any(|l| l.starts_with(&line)) {
+            return Ok(());
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
+    let family = line.split(['{', ' ']).next().unwrap_or(&line);
+    let related: Vec<&str> = text.lines().filter(|l| l.starts_with(family)).collect();
+    Err(format!(
+        "no metrics line starts with {line:?}; {family} lines: {related:?}"
+    ))
+}
+
+#[then(regex = r#"^the autoscaler's health check answers (\d+)$"#)]
+async fn health(w: &mut CaWorld, want: u16) -> StepResult {
+    let (code, body) = w.running().await?.health().await?;
+    if code == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "/health-check answered {code} {body:?}, want {want}"
+        ))
+    }
+}
+
+#[then(regex = r#"^the autoscaler keeps (?:the|a) node of "(\S+)" because of "(\S+)"$"#)]
+async fn kept_because(w: &mut CaWorld, group: String, reason: String) -> StepResult {
+    let names = node_names(w, &group).await?;
+    // Some reasons show only when the node's 10 unneeded minutes are up
+    // and its pods are checked in full; unremovable nodes are rechecked
+    // every 5 minutes: watch 16 minutes.
+    let found = watch_decisions(w, 960, |d| {
+        names.iter().any(|n| {
+            d.unremovable
+                .get(n)
+                .is_some_and(|why| why.contains(&reason))
+        })
+    })
+    .await?;
+    found.map_err(|d| {
+        format!(
+            "no node of {group} kept because of {reason}; decisions: {:?}",
+            d.unremovable
+        )
+    })
+}
+
+#[then(regex = r#"^the autoscaler chooses among (".*") for the scale-up$"#)]
+async fn options_considered(w: &mut CaWorld, groups: String) -> StepResult {
+    let want = quoted_list(&groups);
+    let found = watch_decisions(w, 60, |d| {
+        want.iter().all(|g| d.options.contains_key(g)) && d.options.len() == want.len()
+    })
+    .await?;
+    found.map_err(|d| format!("the scale-up options were {:?}, want {want:?}", d.options))
+}

@@ -1,0 +1,233 @@
+//! Cluster shape, faults, autoscaler flags and restarts, and changes to
+//! nodes while the cluster runs.
+
+use cucumber::{given, when};
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::{parse_taint, quoted_list};
+use crate::world::{CaWorld, GroupSpec, NOT_READY_LABEL, StepResult};
+
+/// The template annotation through which the kwok provider injects faults.
+const FAULT: &str = autoscaler::cloudprovider::kwok::FAULT_ANNOTATION;
+
+#[given(
+    regex = r#"^a node group "(\S+)" of nodes with (\S+) CPU and (\S+) memory, min (\d+) and max (\d+)$"#
+)]
+fn node_group(w: &mut CaWorld, name: String, cpu: String, memory: String, min: usize, max: usize) {
+    w.groups
+        .push(GroupSpec::new(&name, &cpu, &memory, min, max));
+}
+
+#[given(
+    regex = r#"^node groups (".*") of nodes with (\S+) CPU and (\S+) memory, min (\d+) and max (\d+)$"#
+)]
+fn node_groups(
+    w: &mut CaWorld,
+    names: String,
+    cpu: String,
+    memory: String,
+    min: usize,
+    max: usize,
+) {
+    for name in quoted_list(&names) {
+        w.groups
+            .push(GroupSpec::new(&name, &cpu, &memory, min, max));
+    }
+}
+
+#[given(regex = r#"^the node group "(\S+)" starts with (\d+) nodes?$"#)]
+fn starts_with(w: &mut CaWorld, name: String, count: usize) -> StepResult {
+    w.group_mut(&name)?.initial = count;
+    Ok(())
+}
+
+#[given(regex = r#"^the nodes of "(\S+)" are labeled "([^"=]+)=([^"]*)"$"#)]
+fn labeled(w: &mut CaWorld, name: String, key: String, value: String) -> StepResult {
+    w.group_mut(&name)?.labels.insert(key, json!(value));
+    Ok(())
+}
+
+#[given(regex = r#"^the nodes of "(\S+)" are in zone "(\S+)"$"#)]
+fn in_zone(w: &mut CaWorld, name: String, zone: String) -> StepResult {
+    let g = w.group_mut(&name)?;
+    g.labels
+        .insert("topology.kubernetes.io/zone".into(), json!(zone));
+    Ok(())
+}
+
+#[given(regex = r#"^the nodes of "(\S+)" have the taint "([^"]+)"$"#)]
+fn tainted(w: &mut CaWorld, name: String, taint: String) -> StepResult {
+    let t = parse_taint(&taint)?;
+    w.group_mut(&name)?.taints.push(t);
+    Ok(())
+}
+
+#[given(regex = r#"^the nodes of "(\S+)" have (\d+) "(\S+)"$"#)]
+fn extra_resource(w: &mut CaWorld, name: String, count: u64, resource: String) -> StepResult {
+    w.group_mut(&name)?
+        .resources
+        .insert(resource, json!(count.to_string()));
+    Ok(())
+}
+
+#[given(regex = r#"^the autoscaler runs with "(.*)"$"#)]
+fn autoscaler_flags(w: &mut CaWorld, flags: String) {
+    w.flags.extend(flags.split_whitespace().map(str::to_string));
+}
+
+#[when("the autoscaler restarts")]
+async fn restart(w: &mut CaWorld) -> StepResult {
+    w.running().await?.restart().await
+}
+
+// ---- Faults ----
+
+async fn set_fault(w: &mut CaWorld, group: &str, fault: Option<&str>) -> StepResult {
+    let g = w.group_mut(group)?;
+    match fault {
+        Some(f) => g.annotations.insert(FAULT.into(), json!(f)),
+        None => g.annotations.remove(FAULT),
+    };
+    w.update_templates().await
+}
+
+#[given(regex = r#"^scale-ups of "(\S+)" fail with a quota error$"#)]
+#[when(regex = r#"^scale-ups of "(\S+)" fail with a quota error$"#)]
+async fn quota_error(w: &mut CaWorld, group: String) -> StepResult {
+    set_fault(
+        w,
+        &group,
+        Some("creation-error=OutOfResource:QUOTA_EXCEEDED:Quota 'CPUS' exceeded"),
+    )
+    .await
+}
+
+#[given(regex = r#"^the cloud provider refuses to scale up "(\S+)"$"#)]
+#[when(regex = r#"^the cloud provider refuses to scale up "(\S+)"$"#)]
+async fn refuses(w: &mut CaWorld, group: String) -> StepResult {
+    set_fault(
+        w,
+        &group,
+        Some("increase-size-error=Other:API_ERROR:the cloud API refused the request"),
+    )
+    .await
+}
+
+#[given(regex = r#"^new nodes of "(\S+)" never register$"#)]
+#[when(regex = r#"^new nodes of "(\S+)" never register$"#)]
+async fn never_register(w: &mut CaWorld, group: String) -> StepResult {
+    set_fault(w, &group, Some("never-register")).await
+}
+
+#[when(regex = r#"^the faults of "(\S+)" are cleared$"#)]
+async fn clear_faults(w: &mut CaWorld, group: String) -> StepResult {
+    w.group_mut(&group)?.labels.remove(NOT_READY_LABEL);
+    set_fault(w, &group, None).await
+}
+
+#[given(regex = r#"^new nodes of "(\S+)" never become ready$"#)]
+#[when(regex = r#"^new nodes of "(\S+)" never become ready$"#)]
+async fn never_ready(w: &mut CaWorld, group: String) -> StepResult {
+    w.group_mut(&group)?
+        .labels
+        .insert(NOT_READY_LABEL.into(), json!("true"));
+    w.update_templates().await
+}
+
+// ---- Nodes at runtime ----
+
+async fn patch_nodes(
+    w: &mut CaWorld,
+    group: &str,
+    how_many: Option<usize>,
+    patch: Value,
+) -> StepResult {
+    let nodes = w.group_nodes(group).await?;
+    if nodes.is_empty() {
+        return Err(format!("node group {group} has no nodes"));
+    }
+    let r = w.running().await?;
+    let api = Api::<Node>::all(r.cluster.client());
+    for n in nodes.iter().take(how_many.unwrap_or(usize::MAX)) {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| format!("patching node {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[given(regex = r#"^the nodes of "(\S+)" are annotated "([^"=]+)=([^"]*)"$"#)]
+#[when(regex = r#"^the nodes of "(\S+)" are annotated "([^"=]+)=([^"]*)"$"#)]
+async fn annotate_nodes(w: &mut CaWorld, group: String, key: String, value: String) -> StepResult {
+    patch_nodes(
+        w,
+        &group,
+        None,
+        json!({"metadata": {"annotations": {key: value}}}),
+    )
+    .await
+}
+
+#[when(regex = r#"^(\d+) nodes? of "(\S+)" becomes? NotReady$"#)]
+async fn become_not_ready(w: &mut CaWorld, count: usize, group: String) -> StepResult {
+    patch_nodes(
+        w,
+        &group,
+        Some(count),
+        json!({"metadata": {"labels": {NOT_READY_LABEL: "true"}}}),
+    )
+    .await
+}
+
+#[when(regex = r#"^the nodes of "(\S+)" get the taint "([^"]+)"$"#)]
+async fn taint_nodes(w: &mut CaWorld, group: String, taint: String) -> StepResult {
+    let t = parse_taint(&taint)?;
+    patch_nodes(w, &group, None, json!({"spec": {"taints": [t]}})).await
+}
+
+#[when(regex = r#"^(\d+) nodes? of "(\S+)" (?:is|are) deleted$"#)]
+async fn delete_nodes(w: &mut CaWorld, count: usize, group: String) -> StepResult {
+    let nodes = w.group_nodes(&group).await?;
+    let r = w.running().await?;
+    let api = Api::<Node>::all(r.cluster.client());
+    for n in nodes.iter().take(count) {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        api.delete(&name, &DeleteParams::default())
+            .await
+            .map_err(|e| format!("deleting node {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A pod pinned to the group makes the autoscaler add a node there (the
+/// usual way to grow a group from outside); waits until the node is Ready.
+#[when(regex = r#"^a filler pod brings up a node of "(\S+)"$"#)]
+async fn filler_pod(w: &mut CaWorld, group: String) -> StepResult {
+    let before = w.group_nodes(&group).await?.len();
+    w.create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": format!("filler-{group}"), "namespace": "default"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": format!("filler-{group}")}},
+            "template": {"metadata": {"labels": {"app": format!("filler-{group}")}},
+                "spec": {"nodeSelector": {"kwok-nodegroup": group},
+                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]}}}}))
+        .await?;
+    let r = w.running().await?;
+    let timeout = r.real(super::minutes(5));
+    r.cluster
+        .wait_pods_running(&format!("app=filler-{group}"), 1, timeout)
+        .await
+        .map_err(|e| format!("bringing up a node of {group}: {e}"))?;
+    let after = w.group_nodes(&group).await?.len();
+    if after > before {
+        Ok(())
+    } else {
+        Err(format!(
+            "the filler pod runs, but node group {group} did not grow ({before} nodes)"
+        ))
+    }
+}

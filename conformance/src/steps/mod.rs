@@ -1,0 +1,115 @@
+//! The step library. Cluster shape, faults and autoscaler flags are
+//! `Given`s (most also work as `When`s once the cluster runs); workloads,
+//! node changes and the passing of time are `When`s; every `Then` reads the
+//! cluster (nodes, pods, events, the status ConfigMap) or what the
+//! autoscaler publishes (metrics, health check, decision records) and says
+//! what it saw when it fails.
+//!
+//! - [`cluster`]: node groups, their labels, taints, zones and resources,
+//!   faults, autoscaler flags and restarts, node changes at runtime;
+//! - [`workloads`]: deployments, bare pods, DaemonSets, PDBs, priority
+//!   classes, the priority expander's ConfigMap, any object from YAML;
+//! - [`time`]: "When N minutes pass", "When the autoscaler finds a node
+//!   unneeded";
+//! - [`assertions`]: node counts, pods, events, taints, the status
+//!   ConfigMap, metrics, health, decisions.
+//!
+//! `conformance/README.md` lists every step with an example.
+
+pub mod assertions;
+pub mod cluster;
+pub mod time;
+pub mod workloads;
+
+use std::time::Duration;
+
+use autoscaler::core::Decisions;
+
+use crate::world::CaWorld;
+
+/// One minute of scenario time.
+pub const MINUTE: Duration = Duration::from_secs(60);
+
+/// `minutes` of scenario time.
+pub fn minutes(minutes: u64) -> Duration {
+    Duration::from_secs(60 * minutes)
+}
+
+/// The names of a group's nodes.
+pub async fn node_names(w: &mut CaWorld, group: &str) -> Result<Vec<String>, String> {
+    Ok(w.group_nodes(group)
+        .await?
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect())
+}
+
+/// Advances one second at a time, for up to `seconds`, until the
+/// autoscaler's decision record satisfies `check`; `Err` holds the last
+/// record seen.
+pub async fn watch_decisions(
+    w: &mut CaWorld,
+    seconds: u32,
+    check: impl Fn(&Decisions) -> bool,
+) -> Result<Result<(), Decisions>, String> {
+    let r = w.running().await?;
+    for _ in 0..seconds {
+        let d = r.decisions().await?;
+        if check(&d) {
+            return Ok(Ok(()));
+        }
+        r.pass(Duration::from_secs(1)).await?;
+    }
+    Ok(Err(r.decisions().await?))
+}
+
+/// The quoted names in `"a", "b" and "c"`.
+pub fn quoted_list(text: &str) -> Vec<String> {
+    text.split('"')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, s)| s.to_string())
+        .collect()
+}
+
+/// `key=value:Effect` (value optional) as a taint or toleration object.
+pub fn parse_taint(text: &str) -> Result<serde_json::Value, String> {
+    let (kv, effect) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("taint {text:?}: want key=value:Effect"))?;
+    if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
+        return Err(format!(
+            "taint {text:?}: effect {effect:?} is not NoSchedule, PreferNoSchedule or NoExecute"
+        ));
+    }
+    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+    let mut t = serde_json::json!({"key": key, "effect": effect});
+    if !value.is_empty() {
+        t["value"] = serde_json::json!(value);
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn quoted_lists_and_taints_parse() {
+        assert_eq!(quoted_list(r#""a", "b" and "c""#), ["a", "b", "c"]);
+        assert_eq!(
+            parse_taint("dedicated=gpu:NoSchedule").unwrap(),
+            serde_json::json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})
+        );
+        assert_eq!(
+            parse_taint("startup.example/init:NoSchedule").unwrap(),
+            serde_json::json!({"key": "startup.example/init", "effect": "NoSchedule"})
+        );
+        assert!(
+            parse_taint("x=y:Sometimes")
+                .unwrap_err()
+                .contains("Sometimes")
+        );
+    }
+}

@@ -1,0 +1,390 @@
+//! Workloads: deployments, bare pods and DaemonSets shaped by clauses,
+//! PDBs, priority classes, the priority expander's ConfigMap, scaling, and
+//! any object written out as YAML.
+//!
+//! A pod's shape is a CPU request followed by clauses, in any order:
+//! ` on node group "g"` (nodeSelector), ` requiring node group "g"`
+//! (required node affinity), ` preferring node group "g"` (preferred node
+//! affinity), ` on nodes labeled "k=v"` (nodeSelector),
+//! ` annotated "k=v"`, ` with priority class
+//! "p"`, ` with host port 8080`, ` with pod anti-affinity`, ` tolerating
+//! "k=v:NoSchedule"`, ` with an emptyDir volume "v"`, ` with a hostPath
+//! volume "v"`, ` in namespace "ns"`, ` with scheduler "s"`, ` and 2Gi
+//! memory`, ` and 1 "nvidia.com/gpu"`, ` with a pod-scale-up-delay of 2
+//! minutes`. Every pod is labelled `app=<name>`.
+
+use std::sync::LazyLock;
+
+use cucumber::gherkin::Step;
+use cucumber::{given, when};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use super::parse_taint;
+use crate::world::{self, CaWorld, StepResult};
+
+/// A pod template under construction.
+struct PodShape {
+    namespace: String,
+    labels: Map<String, Value>,
+    annotations: Map<String, Value>,
+    spec: Map<String, Value>,
+    requests: Map<String, Value>,
+    container: Map<String, Value>,
+}
+
+static CLAUSES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    [
+        ("on node group", r#"^ on node group "([^"]+)""#),
+        (
+            "requiring node group",
+            r#"^ requiring node group "([^"]+)""#,
+        ),
+        (
+            "preferring node group",
+            r#"^ preferring node group "([^"]+)""#,
+        ),
+        (
+            "on nodes labeled",
+            r#"^ on nodes labeled "([^"=]+)=([^"]*)""#,
+        ),
+        ("annotated", r#"^ annotated "([^"=]+)=([^"]*)""#),
+        ("priority class", r#"^ with priority class "([^"]+)""#),
+        ("host port", r"^ with host port (\d+)"),
+        ("anti-affinity", r"^ with pod anti-affinity"),
+        ("tolerating", r#"^ tolerating "([^"]+)""#),
+        (
+            "volume",
+            r#"^ with an? (emptyDir|hostPath) volume "([^"]+)""#,
+        ),
+        ("namespace", r#"^ in namespace "([^"]+)""#),
+        ("scheduler", r#"^ with scheduler "([^"]+)""#),
+        ("memory", r"^ and (\S+) memory"),
+        ("resource", r#"^ and (\d+) "([^"]+)""#),
+        (
+            "scale-up delay",
+            r"^ with a pod-scale-up-delay of (\d+) minutes?",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, re)| Regex::new(re).ok().map(|r| (name, r)))
+    .collect()
+});
+
+impl PodShape {
+    fn new(app: &str, cpu: &str, clauses: &str) -> Result<Self, String> {
+        let mut shape = Self {
+            namespace: "default".into(),
+            labels: Map::from_iter([("app".to_string(), json!(app))]),
+            annotations: Map::new(),
+            spec: Map::new(),
+            requests: Map::from_iter([
+                ("cpu".to_string(), json!(cpu)),
+                ("memory".to_string(), json!("100Mi")),
+            ]),
+            container: Map::new(),
+        };
+        let mut rest = clauses;
+        while !rest.is_empty() {
+            let (name, caps) = CLAUSES
+                .iter()
+                .find_map(|(name, re)| re.captures(rest).map(|c| (*name, c)))
+                .ok_or_else(|| {
+                    format!(
+                        "unknown pod clause {rest:?} (see conformance/README.md for the clauses)"
+                    )
+                })?;
+            let arg = |i: usize| caps.get(i).map_or("", |m| m.as_str()).to_string();
+            shape.apply(app, name, &arg(1), &arg(2))?;
+            rest = &rest[caps.get(0).map_or(rest.len(), |m| m.end())..];
+        }
+        Ok(shape)
+    }
+
+    fn apply(&mut self, app: &str, clause: &str, a: &str, b: &str) -> StepResult {
+        match clause {
+            "on node group" => {
+                self.spec
+                    .insert("nodeSelector".into(), json!({"kwok-nodegroup": a}));
+            }
+            "on nodes labeled" => {
+                self.spec.insert("nodeSelector".into(), json!({ a: b }));
+            }
+            "preferring node group" => {
+                self.spec.insert("affinity".into(), json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution":
+                    [{"weight": 100, "preference": {"matchExpressions": [{"key": "kwok-nodegroup", "operator": "In", "values": [a]}]}}]}}));
+            }
+            "requiring node group" => {
+                self.spec.insert("affinity".into(), json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": [{"matchExpressions": [{"key": "kwok-nodegroup", "operator": "In", "values": [a]}]}]}}}));
+            }
+            "annotated" => {
+                self.annotations.insert(a.into(), json!(b));
+            }
+            "priority class" => {
+                self.spec.insert("priorityClassName".into(), json!(a));
+            }
+            "host port" => {
+                let port: u16 = a.parse().map_err(|e| format!("host port {a}: {e}"))?;
+                self.container.insert(
+                    "ports".into(),
+                    json!([{"containerPort": port, "hostPort": port, "protocol": "TCP"}]),
+                );
+            }
+            "anti-affinity" => {
+                self.spec.insert("affinity".into(), json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    [{"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}}));
+            }
+            "tolerating" => {
+                let mut t = parse_taint(a)?;
+                t["operator"] = json!(if t.get("value").is_some() {
+                    "Equal"
+                } else {
+                    "Exists"
+                });
+                let list = self.spec.entry("tolerations").or_insert_with(|| json!([]));
+                if let Some(l) = list.as_array_mut() {
+                    l.push(t);
+                }
+            }
+            "volume" => {
+                let source = if a == "emptyDir" {
+                    json!({"name": b, "emptyDir": {}})
+                } else {
+                    json!({"name": b, "hostPath": {"path": format!("/data/{b}")}})
+                };
+                let list = self.spec.entry("volumes").or_insert_with(|| json!([]));
+                if let Some(l) = list.as_array_mut() {
+                    l.push(source);
+                }
+                let mounts = self
+                    .container
+                    .entry("volumeMounts")
+                    .or_insert_with(|| json!([]));
+                if let Some(m) = mounts.as_array_mut() {
+                    m.push(json!({"name": b, "mountPath": format!("/mnt/{b}")}));
+                }
+            }
+            "namespace" => self.namespace = a.into(),
+            "scheduler" => {
+                self.spec.insert("schedulerName".into(), json!(a));
+            }
+            "memory" => {
+                self.requests.insert("memory".into(), json!(a));
+            }
+            "resource" => {
+                self.requests.insert(b.into(), json!(a));
+            }
+            "scale-up delay" => {
+                // Scenario minutes, in the autoscaler's (possibly scaled) time.
+                let minutes: f64 = a.parse().map_err(|e| format!("{a}: {e}"))?;
+                let secs = minutes * 60.0 / world::time_scale();
+                self.annotations.insert(
+                    "cluster-autoscaler.kubernetes.io/pod-scale-up-delay".into(),
+                    json!(format!("{}ms", (secs * 1000.0).round())),
+                );
+            }
+            other => return Err(format!("unhandled clause {other}")),
+        }
+        Ok(())
+    }
+
+    fn template(&self) -> Value {
+        let mut container = self.container.clone();
+        container.insert("name".into(), json!("main"));
+        container.insert("image".into(), json!("registry.k8s.io/pause:3.10"));
+        container.insert(
+            "resources".into(),
+            json!({"requests": self.requests, "limits": self.extended_limits()}),
+        );
+        let mut spec = self.spec.clone();
+        spec.insert("containers".into(), json!([container]));
+        json!({"metadata": {"labels": self.labels, "annotations": self.annotations}, "spec": spec})
+    }
+
+    /// Extended resources need limits equal to requests.
+    fn extended_limits(&self) -> Map<String, Value> {
+        self.requests
+            .iter()
+            .filter(|(k, _)| k.contains('/'))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+// ---- Deployments, pods, DaemonSets ----
+
+async fn create_deployment(
+    w: &mut CaWorld,
+    name: &str,
+    replicas: usize,
+    cpu: &str,
+    clauses: &str,
+) -> StepResult {
+    let shape = PodShape::new(name, cpu, clauses)?;
+    w.create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": shape.namespace},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": shape.template()}}))
+        .await
+}
+
+#[given(regex = r#"^a deployment "(\S+)" of (\d+) pods? requesting (\S+) CPU(.*)$"#)]
+async fn a_deployment(
+    w: &mut CaWorld,
+    name: String,
+    replicas: usize,
+    cpu: String,
+    clauses: String,
+) -> StepResult {
+    create_deployment(w, &name, replicas, &cpu, &clauses).await
+}
+
+#[when(regex = r#"^a deployment "(\S+)" of (\d+) pods? requesting (\S+) CPU(.*) is created$"#)]
+async fn deployment_created(
+    w: &mut CaWorld,
+    name: String,
+    replicas: usize,
+    cpu: String,
+    clauses: String,
+) -> StepResult {
+    create_deployment(w, &name, replicas, &cpu, &clauses).await
+}
+
+async fn create_pod(w: &mut CaWorld, name: &str, cpu: &str, clauses: &str) -> StepResult {
+    let shape = PodShape::new(name, cpu, clauses)?;
+    let mut pod = shape.template();
+    pod["apiVersion"] = json!("v1");
+    pod["kind"] = json!("Pod");
+    pod["metadata"]["name"] = json!(name);
+    pod["metadata"]["namespace"] = json!(shape.namespace);
+    w.create(pod).await
+}
+
+#[given(regex = r#"^a bare pod "(\S+)" requesting (\S+) CPU(.*)$"#)]
+async fn a_bare_pod(w: &mut CaWorld, name: String, cpu: String, clauses: String) -> StepResult {
+    create_pod(w, &name, &cpu, &clauses).await
+}
+
+#[when(regex = r#"^a bare pod "(\S+)" requesting (\S+) CPU(.*) is created$"#)]
+async fn bare_pod_created(
+    w: &mut CaWorld,
+    name: String,
+    cpu: String,
+    clauses: String,
+) -> StepResult {
+    create_pod(w, &name, &cpu, &clauses).await
+}
+
+#[given(regex = r#"^a daemonset "(\S+)" requesting (\S+) CPU(.*)$"#)]
+async fn a_daemonset(w: &mut CaWorld, name: String, cpu: String, clauses: String) -> StepResult {
+    let shape = PodShape::new(&name, &cpu, &clauses)?;
+    w.create(json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": shape.namespace},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": shape.template()}}))
+        .await
+}
+
+#[when(regex = r#"^the deployment "(\S+)" is scaled to (\d+) pods?$"#)]
+async fn scale_deployment(w: &mut CaWorld, name: String, replicas: i32) -> StepResult {
+    let r = w.running().await?;
+    let api: Api<Deployment> = Api::namespaced(r.cluster.client(), "default");
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| format!("scaling deployment {name}: {e}"))
+}
+
+#[when(regex = r#"^the deployment "(\S+)" is deleted$"#)]
+async fn delete_deployment(w: &mut CaWorld, name: String) -> StepResult {
+    let r = w.running().await?;
+    let api: Api<Deployment> = Api::namespaced(r.cluster.client(), "default");
+    api.delete(&name, &DeleteParams::default())
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("deleting deployment {name}: {e}"))?;
+    // The pods go with their ReplicaSet; delete them now, as kubectl would.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(r.cluster.client(), "default");
+    pods.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels(&format!("app={name}")),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| format!("deleting the pods of {name}: {e}"))
+}
+
+// ---- PDBs, priority classes, the priority expander ----
+
+#[given(
+    regex = r#"^a pod disruption budget for "(\S+)" with (minAvailable|maxUnavailable) (\d+)(?: in namespace "(\S+)")?$"#
+)]
+async fn a_pdb(
+    w: &mut CaWorld,
+    app: String,
+    field: String,
+    value: i32,
+    namespace: String,
+) -> StepResult {
+    let namespace = if namespace.is_empty() {
+        "default".to_string()
+    } else {
+        namespace
+    };
+    w.create(
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": app, "namespace": namespace},
+        "spec": {field: value, "selector": {"matchLabels": {"app": app}}}}),
+    )
+    .await
+}
+
+#[given(regex = r#"^a priority class "(\S+)" with value (-?\d+)$"#)]
+async fn priority_class(w: &mut CaWorld, name: String, value: i32) -> StepResult {
+    w.create(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}))
+        .await
+}
+
+#[given(regex = r#"^the priority expander gives priority (-?\d+) to "(.+)"$"#)]
+fn expander_priority(w: &mut CaWorld, value: i64, pattern: String) -> StepResult {
+    regex::Regex::new(&pattern).map_err(|e| format!("regex {pattern:?}: {e}"))?;
+    w.expander_priorities
+        .entry(value)
+        .or_default()
+        .push(pattern);
+    Ok(())
+}
+
+// ---- Anything else ----
+
+async fn create_yaml(w: &mut CaWorld, step: &Step) -> StepResult {
+    let text = step
+        .docstring
+        .as_deref()
+        .ok_or("this step needs the objects as a YAML doc string")?;
+    for (i, doc) in text.split("\n---").enumerate() {
+        if doc.trim().is_empty() {
+            continue;
+        }
+        let obj: Value =
+            serde_saphyr::from_str(doc).map_err(|e| format!("YAML document {}: {e}", i + 1))?;
+        w.create(obj).await?;
+    }
+    Ok(())
+}
+
+#[given(regex = r"^the following objects?:?$")]
+async fn following_objects(w: &mut CaWorld, step: &Step) -> StepResult {
+    create_yaml(w, step).await
+}
+
+#[when(regex = r"^the following objects? (?:is|are) created:?$")]
+async fn following_objects_created(w: &mut CaWorld, step: &Step) -> StepResult {
+    create_yaml(w, step).await
+}

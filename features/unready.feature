@@ -1,0 +1,83 @@
+Feature: Unready nodes, failed scale-ups and backoff
+  "From 0.5 CA (K8S 1.6) continues to work even if some nodes are unavailable. ... it's 45% or 3 nodes.
+  This is configurable by --max-total-unready-percentage and --ok-total-unready-count flags. Once there
+  are more unready nodes in the cluster, CA stops all operations until the situation improves."
+
+  # "broken" nodes never become ready. Nodes unready since they were created count as starting
+  # (notStarted) for --max-node-startup-time (15 minutes), then as unready.
+  Background:
+    Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And the node group "pool" starts with 1 node
+    And a node group "broken" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And the node group "broken" starts with 2 nodes
+    And new nodes of "broken" never become ready
+
+  Scenario: Too many unready nodes halt scale-up and mark the cluster Unhealthy
+    Given the autoscaler runs with "--ok-total-unready-count=0 --scale-down-enabled=false"
+    When 16 minutes pass
+    Then the status ConfigMap shows "clusterWide.health.nodeCounts.registered.unready.total" = "2" within 1 minute
+    And the status ConfigMap shows "clusterWide.health.status" = "Unhealthy"
+    When a deployment "web" of 8 pods requesting 1 CPU on node group "pool" is created
+    Then the node group "pool" keeps 1 node for 5 minutes
+
+  Scenario: Unready nodes within --ok-total-unready-count are tolerated
+    Given the autoscaler runs with "--scale-down-enabled=false"
+    When 16 minutes pass
+    Then the status ConfigMap shows "clusterWide.health.nodeCounts.registered.unready.total" = "2" within 1 minute
+    And the status ConfigMap shows "clusterWide.health.status" = "Healthy"
+    When a deployment "web" of 8 pods requesting 1 CPU on node group "pool" is created
+    Then the node group "pool" reaches 2 nodes within 5 minutes
+
+  Scenario: --max-total-unready-percentage raises the tolerated share
+    Given the autoscaler runs with "--ok-total-unready-count=0 --max-total-unready-percentage=80 --scale-down-enabled=false"
+    When 16 minutes pass
+    Then the status ConfigMap shows "clusterWide.health.nodeCounts.registered.unready.total" = "2" within 1 minute
+    And the status ConfigMap shows "clusterWide.health.status" = "Healthy"
+
+  Scenario: Nodes that never register are given up after --max-node-provision-time
+    "max-node-provision-time: Maximum time CA waits for node to be provisioned"
+    Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And new nodes of "flaky" never register
+    And the autoscaler runs with "--expander=priority --max-node-provision-time=5m"
+    And the priority expander gives priority 100 to "^flaky$"
+    And the priority expander gives priority 10 to "^pool$"
+    When a deployment "web" of 4 pods requesting 3 CPU is created
+    Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "timeout" for node group "flaky" within 8 minutes
+    And all 4 pods of "web" are running within 15 minutes
+    And the node group "flaky" has 0 nodes
+
+  @known-gap
+  Scenario: New nodes that never become ready
+    Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And new nodes of "flaky" never become ready
+    And the autoscaler runs with "--expander=priority --max-node-provision-time=5m"
+    And the priority expander gives priority 100 to "^flaky$"
+    And the priority expander gives priority 10 to "^pool$"
+    When a deployment "web" of 4 pods requesting 3 CPU is created
+    Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "timeout" for node group "flaky" within 10 minutes
+    And all 4 pods of "web" are running within 15 minutes
+
+  @known-gap
+  Scenario: A quota error backs the group off; other groups take over
+    "From version 0.6.2, Cluster Autoscaler backs off from scaling up a node group after failure."
+    Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And scale-ups of "quota" fail with a quota error
+    And the autoscaler runs with "--expander=priority"
+    And the priority expander gives priority 100 to "^quota$"
+    And the priority expander gives priority 10 to "^pool$"
+    When a deployment "web" of 4 pods requesting 3 CPU is created
+    Then all 4 pods of "web" are running within 15 minutes
+    And the node group "quota" has 0 nodes
+    And the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota"
+    And the status ConfigMap gets a "FailedToScaleUpGroup" event
+
+  Scenario: After the backoff the group is tried again and recovers
+    "Cluster Autoscaler will periodically try to increase the cluster and, once failed, move back to the
+    previous size until the quota arrives"
+    Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And scale-ups of "quota" fail with a quota error
+    And a deployment "web" of 2 pods requesting 1 CPU on node group "quota"
+    Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota" within 2 minutes
+    When the faults of "quota" are cleared
+    Then all 2 pods of "web" are running within 15 minutes
+    And the node group "quota" has 1 node
