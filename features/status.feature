@@ -44,7 +44,7 @@ Feature: Status, events, metrics and health
   Scenario: Metrics are served in CA's names
     "Cluster Autoscaler provides metrics"
     Given a deployment "web" of 5 pods requesting 1 CPU
-    Then all 5 pods of "web" are running within 3 minutes
+    Then all 5 pods of "web" are running within 10 minutes
     And the autoscaler's metrics show "cluster_autoscaler_cluster_safe_to_autoscale 1"
     And the autoscaler's metrics show "cluster_autoscaler_nodes_count{state="ready"} 2"
     And the autoscaler's metrics show "cluster_autoscaler_scaled_up_nodes_total"
