@@ -3,15 +3,20 @@
 //! Cluster Autoscaler FAQ promises. The `.feature` files live in `features/`
 //! at the workspace root; `tests/conformance.rs` runs them.
 //!
-//! Each scenario gets its own cluster: node groups declared by the
-//! `Given` steps become the kwok provider's ConfigMaps, workloads are
+//! Each scenario gets its own cluster ([`world`]): node groups declared by
+//! the `Given` steps become the kwok provider's ConfigMaps, workloads are
 //! created through the API, and the autoscaler under test starts on first
-//! use. The autoscaler runs in-process on the cluster's virtual clock, so
-//! "When 10 minutes pass" costs milliseconds. Every `Then` reads the cluster
-//! (nodes, pods, events, the status ConfigMap) or the autoscaler's published
-//! decision record, never its internals.
+//! use: in-process on the cluster's virtual clock ("When 10 minutes pass"
+//! costs milliseconds), or as a CA-compatible binary against the embedded
+//! API server over TLS, in real time divided by a scale, its timing flags
+//! divided alike. Every `Then` reads the cluster (nodes, pods, events, the
+//! status ConfigMap) or what the autoscaler publishes (metrics, health,
+//! decision records), never its internals.
 //!
-//! The step library ([`steps`]) is meant for users' own feature files too.
+//! [`runner`] runs the features one scenario at a time and reports (a
+//! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
+//! run` and the `conformance` test target both use it. The step library
+//! ([`steps`]) is meant for users' own feature files too.
 
 pub mod runner;
 pub mod steps;
