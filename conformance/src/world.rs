@@ -111,6 +111,7 @@ pub const TIMING_FLAGS: &[(&str, &str)] = &[
     ("node-deletion-delay-timeout", "2m"),
     ("max-inactivity", "10m"),
     ("max-failing-time", "15m"),
+    ("max-node-startup-time", "15m"),
 ];
 
 /// A node group declared by a scenario.
