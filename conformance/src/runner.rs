@@ -701,3 +701,15 @@ pub fn write_reports(dir: &Path, summary: &Summary) -> Result<(), String> {
         .map_err(|e| format!("encoding {}: {e}", json_path.display()))?;
     std::fs::write(&json_path, text).map_err(|e| format!("writing {}: {e}", json_path.display()))
 }
+
+/// Prints the `test result:` line that `.ci/run` counts and returns the
+/// exit code: 1 when a scenario failed or none ran.
+pub fn test_result(summary: &Summary, what: &str) -> i32 {
+    let failed = summary.failed();
+    let verdict = if failed > 0 { "FAILED" } else { "ok" };
+    println!(
+        "test result: {verdict}. {} passed; {failed} failed; 0 ignored ({what})",
+        summary.passed()
+    );
+    i32::from(failed > 0 || summary.scenarios.is_empty())
+}

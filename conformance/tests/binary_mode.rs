@@ -40,13 +40,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let failed = summary.failed();
-    let verdict = if failed > 0 { "FAILED" } else { "ok" };
-    println!(
-        "test result: {verdict}. {} passed; {failed} failed; 0 ignored (binary-mode conformance scenarios)",
-        summary.passed()
-    );
-    if failed > 0 || summary.scenarios.is_empty() {
-        std::process::exit(1);
-    }
+    std::process::exit(runner::test_result(
+        &summary,
+        "binary-mode conformance scenarios",
+    ));
 }
