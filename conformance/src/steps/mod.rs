@@ -27,9 +27,6 @@ use autoscaler::core::Decisions;
 
 use crate::world::CaWorld;
 
-/// One minute of scenario time.
-pub const MINUTE: Duration = Duration::from_secs(60);
-
 /// `minutes` of scenario time.
 pub fn minutes(minutes: u64) -> Duration {
     Duration::from_secs(60 * minutes)

@@ -232,18 +232,8 @@ async fn create_deployment(
 }
 
 #[given(regex = r#"^a deployment "(\S+)" of (\d+) pods? requesting (\S+) CPU(.*)$"#)]
-async fn a_deployment(
-    w: &mut CaWorld,
-    name: String,
-    replicas: usize,
-    cpu: String,
-    clauses: String,
-) -> StepResult {
-    create_deployment(w, &name, replicas, &cpu, &clauses).await
-}
-
 #[when(regex = r#"^a deployment "(\S+)" of (\d+) pods? requesting (\S+) CPU(.*) is created$"#)]
-async fn deployment_created(
+async fn a_deployment(
     w: &mut CaWorld,
     name: String,
     replicas: usize,
@@ -363,7 +353,9 @@ fn expander_priority(w: &mut CaWorld, value: i64, pattern: String) -> StepResult
 
 // ---- Anything else ----
 
-async fn create_yaml(w: &mut CaWorld, step: &Step) -> StepResult {
+#[given(regex = r"^the following objects?:?$")]
+#[when(regex = r"^the following objects? (?:is|are) created:?$")]
+async fn following_objects(w: &mut CaWorld, step: &Step) -> StepResult {
     let text = step
         .docstring
         .as_deref()
@@ -377,14 +369,4 @@ async fn create_yaml(w: &mut CaWorld, step: &Step) -> StepResult {
         w.create(obj).await?;
     }
     Ok(())
-}
-
-#[given(regex = r"^the following objects?:?$")]
-async fn following_objects(w: &mut CaWorld, step: &Step) -> StepResult {
-    create_yaml(w, step).await
-}
-
-#[when(regex = r"^the following objects? (?:is|are) created:?$")]
-async fn following_objects_created(w: &mut CaWorld, step: &Step) -> StepResult {
-    create_yaml(w, step).await
 }
