@@ -3,12 +3,17 @@ Feature: Unready nodes, failed scale-ups and backoff
   This is configurable by --max-total-unready-percentage and --ok-total-unready-count flags. Once there
   are more unready nodes in the cluster, CA stops all operations until the situation improves."
 
-  # "broken" nodes never become ready. Nodes unready since they were created count as starting
-  # (notStarted) for --max-node-startup-time (15 minutes), then as unready.
   Background:
     Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And the node group "pool" starts with 1 node
-    And a node group "broken" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+
+  Rule: Unready nodes beyond the tolerated count or share halt scale-up
+
+  # "broken" nodes never become ready. Nodes unready since they were created count as starting
+  # (notStarted) for --max-node-startup-time (15 minutes), then as unready. While they are
+  # starting they are also upcoming nodes: pending pods are expected to fit on them.
+  Background:
+    Given a node group "broken" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And the node group "broken" starts with 2 nodes
     And new nodes of "broken" never become ready
 
@@ -34,6 +39,8 @@ Feature: Unready nodes, failed scale-ups and backoff
     Then the status ConfigMap shows "clusterWide.health.nodeCounts.registered.unready.total" = "2" within 1 minute
     And the status ConfigMap shows "clusterWide.health.status" = "Healthy"
 
+  Rule: A failed scale-up backs its node group off and other groups take over
+
   Scenario: Nodes that never register are given up after --max-node-provision-time
     "max-node-provision-time: Maximum time CA waits for node to be provisioned"
     Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -46,8 +53,8 @@ Feature: Unready nodes, failed scale-ups and backoff
     And all 4 pods of "web" are running within 15 minutes
     And the node group "flaky" has 0 nodes
 
-  @known-gap
-  Scenario: New nodes that never become ready
+  Scenario: New nodes that never become ready time out the scale-up
+    "max-node-provision-time: Maximum time CA waits for node to be provisioned"
     Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And new nodes of "flaky" never become ready
     And the autoscaler runs with "--expander=priority --max-node-provision-time=5m"
@@ -57,7 +64,6 @@ Feature: Unready nodes, failed scale-ups and backoff
     Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "timeout" for node group "flaky" within 10 minutes
     And all 4 pods of "web" are running within 15 minutes
 
-  @known-gap
   Scenario: A quota error backs the group off; other groups take over
     "From version 0.6.2, Cluster Autoscaler backs off from scaling up a node group after failure."
     Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -69,7 +75,7 @@ Feature: Unready nodes, failed scale-ups and backoff
     Then all 4 pods of "web" are running within 15 minutes
     And the node group "quota" has 0 nodes
     And the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota"
-    And the status ConfigMap gets a "FailedToScaleUpGroup" event
+    And the status ConfigMap gets a "ScaleUpFailed" event containing "due to OutOfResource.QUOTA_EXCEEDED"
 
   Scenario: After the backoff the group is tried again and recovers
     "Cluster Autoscaler will periodically try to increase the cluster and, once failed, move back to the

@@ -258,45 +258,73 @@ impl Subject {
     }
 }
 
-/// Waits up to a minute for an event with `reason` (and `message`).
+/// What an event's message must be.
+enum Message<'a> {
+    Any,
+    Exactly(&'a str),
+    Containing(&'a str),
+}
+
+impl Message<'_> {
+    fn matches(&self, message: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Exactly(want) => message == *want,
+            Self::Containing(part) => message.contains(part),
+        }
+    }
+}
+
+/// Waits up to a minute for an event with `reason` and a matching message.
 async fn expect_event(
     w: &mut CaWorld,
     subject: &str,
     reason: &str,
-    message: Option<&str>,
+    message: Message<'_>,
 ) -> StepResult {
     let s = Subject::parse(subject)?;
     let mut seen = Vec::new();
     for _ in 0..12 {
         seen = s.events(w, reason).await?;
-        if seen.iter().any(|m| message.is_none_or(|want| m == want)) {
+        if seen.iter().any(|m| message.matches(m)) {
             return Ok(());
         }
         w.pass(Duration::from_secs(5)).await?;
     }
     Err(match message {
-        Some(m) => format!("no {reason} event {m:?} on {subject}; {reason} events seen: {seen:?}"),
-        None => format!("no {reason} event on {subject}"),
+        Message::Exactly(m) => {
+            format!("no {reason} event {m:?} on {subject}; {reason} events seen: {seen:?}")
+        }
+        Message::Containing(m) => format!(
+            "no {reason} event containing {m:?} on {subject}; {reason} events seen: {seen:?}"
+        ),
+        Message::Any => format!("no {reason} event on {subject}"),
     })
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event saying "(.*)"$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event (saying|containing) "(.*)"$"#
 )]
 async fn event_saying(
     w: &mut CaWorld,
     subject: String,
     reason: String,
+    how: String,
     message: String,
 ) -> StepResult {
-    expect_event(w, &subject, &reason, Some(&message)).await
+    let message = if how == "saying" {
+        Message::Exactly(&message)
+    } else {
+        Message::Containing(&message)
+    };
+    expect_event(w, &subject, &reason, message).await
 }
 
 #[then(
     regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event$"#
 )]
 async fn event_any(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
-    expect_event(w, &subject, &reason, None).await
+    expect_event(w, &subject, &reason, Message::Any).await
 }
 
 #[then(
