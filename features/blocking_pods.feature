@@ -103,7 +103,6 @@ Feature: Pods that block scale-down
     And a filler pod brings up a node of "b"
     Then the node group "a" reaches 0 nodes within 15 minutes
 
-  @known-gap
   Scenario: DaemonSet pods of an occupied node are evicted by default
     "by default DaemonSet pods eviction will happen only on occupied nodes."
     Given a daemonset "logs" requesting 100m CPU
@@ -123,7 +122,6 @@ Feature: Pods that block scale-down
     Then the node group "a" reaches 0 nodes within 15 minutes
     And the pods of "logs" get no "ScaleDown" event
 
-  @known-gap
   Scenario: --daemonset-eviction-for-empty-nodes evicts DaemonSet pods of empty nodes
     "--daemonset-eviction-for-empty-nodes and --daemonset-eviction-for-occupied-nodes flags"
     Given the autoscaler runs with "--daemonset-eviction-for-empty-nodes=true"

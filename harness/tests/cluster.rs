@@ -229,6 +229,65 @@ async fn a_daemonset_runs_on_every_node_including_new_ones() {
     assert!(nodes_of(&pods).contains_key("late-0"));
 }
 
+/// As the DaemonSet controller's `NodeShouldRunDaemonPod`: a NoSchedule
+/// taint the pod does not tolerate (the autoscaler's ToBeDeleted taint)
+/// stops new daemon pods but keeps the running one; a NoExecute one
+/// removes it.
+#[tokio::test(start_paused = true)]
+async fn a_noschedule_taint_keeps_a_running_daemon_pod_and_noexecute_removes_it() {
+    let cluster = Cluster::builder()
+        .nodes(1, &NodeTemplate::new("node", "4", "8Gi"))
+        .object(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                "template": {"metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "c", "image": "agent"}]}}}
+        }))
+        .start()
+        .await
+        .unwrap();
+    let before = cluster
+        .wait_pods_running("app=agent", 1, MINUTE)
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(cluster.client());
+    let taint = |effect: &str| json!({"spec": {"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": effect}]}});
+    let patch = kube::api::Patch::Merge(taint("NoSchedule"));
+    nodes
+        .patch("node-0", &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    tokio::time::sleep(MINUTE).await;
+    let after = list::<Pod>(&cluster.client(), "app=agent").await.unwrap();
+    assert_eq!(
+        after
+            .iter()
+            .map(|p| p.metadata.uid.clone())
+            .collect::<Vec<_>>(),
+        vec![before[0].metadata.uid.clone()],
+        "the running daemon pod stays on a NoSchedule-tainted node"
+    );
+    let patch = kube::api::Patch::Merge(taint("NoExecute"));
+    nodes
+        .patch("node-0", &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    cluster
+        .wait_until("the daemon pod is gone", MINUTE, |c| async move {
+            let pods = list::<Pod>(&c, "app=agent")
+                .await
+                .map_err(|e| e.to_string())?;
+            if pods.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{} pods", pods.len()))
+            }
+        })
+        .await
+        .unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_jobs_pods_complete() {
     let cluster = Cluster::builder()

@@ -564,11 +564,13 @@ impl Controllers {
         let nodes: Vec<Node> = self.nodes.values().cloned().collect();
         for node in &nodes {
             let name = node.name_any();
-            let eligible = daemon_eligible(&template, node);
+            let placement = daemon_placement(&template, node);
             let existing = by_node.remove(&name).unwrap_or_default();
-            if eligible {
+            if placement == DaemonPlacement::Run {
                 desired += 1;
-                if existing.is_empty() {
+            }
+            if placement != DaemonPlacement::No {
+                if existing.is_empty() && placement == DaemonPlacement::Run {
                     let mut t = template.clone();
                     pin_to_node(&mut t, &name);
                     let meta = ObjectMeta {
@@ -871,9 +873,21 @@ fn daemon_pod_node(p: &Pod) -> Option<String> {
         .and_then(|f| f.values.as_ref()?.first().cloned())
 }
 
-/// Whether a daemon pod should run on the node: its node selector/affinity
-/// match and it tolerates the node's NoSchedule/NoExecute taints.
-fn daemon_eligible(t: &PodTemplateSpec, node: &Node) -> bool {
+/// Where a daemon pod belongs, as the DaemonSet controller's
+/// `NodeShouldRunDaemonPod` decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DaemonPlacement {
+    /// Node selector/affinity match and every NoSchedule/NoExecute taint is
+    /// tolerated: a pod is created if missing.
+    Run,
+    /// A NoSchedule taint (such as `ToBeDeletedByClusterAutoscaler`) is not
+    /// tolerated: no new pod, but a running one stays.
+    KeepRunning,
+    /// No match, or a NoExecute taint is not tolerated: the pod goes.
+    No,
+}
+
+fn daemon_placement(t: &PodTemplateSpec, node: &Node) -> DaemonPlacement {
     let pod = Pod {
         metadata: t.metadata.clone().unwrap_or_default(),
         spec: t.spec.clone(),
@@ -890,6 +904,18 @@ fn daemon_eligible(t: &PodTemplateSpec, node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())
         .unwrap_or_default();
-    predicates::filters::node_affinity_matches(&pod, &info)
-        && predicates::filters::untolerated_taint(taints, tols).is_none()
+    if !predicates::filters::node_affinity_matches(&pod, &info) {
+        return DaemonPlacement::No;
+    }
+    if predicates::filters::untolerated_taint(taints, tols).is_none() {
+        return DaemonPlacement::Run;
+    }
+    let evicting = taints
+        .iter()
+        .any(|t| t.effect == "NoExecute" && !predicates::labels::tolerated_by(tols, t));
+    if evicting {
+        DaemonPlacement::No
+    } else {
+        DaemonPlacement::KeepRunning
+    }
 }
