@@ -37,7 +37,6 @@ Feature: Pod priority and expendable pods
     And a deployment "high" of 1 pod requesting 2 CPU with priority class "important"
     Then the node group "pool" keeps 1 node for 15 minutes
 
-  @known-gap
   Scenario: A pod waiting for the preemption of a lower-priority pod does not trigger a scale-up
     "Cluster Autoscaler also doesn't trigger scale-up if an unschedulable pod is already waiting for a lower
     priority pod preemption."
@@ -48,7 +47,6 @@ Feature: Pod priority and expendable pods
     Then all 1 pods of "high" are running within 6 minutes
     And the node group "pool" keeps 1 node for 5 minutes
 
-  @known-gap
   Scenario: Overprovisioning: pause pods make room for real pods, then trigger a scale-up themselves
     "If there is not enough resources then pause pods are preempted and new pods take their place. Next
     pause pods become unschedulable and force CA to scale up the cluster."

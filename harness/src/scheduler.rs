@@ -6,7 +6,7 @@
 //! cycle ([`predicates::find_node`]); a pod that fits is bound through
 //! `pods/binding` and assumed on its node at once; a pod that fits nowhere
 //! may preempt lower-priority pods (victims deleted, `nominatedNodeName`
-//! set), and gets `PodScheduled=False, reason Unschedulable` with
+//! set; the room stays reserved for it against pods of lower priority), and gets `PodScheduled=False, reason Unschedulable` with
 //! kube-scheduler's message. Unschedulable pods are retried when the
 //! cluster changes (a node added or changed, a pod deleted), after a
 //! per-pod backoff of 1 s doubling to 10 s, and at the latest every 5 min.
@@ -51,6 +51,8 @@ struct Pending {
     parked: bool,
     /// The last Unschedulable message written, to skip identical patches.
     last_message: Option<String>,
+    /// The node its preemption made room on (`status.nominatedNodeName`).
+    nominated: Option<String>,
 }
 
 /// The scheduler's state.
@@ -266,6 +268,7 @@ impl Scheduler {
                                 ready_at: Instant::now(),
                                 parked: false,
                                 last_message: None,
+                                nominated: None,
                             },
                         );
                     }
@@ -326,7 +329,8 @@ impl Scheduler {
                 continue;
             };
             let pod = PodInfo::new(pending.pod.clone());
-            match find_node(&pod, &infos) {
+            let reserved = self.with_nominated_pods(&key, &pod, &nodes_vec, &infos);
+            match find_node(&pod, reserved.as_deref().unwrap_or(&infos)) {
                 Ok(i) => {
                     let node = nodes_vec[i].clone();
                     if self.bind(&pod, &node).await {
@@ -370,6 +374,37 @@ impl Scheduler {
             }
         }
         self.nodes = nodes_vec.into_iter().zip(infos).collect();
+    }
+
+    /// The nodes as `pod` sees them when other pending pods of at least its
+    /// priority are nominated to some of them: with those pods added, so
+    /// that the room a preemption made stays reserved for the preemptor
+    /// (kube-scheduler's `addNominatedPods`). `None` when no pod is.
+    fn with_nominated_pods(
+        &self,
+        key: &str,
+        pod: &PodInfo,
+        names: &[String],
+        infos: &[NodeInfo],
+    ) -> Option<Vec<NodeInfo>> {
+        let nominated: Vec<(usize, PodInfo)> = self
+            .pending
+            .iter()
+            .filter(|(k, _)| k.as_str() != key)
+            .filter_map(|(_, p)| {
+                let node = names.iter().position(|n| Some(n) == p.nominated.as_ref())?;
+                let info = PodInfo::new(p.pod.clone());
+                (info.priority >= pod.priority).then_some((node, info))
+            })
+            .collect();
+        if nominated.is_empty() {
+            return None;
+        }
+        let mut out = infos.to_vec();
+        for (node, info) in nominated {
+            out[node].add_pod(info);
+        }
+        Some(out)
     }
 
     fn backoff(&mut self, key: &str) {
@@ -447,6 +482,9 @@ impl Scheduler {
         let Some(p) = self.pending.get_mut(key) else {
             return;
         };
+        if nominated.is_some() {
+            p.nominated.clone_from(&nominated);
+        }
         p.parked = true;
         p.attempts += 1;
         let exp = p.attempts.saturating_sub(1).min(4);

@@ -190,6 +190,41 @@ async fn a_high_priority_pod_preempts_a_low_priority_one() {
     assert!(victims.is_empty(), "the victim is gone: {victims:?}");
 }
 
+/// The room a preemption makes is kept for the preemptor: the victim's
+/// replacement (created at once by its ReplicaSet) does not take it.
+#[tokio::test(start_paused = true)]
+async fn a_preempted_deployment_pod_does_not_take_back_the_room() {
+    let mut low = deployment("low", 1, "1500m");
+    low["spec"]["template"]["spec"]["priorityClassName"] = json!("low");
+    let cluster = Cluster::builder()
+        .priority_class("low", 10)
+        .priority_class("high", 1000)
+        .nodes(1, &NodeTemplate::new("node", "2", "8Gi"))
+        .object(low)
+        .start()
+        .await
+        .unwrap();
+    cluster
+        .wait_pods_running("app=low", 1, MINUTE)
+        .await
+        .unwrap();
+    cluster.create(pod("vip", "1", Some("high"))).await.unwrap();
+    let running = cluster
+        .wait_pods_running("app=vip", 1, MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(
+        running[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some("node-0")
+    );
+    let low = list::<Pod>(&cluster.client(), "app=low").await.unwrap();
+    assert!(
+        low.iter()
+            .all(|p| p.spec.as_ref().unwrap().node_name.is_none()),
+        "the replacement stays pending: {low:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_daemonset_runs_on_every_node_including_new_ones() {
     let tainted = NodeTemplate {
