@@ -97,6 +97,19 @@ Feature: Scale-down
     Then the node group "pool" has 2 nodes
     And the node group "pool" reaches 1 node within 5 minutes
 
+  Scenario: --scale-down-delay-after-failure holds a group's scale-down back after a failed deletion
+    "scale-down-delay-after-failure: How long after scale down failure that scale down evaluation resumes"
+    With --scale-down-delay-type-local the delays are kept per node group, and a failed deletion by the
+    cloud provider starts this one.
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-type-local=true --scale-down-delay-after-failure=8m"
+    And the cloud provider refuses to delete nodes of "pool"
+    When 2 minutes pass
+    Then a node of "pool" gets a "ScaleDownFailed" event
+    When the faults of "pool" are cleared
+    Then the node group "pool" keeps 2 nodes for 5 minutes
+    And the node group "pool" reaches 0 nodes within 5 minutes
+
   Scenario: The scale-down-disabled annotation keeps a node
     "node will be excluded from scale-down if it has the annotation preventing scale-down:
     cluster-autoscaler.kubernetes.io/scale-down-disabled: true"

@@ -60,9 +60,9 @@ pub const PROVIDER_TAINT: &str = "kwok-provider";
 pub const DEFAULT_MAX_COUNT: usize = 200;
 /// Template annotation that injects a fault into the group (beyond
 /// upstream, for test clusters driven from outside the process):
-/// `never-register`, `increase-size-error=<Class>:<code>:<message>` or
-/// `creation-error=<Class>:<code>:<message>`, with Class `OutOfResource` or
-/// `Other`.
+/// `never-register`, `increase-size-error=<Class>:<code>:<message>`,
+/// `creation-error=<Class>:<code>:<message>` (Class `OutOfResource` or
+/// `Other`) or `delete-error=<message>`.
 pub const FAULT_ANNOTATION: &str = "testbed.cluster-autoscaler.kwok/fault";
 
 /// Parses a [`FAULT_ANNOTATION`] value.
@@ -73,9 +73,12 @@ pub fn parse_fault(value: &str) -> Result<Fault, String> {
     let (creation, spec) = match value.trim().split_once('=') {
         Some(("increase-size-error", spec)) => (false, spec),
         Some(("creation-error", spec)) => (true, spec),
+        Some(("delete-error", message)) if !message.trim().is_empty() => {
+            return Ok(Fault::DeleteFails(message.trim().to_string()));
+        }
         _ => {
             return Err(format!(
-                "{value:?} is not never-register, increase-size-error=<Class>:<code>:<message> or creation-error=<Class>:<code>:<message>"
+                "{value:?} is not never-register, increase-size-error=<Class>:<code>:<message>, creation-error=<Class>:<code>:<message> or delete-error=<message>"
             ));
         }
     };
@@ -349,6 +352,9 @@ pub enum Fault {
     /// New instances are accepted, then reported as failed to create
     /// (`Creating` with this error), as a cloud out of stock does.
     CreationFails(InstanceErrorInfo),
+    /// Deleting registered nodes fails with this message (scale-down
+    /// failures); instances that never came up are still given up.
+    DeleteFails(String),
 }
 
 /// Fault injection for tests and the conformance suite, per group id.
@@ -840,6 +846,12 @@ impl NodeGroup for KwokNodeGroup {
                         "can't delete node '{name}' because it is not managed by kwok"
                     )));
                 }
+                if let Some(Fault::DeleteFails(message)) = self.fault() {
+                    return Err(CloudError::provider(format!(
+                        "kwok node group {}: deleting node {name}: {message}",
+                        self.id
+                    )));
+                }
                 match api.delete(&name, &DeleteParams::default()).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
@@ -1073,6 +1085,11 @@ mod tests {
     #[test]
     fn fault_annotations() {
         assert_eq!(parse_fault("never-register"), Ok(Fault::NeverRegister));
+        assert_eq!(
+            parse_fault("delete-error=instance is protected"),
+            Ok(Fault::DeleteFails("instance is protected".into()))
+        );
+        assert!(parse_fault("delete-error=").is_err());
         assert_eq!(
             parse_fault(
                 "increase-size-error=OutOfResource:QUOTA_EXCEEDED:quota 'CPUS' exceeded: 8/8"

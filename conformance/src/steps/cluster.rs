@@ -116,6 +116,17 @@ async fn refuses(w: &mut CaWorld, group: String) -> StepResult {
     .await
 }
 
+#[given(regex = r#"^the cloud provider refuses to delete nodes of "(\S+)"$"#)]
+#[when(regex = r#"^the cloud provider refuses to delete nodes of "(\S+)"$"#)]
+async fn refuses_delete(w: &mut CaWorld, group: String) -> StepResult {
+    set_fault(
+        w,
+        &group,
+        Some("delete-error=the cloud API refused to delete the instance"),
+    )
+    .await
+}
+
 #[given(regex = r#"^new nodes of "(\S+)" never register$"#)]
 #[when(regex = r#"^new nodes of "(\S+)" never register$"#)]
 async fn never_register(w: &mut CaWorld, group: String) -> StepResult {
