@@ -25,6 +25,9 @@ use crate::taints;
 pub const ENABLE_DS_EVICTION: &str = "cluster-autoscaler.kubernetes.io/enable-ds-eviction";
 /// Prefix of the annotations that delay deletion.
 pub const DELAY_DELETION_PREFIX: &str = "delay-deletion.cluster-autoscaler.kubernetes.io/";
+/// How often a drain checks the API server for evicted pods that are
+/// still there when no pod event wakes it.
+const DRAIN_POLL: Duration = Duration::from_secs(5);
 
 /// Drainability flags, for the re-check before draining.
 #[derive(Debug, Clone)]
@@ -468,12 +471,17 @@ impl Actuator {
                     errors.join(", ")
                 ));
             }
-            // Wait for the evicted pods to go.
+            // Wait for the evicted pods to go: checked with the API server
+            // when the cache no longer has them on the node (each pod event
+            // wakes the wait), and at least every 5 s.
             let wait = Duration::from_secs(u64::try_from(group_grace.max(0)).unwrap_or(0) + 30);
             let until = tokio::time::Instant::now() + wait;
+            let mut pod_events = self.cache.pod_events();
+            let mut ask_api = true;
             loop {
-                let remaining = self.remaining(node, &pods).await;
-                if remaining == 0 {
+                if (ask_api || self.still_in_cache(node, &pods) == 0)
+                    && self.remaining(node, &pods).await == 0
+                {
                     break;
                 }
                 if tokio::time::Instant::now() >= until {
@@ -481,7 +489,14 @@ impl Actuator {
                         "Failed to drain node /{node}: pods remaining after timeout"
                     ));
                 }
-                tokio::time::sleep(Duration::from_secs(5)).await;
+                ask_api = match tokio::time::timeout(DRAIN_POLL, pod_events.changed()).await {
+                    Ok(Ok(())) => false,
+                    Ok(Err(_)) => {
+                        tokio::time::sleep(DRAIN_POLL).await;
+                        true
+                    }
+                    Err(_) => true,
+                };
             }
         }
         Ok(())
@@ -532,6 +547,23 @@ impl Actuator {
             }
             tokio::time::sleep(Duration::from_secs(10)).await;
         }
+    }
+
+    /// How many of the pods the cache still has on the node (same uid).
+    fn still_in_cache(&self, node: &str, pods: &[Eviction]) -> usize {
+        let state = self.cache.read();
+        pods.iter()
+            .filter(|(p, _)| {
+                state
+                    .pods
+                    .get(&predicates::nodeinfo::pod_key(p))
+                    .is_some_and(|c| {
+                        c.pod.metadata.uid == p.metadata.uid
+                            && c.pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+                                == Some(node)
+                    })
+            })
+            .count()
     }
 
     /// How many of the pods are still on the node (same uid, same node).

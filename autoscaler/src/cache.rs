@@ -329,6 +329,8 @@ pub struct ClusterCache {
     state: RwLock<State>,
     unschedulable: Notify,
     ready: watch::Sender<bool>,
+    /// Counts pod events, so that waiters wake on the next one.
+    pod_events: watch::Sender<u64>,
 }
 
 impl ClusterCache {
@@ -336,10 +338,12 @@ impl ClusterCache {
     /// list is in.
     pub fn start(client: Client) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
         let (ready, _) = watch::channel(false);
+        let (pod_events, _) = watch::channel(0);
         let cache = Arc::new(Self {
             state: RwLock::new(State::default()),
             unschedulable: Notify::new(),
             ready,
+            pod_events,
         });
         let task = tokio::spawn(cache.clone().run(client));
         (cache, task)
@@ -359,6 +363,12 @@ impl ClusterCache {
     /// Write access (snapshot building rebuilds dirty node infos).
     pub fn write(&self) -> RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A receiver that sees every pod event applied to the cache from now
+    /// on (`changed()` resolves after the next one).
+    pub fn pod_events(&self) -> watch::Receiver<u64> {
+        self.pod_events.subscribe()
     }
 
     /// Resolves when a pod becomes Unschedulable.
@@ -456,6 +466,7 @@ impl ClusterCache {
         while let Some(change) = changes.next().await {
             let mut notify = false;
             let mut init_done = false;
+            let pod_event = matches!(&change, Change::Pod(e) if matches!(**e, Event::Apply(_) | Event::Delete(_)));
             {
                 let mut s = self.write();
                 match change {
@@ -554,6 +565,9 @@ impl ClusterCache {
             }
             if notify {
                 self.unschedulable.notify_one();
+            }
+            if pod_event {
+                self.pod_events.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
     }

@@ -417,6 +417,7 @@ impl CaWorld {
             .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
                 "data": {"config": KWOK_PROVIDER_CONFIG}}))
             .object(templates_config_map(&self.groups))
+            .time_scale(time_scale())
             .start()
             .await
             .map_err(|e| format!("starting the cluster: {e}"))?;

@@ -162,6 +162,7 @@ pub struct ClusterBuilder {
     stages: Vec<kwok::Compiled>,
     kwok: kwok::Config,
     errors: Vec<String>,
+    time_scale: Option<f64>,
 }
 
 impl ClusterBuilder {
@@ -208,6 +209,15 @@ impl ClusterBuilder {
         self
     }
 
+    /// For a cluster in real time serving an autoscaler whose timing flags
+    /// are divided by `scale` (conformance binary mode): the cluster's own
+    /// waits (the scheduler's backoff and periodic retry) are divided too,
+    /// so that both sides keep the same proportions in scenario time.
+    pub fn time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = Some(scale);
+        self
+    }
+
     /// Starts the cluster on the runtime's clock and creates the objects.
     pub async fn start(self) -> Result<Cluster, ClusterError> {
         if let Some(e) = self.errors.first() {
@@ -230,7 +240,9 @@ impl ClusterBuilder {
         let tasks = vec![
             tokio::spawn(busy::timed(
                 "scheduler",
-                Scheduler::new(api.client(), clock.clone()).run(),
+                Scheduler::new(api.client(), clock.clone())
+                    .with_time_scale(self.time_scale.unwrap_or(1.0))
+                    .run(),
             )),
             tokio::spawn(busy::timed(
                 "controllers",

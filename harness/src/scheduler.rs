@@ -10,6 +10,8 @@
 //! kube-scheduler's message. Unschedulable pods are retried when the
 //! cluster changes (a node added or changed, a pod deleted), after a
 //! per-pod backoff of 1 s doubling to 10 s, and at the latest every 5 min.
+//! With a time scale (a real-time cluster serving an autoscaler whose
+//! timing flags are divided by the same factor) these waits are divided too.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -69,6 +71,8 @@ pub struct Scheduler {
     budgets: HashMap<String, Budget>,
     /// Pods whose binding is in flight or done, until the watch confirms.
     assumed: HashSet<String>,
+    /// The scheduler's own waits are divided by this (1 normally).
+    time_scale: f64,
 }
 
 impl Scheduler {
@@ -83,7 +87,26 @@ impl Scheduler {
             pending: HashMap::new(),
             budgets: HashMap::new(),
             assumed: HashSet::new(),
+            time_scale: 1.0,
         }
+    }
+
+    /// Divides the scheduler's waits (backoff, the periodic retry of
+    /// unschedulable pods) by `scale` (at least 1).
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = scale.max(1.0);
+        self
+    }
+
+    /// A wait of `d` at this scheduler's time scale.
+    fn scaled(&self, d: Duration) -> Duration {
+        d.div_f64(self.time_scale)
+    }
+
+    /// The backoff after `attempts` failed attempts.
+    fn backoff_after(&self, attempts: u32) -> Duration {
+        let exp = attempts.saturating_sub(1).min(4);
+        self.scaled((INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF))
     }
 
     /// Runs until the watches end (the API server goes away).
@@ -125,7 +148,7 @@ impl Scheduler {
             .values()
             .map(|p| {
                 if p.parked {
-                    p.ready_at + MAX_UNSCHEDULABLE
+                    p.ready_at + self.scaled(MAX_UNSCHEDULABLE)
                 } else {
                     p.ready_at
                 }
@@ -299,12 +322,13 @@ impl Scheduler {
 
     async fn schedule_ready(&mut self) {
         let now = Instant::now();
+        let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
         let mut ready: Vec<(i32, String, String)> = self
             .pending
             .iter()
             .filter(|(_, p)| {
                 if p.parked {
-                    now >= p.ready_at + MAX_UNSCHEDULABLE
+                    now >= p.ready_at + max_unschedulable
                 } else {
                     now >= p.ready_at
                 }
@@ -408,10 +432,12 @@ impl Scheduler {
     }
 
     fn backoff(&mut self, key: &str) {
+        let Some(attempts) = self.pending.get(key).map(|p| p.attempts + 1) else {
+            return;
+        };
+        let delay = self.backoff_after(attempts);
         if let Some(p) = self.pending.get_mut(key) {
-            p.attempts += 1;
-            let exp = p.attempts.saturating_sub(1).min(4);
-            let delay = (INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF);
+            p.attempts = attempts;
             p.ready_at = Instant::now() + delay;
         }
     }
@@ -479,6 +505,10 @@ impl Scheduler {
     }
 
     async fn mark_unschedulable(&mut self, key: &str, message: &str, nominated: Option<String>) {
+        let Some(attempts) = self.pending.get(key).map(|p| p.attempts + 1) else {
+            return;
+        };
+        let delay = self.backoff_after(attempts);
         let Some(p) = self.pending.get_mut(key) else {
             return;
         };
@@ -486,9 +516,8 @@ impl Scheduler {
             p.nominated.clone_from(&nominated);
         }
         p.parked = true;
-        p.attempts += 1;
-        let exp = p.attempts.saturating_sub(1).min(4);
-        p.ready_at = Instant::now() + (INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF);
+        p.attempts = attempts;
+        p.ready_at = Instant::now() + delay;
         let already = p.last_message.as_deref() == Some(message) && nominated.is_none();
         let current = p
             .pod
