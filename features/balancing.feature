@@ -10,6 +10,7 @@ Feature: Balancing similar node groups
     And the nodes of "zone-b" are in zone "eu-1b"
     And the nodes of "zone-c" are in zone "eu-1c"
 
+  @binary
   Scenario: With --balance-similar-node-groups the new nodes are spread over the zones
     Given the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup"
     And a deployment "web" of 9 pods requesting 1 CPU

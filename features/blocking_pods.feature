@@ -103,6 +103,7 @@ Feature: Pods that block scale-down
     And a filler pod brings up a node of "b"
     Then the node group "a" reaches 0 nodes within 15 minutes
 
+  @binary
   Scenario: DaemonSet pods of an occupied node are evicted by default
     "by default DaemonSet pods eviction will happen only on occupied nodes."
     Given a daemonset "logs" requesting 100m CPU

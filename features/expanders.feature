@@ -15,6 +15,7 @@ Feature: Expanders
     Then the node group "small" reaches 1 node within 3 minutes
     And the node group "large" has 0 nodes
 
+  @binary
   Scenario: least-waste adds CPU and memory waste (the CCE wastedScore)
     "wastedScore = wastedCPU + wastedMemory"
     # 1 pod of 1 CPU and 7Gi: small wastes (2-1.1)/2 + (8-7.1)/8 = 0.56,
@@ -59,6 +60,7 @@ Feature: Expanders
     Then all 1 pods of "web" are running within 3 minutes
     And one of the node groups "small" and "large" has 1 node and the other 0
 
+  @binary
   Scenario: priority picks the group with the highest priority, by regex
     "priority - selects the node group that has the highest priority assigned by the user."
     Given the autoscaler runs with "--expander=priority"

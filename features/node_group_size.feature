@@ -30,6 +30,7 @@ Feature: Node group sizes
     Then all 5 pods of "web" are running within 20 minutes
     And the node group "pool" has 2 nodes
 
+  @binary
   Scenario: --enforce-node-group-min-size brings a group back to its minimum
     "Starting with CA 1.26.0, a new flag --enforce-node-group-min-size was introduced to enforce the node
     group minimum size. For node groups with fewer nodes than the configuration, CA will scale them up to

@@ -9,6 +9,7 @@ Feature: PodDisruptionBudgets in scale-down
     And the node group "a" starts with 1 node
     And a node group "b" of nodes with 4 CPU and 16Gi memory, min 0 and max 5
 
+  @binary
   Scenario: A PDB that allows one disruption at a time: the pods are evicted one by one
     Given a deployment "web" of 3 pods requesting 100m CPU
     And a pod disruption budget for "web" with maxUnavailable 1

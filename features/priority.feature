@@ -47,6 +47,7 @@ Feature: Pod priority and expendable pods
     Then all 1 pods of "high" are running within 6 minutes
     And the node group "pool" keeps 1 node for 5 minutes
 
+  @binary
   Scenario: Overprovisioning: pause pods make room for real pods, then trigger a scale-up themselves
     "If there is not enough resources then pause pods are preempted and new pods take their place. Next
     pause pods become unschedulable and force CA to scale up the cluster."

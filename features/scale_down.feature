@@ -97,6 +97,7 @@ Feature: Scale-down
     Then the node group "pool" has 2 nodes
     And the node group "pool" reaches 1 node within 5 minutes
 
+  @binary
   Scenario: --scale-down-delay-after-failure holds a group's scale-down back after a failed deletion
     "scale-down-delay-after-failure: How long after scale down failure that scale down evaluation resumes"
     With --scale-down-delay-type-local the delays are kept per node group, and a failed deletion by the

@@ -41,6 +41,7 @@ Feature: Unready nodes, failed scale-ups and backoff
 
   Rule: A failed scale-up backs its node group off and other groups take over
 
+  @binary
   Scenario: Nodes that never register are given up after --max-node-provision-time
     "max-node-provision-time: Maximum time CA waits for node to be provisioned"
     Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -64,6 +65,7 @@ Feature: Unready nodes, failed scale-ups and backoff
     Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "timeout" for node group "flaky" within 10 minutes
     And all 4 pods of "web" are running within 15 minutes
 
+  @binary
   Scenario: A quota error backs the group off; other groups take over
     "From version 0.6.2, Cluster Autoscaler backs off from scaling up a node group after failure."
     Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
