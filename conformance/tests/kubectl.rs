@@ -160,6 +160,11 @@ fn discovery_and_get_describe_every_resource() {
         "csinodes.storage.k8s.io",
         "csidrivers.storage.k8s.io",
         "csistoragecapacities.storage.k8s.io",
+        "volumeattachments.storage.k8s.io",
+        "deviceclasses.resource.k8s.io",
+        "resourceclaims.resource.k8s.io",
+        "resourceclaimtemplates.resource.k8s.io",
+        "resourceslices.resource.k8s.io",
         "customresourcedefinitions.apiextensions.k8s.io",
     ] {
         assert!(resources.lines().any(|l| l == r), "api-resources lists {r}");

@@ -134,6 +134,7 @@ pub fn normalize(
         ("storage.k8s.io", "StorageClass") => roundtrip::<storage::v1::StorageClass>(v, m),
         ("storage.k8s.io", "CSINode") => roundtrip::<storage::v1::CSINode>(v, m),
         ("storage.k8s.io", "CSIDriver") => roundtrip::<storage::v1::CSIDriver>(v, m),
+        ("storage.k8s.io", "VolumeAttachment") => roundtrip::<storage::v1::VolumeAttachment>(v, m),
         ("storage.k8s.io", "CSIStorageCapacity") => {
             roundtrip::<storage::v1::CSIStorageCapacity>(v, m)
         }

@@ -307,6 +307,48 @@ fn builtins() -> Vec<Builtin> {
             false,
         ),
         b(
+            "storage.k8s.io",
+            "volumeattachments",
+            "VolumeAttachment",
+            false,
+            &[],
+            true,
+        ),
+        // Dynamic resource allocation (resource.k8s.io/v1, Kubernetes
+        // 1.34): kube-scheduler's framework and upstream CA watch these.
+        b(
+            "resource.k8s.io",
+            "deviceclasses",
+            "DeviceClass",
+            false,
+            &[],
+            false,
+        ),
+        b(
+            "resource.k8s.io",
+            "resourceclaims",
+            "ResourceClaim",
+            true,
+            &[],
+            true,
+        ),
+        b(
+            "resource.k8s.io",
+            "resourceclaimtemplates",
+            "ResourceClaimTemplate",
+            true,
+            &[],
+            false,
+        ),
+        b(
+            "resource.k8s.io",
+            "resourceslices",
+            "ResourceSlice",
+            false,
+            &[],
+            false,
+        ),
+        b(
             "apiextensions.k8s.io",
             "customresourcedefinitions",
             "CustomResourceDefinition",

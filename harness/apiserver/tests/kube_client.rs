@@ -829,3 +829,80 @@ async fn tls_endpoint_requires_the_token() {
         401
     );
 }
+
+/// Every resource upstream Cluster Autoscaler (and the kube-scheduler
+/// framework it embeds) lists and watches is served, so its informers sync.
+#[tokio::test]
+async fn the_resources_upstream_ca_watches_are_served() {
+    let (_s, client) = start();
+    let watched = [
+        ("", "v1", "Pod", "pods"),
+        ("", "v1", "Node", "nodes"),
+        ("", "v1", "Namespace", "namespaces"),
+        ("", "v1", "Service", "services"),
+        ("", "v1", "PersistentVolume", "persistentvolumes"),
+        ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+        ("", "v1", "ReplicationController", "replicationcontrollers"),
+        ("", "v1", "ConfigMap", "configmaps"),
+        ("apps", "v1", "ReplicaSet", "replicasets"),
+        ("apps", "v1", "StatefulSet", "statefulsets"),
+        ("apps", "v1", "DaemonSet", "daemonsets"),
+        ("batch", "v1", "Job", "jobs"),
+        (
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+        ),
+        ("storage.k8s.io", "v1", "StorageClass", "storageclasses"),
+        ("storage.k8s.io", "v1", "CSINode", "csinodes"),
+        ("storage.k8s.io", "v1", "CSIDriver", "csidrivers"),
+        (
+            "storage.k8s.io",
+            "v1",
+            "CSIStorageCapacity",
+            "csistoragecapacities",
+        ),
+        (
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttachment",
+            "volumeattachments",
+        ),
+        ("resource.k8s.io", "v1", "DeviceClass", "deviceclasses"),
+        ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+        (
+            "resource.k8s.io",
+            "v1",
+            "ResourceClaimTemplate",
+            "resourceclaimtemplates",
+        ),
+        ("resource.k8s.io", "v1", "ResourceSlice", "resourceslices"),
+    ];
+    for (group, version, kind, plural) in watched {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        if let Err(e) = api.list(&Default::default()).await {
+            panic!("listing {plural}.{group}/{version}: {e}");
+        }
+    }
+    let slices: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceSlice"),
+            "resourceslices",
+        ),
+    );
+    let slice: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": "node-0-gpu"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "node-0",
+            "pool": {"name": "node-0", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}]}
+    }))
+    .unwrap();
+    slices.create(&PostParams::default(), &slice).await.unwrap();
+    let got = slices.get("node-0-gpu").await.unwrap();
+    assert_eq!(got.data["spec"]["devices"][0]["name"], "gpu-0");
+}
