@@ -40,12 +40,15 @@ Feature: Pod priority and expendable pods
   Scenario: A pod waiting for the preemption of a lower-priority pod does not trigger a scale-up
     "Cluster Autoscaler also doesn't trigger scale-up if an unschedulable pod is already waiting for a lower
     priority pod preemption."
+    The victim takes 2 minutes to terminate; meanwhile the preemptor is pending, nominated to its node.
     Given the node group "pool" starts with 1 node
-    And a deployment "low" of 1 pod requesting 3 CPU with priority class "expendable"
+    And a bare pod "low" requesting 3 CPU taking 2 minutes to terminate
     Then all 1 pods of "low" are running within 1 minute
     When a deployment "high" of 1 pod requesting 3 CPU with priority class "important" is created
-    Then all 1 pods of "high" are running within 6 minutes
-    And the node group "pool" keeps 1 node for 5 minutes
+    Then 1 pods of "high" stay pending for 1 minute
+    And the node group "pool" keeps 1 node for 2 minutes
+    And all 1 pods of "high" are running within 1 minute
+    And the node group "pool" has 1 node
 
   @binary
   Scenario: Overprovisioning: pause pods make room for real pods, then trigger a scale-up themselves

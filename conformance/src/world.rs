@@ -90,6 +90,30 @@ pub fn not_ready_stage() -> Value {
     })
 }
 
+/// The label of pods that take their grace period to terminate
+/// ([`graceful_termination_stage`]).
+pub const GRACEFUL_TERMINATION_LABEL: &str = "testbed.conformance/graceful-termination";
+
+/// A kwok Stage that deletes terminating pods labelled
+/// [`GRACEFUL_TERMINATION_LABEL`] only when their grace period is over
+/// (at `deletionTimestamp`), as a kubelet does; other pods go at once.
+pub fn graceful_termination_stage() -> Value {
+    json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage",
+        "metadata": {"name": "conformance-graceful-termination"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {
+                "matchLabels": {GRACEFUL_TERMINATION_LABEL: "true"},
+                "matchExpressions": [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
+            },
+            "weight": 10000,
+            "delay": {"durationFrom": {"expressionFrom": ".metadata.deletionTimestamp"}},
+            "next": {"delete": true},
+        }
+    })
+}
+
 /// The timing flags of CA with their defaults: in binary mode each is
 /// divided by the time scale, so the autoscaler lives on scenario time.
 /// (`--scale-down-delay-after-delete` defaults to the scan interval.)
@@ -421,10 +445,13 @@ impl CaWorld {
             .start()
             .await
             .map_err(|e| format!("starting the cluster: {e}"))?;
-        cluster
-            .create(not_ready_stage())
-            .await
-            .map_err(|e| format!("creating the NotReady stage: {e}"))?;
+        for stage in [not_ready_stage(), graceful_termination_stage()] {
+            let name = stage["metadata"]["name"].clone();
+            cluster
+                .create(stage)
+                .await
+                .map_err(|e| format!("creating the kwok stage {name}: {e}"))?;
+        }
         let (autoscaler, time_scale) = match under_test() {
             UnderTest::InProcess => {
                 // The provider creates the initial nodes; they are Ready

@@ -11,7 +11,8 @@
 //! "k=v:NoSchedule"`, ` with an emptyDir volume "v"`, ` with a hostPath
 //! volume "v"`, ` in namespace "ns"`, ` with scheduler "s"`, ` and 2Gi
 //! memory`, ` and 1 "nvidia.com/gpu"`, ` with a pod-scale-up-delay of 2
-//! minutes`. Every pod is labelled `app=<name>`.
+//! minutes`, ` taking 2 minutes to terminate` (its grace period, which
+//! kwok then honours). Every pod is labelled `app=<name>`.
 
 use std::sync::LazyLock;
 
@@ -67,6 +68,10 @@ static CLAUSES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         (
             "scale-up delay",
             r"^ with a pod-scale-up-delay of (\d+) minutes?",
+        ),
+        (
+            "termination",
+            r"^ taking (\d+) (seconds?|minutes?) to terminate",
         ),
     ]
     .into_iter()
@@ -186,6 +191,16 @@ impl PodShape {
                     "cluster-autoscaler.kubernetes.io/pod-scale-up-delay".into(),
                     json!(format!("{}ms", (secs * 1000.0).round())),
                 );
+            }
+            "termination" => {
+                // Scenario time, in the cluster's (possibly scaled) time.
+                let n: f64 = a.parse().map_err(|e| format!("{a}: {e}"))?;
+                let unit = if b.starts_with("minute") { 60.0 } else { 1.0 };
+                let secs = (n * unit / world::time_scale()).ceil().max(1.0);
+                self.spec
+                    .insert("terminationGracePeriodSeconds".into(), json!(secs as i64));
+                self.labels
+                    .insert(world::GRACEFUL_TERMINATION_LABEL.into(), json!("true"));
             }
             other => return Err(format!("unhandled clause {other}")),
         }
