@@ -82,10 +82,13 @@ Feature: Unready nodes, failed scale-ups and backoff
   Scenario: After the backoff the group is tried again and recovers
     "Cluster Autoscaler will periodically try to increase the cluster and, once failed, move back to the
     previous size until the quota arrives"
+    The first backoff lasts --initial-node-group-backoff-duration (5 minutes): the quota that arrives
+    meanwhile is used only after it.
     Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And scale-ups of "quota" fail with a quota error
     And a deployment "web" of 2 pods requesting 1 CPU on node group "quota"
     Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota" within 2 minutes
     When the faults of "quota" are cleared
-    Then all 2 pods of "web" are running within 15 minutes
+    Then the node group "quota" keeps 0 nodes for 3 minutes
+    And all 2 pods of "web" are running within 15 minutes
     And the node group "quota" has 1 node
