@@ -32,6 +32,7 @@ Feature: Scale-down
     And the autoscaler runs with "--scale-down-enabled=false"
     Then the node group "pool" keeps 2 nodes for 20 minutes
 
+  @extension
   Scenario: A node above 50% utilization is not unneeded
     "The sum of cpu requests and sum of memory requests of all pods running on this node ... are smaller
     than 50% of the node's allocatable."
@@ -39,6 +40,7 @@ Feature: Scale-down
     And a deployment "big" of 1 pod requesting 2100m CPU
     Then the autoscaler keeps a node of "pool" because of "NotUnderutilized"
 
+  @extension
   Scenario: --scale-down-utilization-threshold moves the 50% line
     "Utilization threshold can be configured using --scale-down-utilization-threshold flag."
     Given the node group "pool" starts with 1 node
@@ -98,6 +100,7 @@ Feature: Scale-down
     And the node group "pool" reaches 1 node within 5 minutes
 
   @binary
+  @extension
   Scenario: --scale-down-delay-after-failure holds a group's scale-down back after a failed deletion
     "scale-down-delay-after-failure: How long after scale down failure that scale down evaluation resumes"
     With --scale-down-delay-type-local the delays are kept per node group, and a failed deletion by the
@@ -111,6 +114,7 @@ Feature: Scale-down
     Then the node group "pool" keeps 2 nodes for 5 minutes
     And the node group "pool" reaches 0 nodes within 5 minutes
 
+  @extension
   Scenario: The scale-down-disabled annotation keeps a node
     "node will be excluded from scale-down if it has the annotation preventing scale-down:
     cluster-autoscaler.kubernetes.io/scale-down-disabled: true"
@@ -119,6 +123,7 @@ Feature: Scale-down
     Then the node group "pool" keeps 2 nodes for 15 minutes
     And the autoscaler keeps a node of "pool" because of "ScaleDownDisabledAnnotation"
 
+  @extension
   Scenario: The FAQ's A, B, C, X, Y example: C goes right after A, B does not
     "Nodes A, B, C, X, Y. A, B, C are below utilization threshold. In simulation, pods from A fit on X,
     pods from B fit on X, and pods from C fit on Y. ... C can be terminated immediately after A, but B may not."

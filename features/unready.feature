@@ -42,6 +42,7 @@ Feature: Unready nodes, failed scale-ups and backoff
   Rule: A failed scale-up backs its node group off and other groups take over
 
   @binary
+  @extension
   Scenario: Nodes that never register are given up after --max-node-provision-time
     "max-node-provision-time: Maximum time CA waits for node to be provisioned"
     Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -66,6 +67,7 @@ Feature: Unready nodes, failed scale-ups and backoff
     And all 4 pods of "web" are running within 15 minutes
 
   @binary
+  @extension
   Scenario: A quota error backs the group off; other groups take over
     "From version 0.6.2, Cluster Autoscaler backs off from scaling up a node group after failure."
     Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -79,6 +81,7 @@ Feature: Unready nodes, failed scale-ups and backoff
     And the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota"
     And the status ConfigMap gets a "ScaleUpFailed" event containing "due to OutOfResource.QUOTA_EXCEEDED"
 
+  @extension
   Scenario: After the backoff the group is tried again and recovers
     "Cluster Autoscaler will periodically try to increase the cluster and, once failed, move back to the
     previous size until the quota arrives"

@@ -27,6 +27,26 @@ use autoscaler::core::Decisions;
 
 use crate::world::CaWorld;
 
+/// The tag of scenarios that need more than an upstream Cluster Autoscaler
+/// offers: our decision record (`/decisions`) or the kwok provider's fault
+/// annotation. Run an upstream binary with `--tags "not @extension"`.
+pub const EXTENSION_TAG: &str = "extension";
+
+/// Parts of the steps that need those extensions ([`EXTENSION_TAG`]).
+const EXTENSION_STEPS: &[&str] = &[
+    "\" because of \"",
+    "the autoscaler chooses among",
+    "fail with a quota error",
+    "the cloud provider refuses to",
+    "never register",
+    "the faults of",
+];
+
+/// Whether a step needs an extension of ours ([`EXTENSION_TAG`]).
+pub fn needs_extension(step: &str) -> bool {
+    EXTENSION_STEPS.iter().any(|part| step.contains(part))
+}
+
 /// `minutes` of scenario time.
 pub fn minutes(minutes: u64) -> Duration {
     Duration::from_secs(60 * minutes)
@@ -91,6 +111,70 @@ pub fn parse_taint(text: &str) -> Result<serde_json::Value, String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    /// Every scenario that uses an extension step is tagged `@extension`,
+    /// and every `@extension` scenario uses one, so that an upstream binary
+    /// runs exactly the scenarios it can pass.
+    #[test]
+    fn extension_tags_match_the_steps() {
+        use cucumber::gherkin::{Background, Feature, GherkinEnv, Scenario};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../features");
+        let mut wrong = Vec::new();
+        let mut check =
+            |file: &str, tags: &[&Vec<String>], bg: &[&Option<Background>], sc: &Scenario| {
+                let steps = bg
+                    .iter()
+                    .filter_map(|b| b.as_ref())
+                    .flat_map(|b| &b.steps)
+                    .chain(&sc.steps);
+                let needs = steps.into_iter().any(|s| needs_extension(&s.value));
+                let tagged = tags
+                    .iter()
+                    .copied()
+                    .chain([&sc.tags])
+                    .flatten()
+                    .any(|t| t.trim_start_matches('@') == EXTENSION_TAG);
+                if needs != tagged {
+                    wrong.push(format!(
+                        "{file}: {:?} (needs: {needs}, tagged: {tagged})",
+                        sc.name
+                    ));
+                }
+            };
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "feature") {
+                continue;
+            }
+            files += 1;
+            let f = Feature::parse_path(&path, GherkinEnv::default()).unwrap();
+            let file = path.file_name().unwrap().to_string_lossy().to_string();
+            for sc in &f.scenarios {
+                check(&file, &[&f.tags], &[&f.background], sc);
+            }
+            for rule in &f.rules {
+                for sc in &rule.scenarios {
+                    check(
+                        &file,
+                        &[&f.tags, &rule.tags],
+                        &[&f.background, &rule.background],
+                        sc,
+                    );
+                }
+            }
+        }
+        assert!(
+            files >= 12,
+            "found {files} feature files in {}",
+            dir.display()
+        );
+        assert!(
+            wrong.is_empty(),
+            "@extension tags to fix:\n{}",
+            wrong.join("\n")
+        );
+    }
 
     #[test]
     fn quoted_lists_and_taints_parse() {
