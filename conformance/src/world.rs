@@ -185,6 +185,12 @@ impl GroupSpec {
         let mut labels = self.labels.clone();
         labels.insert("kwok-nodegroup".into(), json!(self.name));
         let mut annotations = self.annotations.clone();
+        // The group's name as given: without it upstream's kwok provider
+        // names the group `<label value>-<unix seconds>`.
+        annotations.insert(
+            "cluster-autoscaler.kwok.nodegroup/name".into(),
+            json!(self.name),
+        );
         for (k, v) in [
             ("min-count", self.min),
             ("max-count", self.max),
