@@ -14,7 +14,7 @@ Feature: Balancing similar node groups
   Scenario: With --balance-similar-node-groups the new nodes are spread over the zones
     Given the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup"
     And a deployment "web" of 9 pods requesting 1 CPU
-    Then all 9 pods of "web" are running within 3 minutes
+    Then all 9 pods of "web" are running within 5 minutes
     And each of the node groups "zone-a", "zone-b" and "zone-c" has 1 node
 
   Scenario: The sizes differ by at most one when the count does not divide
@@ -22,13 +22,13 @@ Feature: Balancing similar node groups
     more node than others."
     Given the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup"
     And a deployment "web" of 12 pods requesting 1 CPU
-    Then all 12 pods of "web" are running within 3 minutes
+    Then all 12 pods of "web" are running within 5 minutes
     And the node groups "zone-a", "zone-b" and "zone-c" have 4 nodes in total
     And one of the node groups "zone-a", "zone-b" and "zone-c" has 2 nodes and the others 1
 
   Scenario: Without the flag one group takes all the new nodes
     Given a deployment "web" of 9 pods requesting 1 CPU
-    Then all 9 pods of "web" are running within 3 minutes
+    Then all 9 pods of "web" are running within 5 minutes
     And one of the node groups "zone-a", "zone-b" and "zone-c" has 3 nodes and the others 0
 
   Scenario: A group with a custom label is not balanced with the others
@@ -38,6 +38,6 @@ Feature: Balancing similar node groups
     And the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup --expander=priority"
     And the priority expander gives priority 10 to "^zone-[ab]$"
     And a deployment "web" of 6 pods requesting 1 CPU
-    Then all 6 pods of "web" are running within 3 minutes
+    Then all 6 pods of "web" are running within 5 minutes
     And each of the node groups "zone-a" and "zone-b" has 1 node
     And the node group "zone-c" has 0 nodes

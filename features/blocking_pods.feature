@@ -99,7 +99,7 @@ Feature: Pods that block scale-down
   Scenario: A pod whose host port is taken everywhere else keeps its node
     "No other node has available ports to satisfy a pod's hostPort configuration."
     Given a deployment "agent" of 2 pods requesting 100m CPU with host port 9100
-    Then all 2 pods of "agent" are running within 3 minutes
+    Then all 2 pods of "agent" are running within 5 minutes
     And the autoscaler keeps the node of "a" because of "NoPlaceToMovePods"
 
   Scenario: DaemonSet pods do not keep a node

@@ -12,7 +12,7 @@ Feature: Expanders
     # wastedCPU = (2 - 1.1) / 2 = 0.45 on small, (8 - 1.1) / 8 = 0.86 on large; memory wastes
     # (8Gi - 0.1Gi) / 8Gi and (32Gi - 0.1Gi) / 32Gi keep the order: small wins.
     Given a deployment "web" of 1 pod requesting 1 CPU
-    Then the node group "small" reaches 1 node within 3 minutes
+    Then the node group "small" reaches 1 node within 5 minutes
     And the node group "large" has 0 nodes
 
   @binary
@@ -21,7 +21,7 @@ Feature: Expanders
     # 1 pod of 1 CPU and 7Gi: small wastes (2-1.1)/2 + (8-7.1)/8 = 0.56,
     # large wastes (8-1.1)/8 + (32-7.1)/32 = 1.64; small wins although both fit.
     Given a deployment "mem" of 1 pod requesting 1 CPU and 7Gi memory
-    Then the node group "small" reaches 1 node within 3 minutes
+    Then the node group "small" reaches 1 node within 5 minutes
     And the node group "large" has 0 nodes
 
   Scenario: most-pods picks the group that can schedule the most pods
@@ -34,7 +34,7 @@ Feature: Expanders
     And the nodes of "big" are labeled "class=capped"
     And the autoscaler runs with "--expander=most-pods"
     And a deployment "web" of 4 pods requesting 1500m CPU on nodes labeled "class=capped"
-    Then all 4 pods of "web" are running within 3 minutes
+    Then all 4 pods of "web" are running within 5 minutes
     And the node group "big" has 1 node
     And the node group "tiny" has 0 nodes
 
@@ -43,13 +43,13 @@ Feature: Expanders
     # 2 pods of 1.8 CPU: 2 small nodes (least waste) or 1 large node (least nodes).
     Given the autoscaler runs with "--expander=least-nodes"
     And a deployment "web" of 2 pods requesting 1800m CPU
-    Then all 2 pods of "web" are running within 3 minutes
+    Then all 2 pods of "web" are running within 5 minutes
     And the node group "large" has 1 node
     And the node group "small" has 0 nodes
 
   Scenario: The same pods under least-waste take the small nodes
     Given a deployment "web" of 2 pods requesting 1800m CPU
-    Then all 2 pods of "web" are running within 3 minutes
+    Then all 2 pods of "web" are running within 5 minutes
     And the node group "small" has 2 nodes
     And the node group "large" has 0 nodes
 
@@ -57,7 +57,7 @@ Feature: Expanders
     "random - should be used when you don't have a particular need for the node groups to scale differently."
     Given the autoscaler runs with "--expander=random"
     And a deployment "web" of 1 pod requesting 1 CPU
-    Then all 1 pods of "web" are running within 3 minutes
+    Then all 1 pods of "web" are running within 5 minutes
     And one of the node groups "small" and "large" has 1 node and the other 0
 
   @binary
@@ -67,7 +67,7 @@ Feature: Expanders
     And the priority expander gives priority 10 to "^sm.*"
     And the priority expander gives priority 50 to "^lar.e$"
     And a deployment "web" of 1 pod requesting 1 CPU
-    Then the node group "large" reaches 1 node within 3 minutes
+    Then the node group "large" reaches 1 node within 5 minutes
     And the node group "small" has 0 nodes
 
   Scenario: priority,least-waste breaks a priority tie by waste
@@ -76,5 +76,5 @@ Feature: Expanders
     Given the autoscaler runs with "--expander=priority,least-waste"
     And the priority expander gives priority 50 to ".*"
     And a deployment "web" of 1 pod requesting 1 CPU
-    Then the node group "small" reaches 1 node within 3 minutes
+    Then the node group "small" reaches 1 node within 5 minutes
     And the node group "large" has 0 nodes

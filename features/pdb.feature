@@ -15,7 +15,7 @@ Feature: PodDisruptionBudgets in scale-down
     And a pod disruption budget for "web" with maxUnavailable 1
     Then all 3 pods of "web" are running within 1 minute
     When a deployment "filler" of 1 pod requesting 100m CPU on node group "b" is created
-    Then the node group "b" reaches 1 node within 2 minutes
+    Then the node group "b" reaches 1 node within 4 minutes
     And the node group "a" reaches 0 nodes within 25 minutes
     And all 3 pods of "web" are running within 2 minutes
 
@@ -26,7 +26,7 @@ Feature: PodDisruptionBudgets in scale-down
     And a pod disruption budget for "web" with minAvailable 1
     Then all 1 pods of "web" are running within 1 minute
     When a deployment "filler" of 1 pod requesting 100m CPU on node group "b" is created
-    Then the node group "b" reaches 1 node within 2 minutes
+    Then the node group "b" reaches 1 node within 4 minutes
     And the autoscaler keeps the node of "a" because of "NotEnoughPdb"
     And the node group "a" keeps 1 node for 20 minutes
 
@@ -36,6 +36,6 @@ Feature: PodDisruptionBudgets in scale-down
     And a pod disruption budget for "dns" with maxUnavailable 1 in namespace "kube-system"
     Then all 1 pods of "dns" are running within 1 minute
     When a deployment "filler" of 1 pod requesting 100m CPU on node group "b" is created
-    Then the node group "b" reaches 1 node within 2 minutes
+    Then the node group "b" reaches 1 node within 4 minutes
     And the node group "a" reaches 0 nodes within 25 minutes
     And all 1 pods of "dns" are running within 2 minutes

@@ -83,7 +83,7 @@ Feature: Scale-down
     "scale-down-delay-after-add: How long after scale up that scale down evaluation resumes"
     Given the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-add=8m"
     When a deployment "burst" of 4 pods requesting 2 CPU is created
-    Then all 4 pods of "burst" are running within 3 minutes
+    Then all 4 pods of "burst" are running within 5 minutes
     When the deployment "burst" is scaled to 0 pods
     And 4 minutes pass
     Then the node group "pool" has 4 nodes

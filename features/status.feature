@@ -20,7 +20,7 @@ Feature: Status, events, metrics and health
     "ScaledUpGroup - CA increased the size of node group, gives both old and new group size. ...
     TriggeredScaleUp - CA decided to scale up cluster to make place for this pod."
     Given a deployment "web" of 5 pods requesting 1 CPU
-    Then all 5 pods of "web" are running within 3 minutes
+    Then all 5 pods of "web" are running within 5 minutes
     And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 2 instead of 0 (max: 10)"
     And the pods of "web" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0->2 (max: 10)}]"
     And the status ConfigMap shows "health.cloudProviderTarget" = "2" for node group "pool" within 1 minute

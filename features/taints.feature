@@ -38,7 +38,7 @@ Feature: Taints
     Then the status ConfigMap shows "health.nodeCounts.registered.ready" = "1" for node group "pool" within 1 minute
     And the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "0" for node group "pool"
     When a deployment "web" of 2 pods requesting 1 CPU is created
-    Then the node group "pool" reaches 2 nodes within 3 minutes
+    Then the node group "pool" reaches 2 nodes within 5 minutes
 
   Scenario: Ignore taints are treated as startup taints
     "Ignore taints are now deprecated and treated as startup taints."

@@ -90,7 +90,7 @@ Feature: Unready nodes, failed scale-ups and backoff
     Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And scale-ups of "quota" fail with a quota error
     And a deployment "web" of 2 pods requesting 1 CPU on node group "quota"
-    Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota" within 2 minutes
+    Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota" within 4 minutes
     When the faults of "quota" are cleared
     Then the node group "quota" keeps 0 nodes for 3 minutes
     And all 2 pods of "web" are running within 15 minutes

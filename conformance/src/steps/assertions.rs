@@ -158,6 +158,14 @@ async fn pods_running(w: &mut CaWorld, want: usize, app: String, within: u64) ->
 
 #[then(regex = r#"^(\d+) pods? of "(\S+)" stays? pending for (\d+) minutes?$"#)]
 async fn pods_stay_pending(w: &mut CaWorld, want: usize, app: String, during: u64) -> StepResult {
+    // Pods just asked for (a new Deployment) may not exist yet: give their
+    // controller up to 30 seconds to create them.
+    for _ in 0..6 {
+        if pods_of(w, &app).await?.len() >= want {
+            break;
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
     for i in 0..=(during * 2) {
         let pods = pods_of(w, &app).await?;
         let pending = pods
