@@ -127,8 +127,8 @@ Feature: Scale-down
   Scenario: The FAQ's A, B, C, X, Y example: C goes right after A, B does not
     "Nodes A, B, C, X, Y. A, B, C are below utilization threshold. In simulation, pods from A fit on X,
     pods from B fit on X, and pods from C fit on Y. ... C can be terminated immediately after A, but B may not."
-    # X and Y have 1.3 CPU left. The pods of A and B (1.2 CPU each) may run on A, B or X,
-    # the pod of C on C or Y. Once A's pod has moved to X, B's pod has nowhere to go.
+    # X and Y have 1.3 CPU left. The pods of A and B (1.2 CPU each, one per node) may run on A, B
+    # or X, the pod of C on C or Y. Once A's pod has moved to X, B's pod has nowhere to go.
     Given a node group "x" of nodes with 4 CPU and 16Gi memory, min 1 and max 1
     And a node group "y" of nodes with 4 CPU and 16Gi memory, min 1 and max 1
     And a node group "ab" of nodes with 4 CPU and 16Gi memory, min 0 and max 2
@@ -141,7 +141,7 @@ Feature: Scale-down
     And the nodes of "c" are labeled "tier=c"
     And a deployment "x-load" of 1 pod requesting 2600m CPU on node group "x"
     And a deployment "y-load" of 1 pod requesting 2600m CPU on node group "y"
-    And a deployment "ab-pods" of 2 pods requesting 1200m CPU on nodes labeled "tier=ab"
+    And a deployment "ab-pods" of 2 pods requesting 1200m CPU on nodes labeled "tier=ab" with pod anti-affinity
     And a deployment "c-pod" of 1 pod requesting 1200m CPU on nodes labeled "tier=c"
     Then all 2 pods of "ab-pods" are running within 1 minute
     When 30 minutes pass
