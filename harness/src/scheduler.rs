@@ -431,6 +431,7 @@ impl Scheduler {
         Some(out)
     }
 
+    /// Counts a failed attempt and puts the pod's next try off by its backoff.
     fn backoff(&mut self, key: &str) {
         let Some(attempts) = self.pending.get(key).map(|p| p.attempts + 1) else {
             return;
@@ -505,10 +506,7 @@ impl Scheduler {
     }
 
     async fn mark_unschedulable(&mut self, key: &str, message: &str, nominated: Option<String>) {
-        let Some(attempts) = self.pending.get(key).map(|p| p.attempts + 1) else {
-            return;
-        };
-        let delay = self.backoff_after(attempts);
+        self.backoff(key);
         let Some(p) = self.pending.get_mut(key) else {
             return;
         };
@@ -516,8 +514,6 @@ impl Scheduler {
             p.nominated.clone_from(&nominated);
         }
         p.parked = true;
-        p.attempts = attempts;
-        p.ready_at = Instant::now() + delay;
         let already = p.last_message.as_deref() == Some(message) && nominated.is_none();
         let current = p
             .pod
