@@ -93,6 +93,11 @@ async fn client(flags: &Flags) -> Result<kube::Client, String> {
             .parse()
             .map_err(|e| format!("--kubernetes={}: {e}", flags.kubernetes))?;
     }
+    // client-go retries only what the server asks to be retried (a
+    // Retry-After header); kube's default layer retries every 429 with a
+    // backoff of up to 1000 s, which would hold a refused eviction (a PDB
+    // 429) for minutes instead of letting the drain retry it on its own pace.
+    config.default_retry = false;
     kube::Client::try_from(config).map_err(|e| format!("building the API client: {e}"))
 }
 

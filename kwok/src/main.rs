@@ -263,6 +263,9 @@ async fn client(cli: &Cli) -> Result<kube::Client, String> {
             .parse()
             .map_err(|e| format!("--master={master}: {e}"))?;
     }
+    // The controller retries failed calls itself (1 s doubling, resuming at
+    // the failed step); kube's own retry layer would stack on top of it.
+    config.default_retry = false;
     kube::Client::try_from(config).map_err(|e| format!("building the API client: {e}"))
 }
 

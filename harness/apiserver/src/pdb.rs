@@ -310,7 +310,20 @@ impl Server {
     /// The `pods/eviction` subresource: checks every budget that selects the
     /// pod and deletes the pod (with the eviction's delete options) only when
     /// the budget allows it; otherwise 429 naming the budget.
+    ///
+    /// The body is a `policy/v1` or a `policy/v1beta1` Eviction (every
+    /// upstream Cluster Autoscaler up to 1.36 sends v1beta1): the two
+    /// versions have the same fields and the same semantics.
     pub fn evict(&self, ns: &str, name: &str, eviction: &Value) -> ApiResult<Value> {
+        let type_of = |key: &str| eviction.get(key).and_then(Value::as_str).unwrap_or("");
+        let (api_version, kind) = (type_of("apiVersion"), type_of("kind"));
+        if !matches!(api_version, "" | "policy/v1" | "policy/v1beta1")
+            || !matches!(kind, "" | "Eviction")
+        {
+            return Err(ApiError::bad_request(format!(
+                "the eviction of pod {ns}/{name} must be a policy/v1 or policy/v1beta1 Eviction, not {api_version}, Kind={kind}"
+            )));
+        }
         let pods = self.def("", "pods")?;
         let pdb_def = self.def("policy", "poddisruptionbudgets")?;
         let mut opts = match eviction.get("deleteOptions").filter(|d| !d.is_null()) {

@@ -11,7 +11,11 @@
 //! `runtime.Unknown` whose `typeMeta` names the kind and whose `raw` is the
 //! object's message. Field numbers, types and JSON names come from
 //! `protobuf/fields.txt`, generated from the k8s-pb and k8s-openapi crates by
-//! `tools/gen_protobuf_fields.py`.
+//! `tools/gen_protobuf_fields.py`. The table holds every group and version
+//! k8s-pb knows, not only the newest: kube-apiserver takes older versions
+//! too, and clients send them (every upstream Cluster Autoscaler up to 1.36
+//! evicts with a `policy/v1beta1` Eviction). `tests/protobuf_kinds.rs`
+//! checks each kind a client writes against an independent encoder.
 //!
 //! Go's protobuf marshalling writes non-pointer fields even when they hold
 //! the zero value. Empty strings are dropped here (in Go, an empty
@@ -244,6 +248,8 @@ fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
         (_, "DeleteOptions") => "apimachinery.pkg.apis.meta".to_string(),
         ("", _) => "api.core".to_string(),
         ("apiextensions.k8s.io", _) => "apiextensions_apiserver.pkg.apis.apiextensions".to_string(),
+        ("apiregistration.k8s.io", _) => "kube_aggregator.pkg.apis.apiregistration".to_string(),
+        ("internal.apiserver.k8s.io", _) => "api.apiserverinternal".to_string(),
         (g, _) if !g.contains('.') || g.ends_with(".k8s.io") => {
             format!("api.{}", g.split('.').next().unwrap_or(g))
         }

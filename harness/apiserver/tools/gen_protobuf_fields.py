@@ -26,20 +26,33 @@ import os
 import re
 import sys
 
-# The packages served by the API server, plus the apimachinery types they use.
-PACKAGES = [
-    "api/core/v1", "api/apps/v1", "api/batch/v1", "api/policy/v1",
-    "api/coordination/v1", "api/events/v1", "api/scheduling/v1",
-    "api/storage/v1", "api/autoscaling/v1",
+# The packages whose kinds a client may write, in every version k8s-pb knows
+# (kube-apiserver 1.30-1.35 accepts older versions too: policy/v1beta1
+# Eviction, autoscaling/v2 HPA, resource.k8s.io/v1beta1, ...), plus the
+# apimachinery types they use. Left out: admission and imagepolicy reviews
+# (sent by the API server, not to it) and discovery documents.
+SKIPPED_GROUPS = {"admission", "imagepolicy", "apidiscovery"}
+EXTRA_PACKAGES = [
     "apiextensions_apiserver/pkg/apis/apiextensions/v1",
+    "apiextensions_apiserver/pkg/apis/apiextensions/v1beta1",
+    "kube_aggregator/pkg/apis/apiregistration/v1",
+    "kube_aggregator/pkg/apis/apiregistration/v1beta1",
     "apimachinery/pkg/apis/meta/v1", "apimachinery/pkg/runtime",
     "apimachinery/pkg/util/intstr", "apimachinery/pkg/api/resource",
 ]
 
+
+def packages(pb_src):
+    found = []
+    for mod in sorted(glob.glob(os.path.join(pb_src, "api", "*", "*", "mod.rs"))):
+        group = mod.split(os.sep)[-3]
+        if group not in SKIPPED_GROUPS:
+            found.append("/".join(mod.split(os.sep)[-4:-1]))
+    return found + EXTRA_PACKAGES
+
+
 FIELD_ATTR = re.compile(r'#\[prost\((?P<kind>[a-z_0-9]+)(?: = "(?P<kindarg>[^"]*)")?(?:, (?P<label>optional|repeated))?(?:, [a-z_]+ = "[^"]*")*?, tag = "(?P<tag>\d+)"\)\]')
 FIELD_DECL = re.compile(r'pub (?:r#)?(?P<name>[a-z_0-9]+): ?(?P<ty>.+),$')
-# k8s-openapi's newest API version knows every field k8s-pb has.
-NEWEST_API = "v1_37"
 STRUCT = re.compile(r'pub struct (?P<name>\w+) \{')
 
 
@@ -64,9 +77,9 @@ def resolve(ty, module):
     return ".".join(path + parts)
 
 
-def prost_messages(src):
+def prost_messages(src, pkgs):
     out = {}
-    for pkg in PACKAGES:
+    for pkg in pkgs:
         module = pkg.split("/")
         text = open(os.path.join(src, pkg, "mod.rs")).read().splitlines()
         current, pending, decl = None, None, ""
@@ -105,17 +118,28 @@ def prost_messages(src):
     return out
 
 
-def openapi_names(src):
-    """Map 'api.core.v1.pod' (lowercased struct name) to its JSON field names."""
+def version_rank(version):
+    """Orders API versions as Kubernetes does: v1alpha1 < v1beta1 < v1 < v2."""
+    m = re.match(r"v(\d+)(alpha|beta)?(\d*)", version)
+    if not m:
+        return (0, 0, 0)
+    stage = {"alpha": 0, "beta": 1, None: 2}[m.group(2)]
+    return (int(m.group(1)), stage, int(m.group(3) or 0))
+
+
+def openapi_names(src, pkgs):
+    """Map 'api.core.v1.pod' (lowercased struct name) to its JSON field names,
+    from every Kubernetes version k8s-openapi carries (the newest wins)."""
     names = {}
-    for pkg in PACKAGES:
-        for path in glob.glob(os.path.join(src, NEWEST_API, pkg, "*.rs")):
-            text = open(path).read()
-            structs = STRUCT.findall(text)
-            if not structs:
-                continue
-            keys = re.findall(r'"([^"]+)" => Field::Key_', text)
-            names[".".join(pkg.split("/") + [structs[0].lower()])] = keys
+    for api in sorted(glob.glob(os.path.join(src, "v1_*")), key=lambda d: int(d.rsplit("_", 1)[1])):
+        for pkg in pkgs:
+            for path in glob.glob(os.path.join(api, pkg, "*.rs")):
+                text = open(path).read()
+                structs = STRUCT.findall(text)
+                if not structs:
+                    continue
+                keys = re.findall(r'"([^"]+)" => Field::Key_', text)
+                names[".".join(pkg.split("/") + [structs[0].lower()])] = keys
     return names
 
 
@@ -127,33 +151,71 @@ def main():
                 base = cand
     pb = glob.glob(base + "/k8s-pb-0.9.*/src")[0]
     oa = glob.glob(base + "/k8s-openapi-0.29.*/src")[0]
-    messages = prost_messages(pb)
-    json = openapi_names(oa)
+    pkgs = packages(pb)
+    messages = prost_messages(pb, pkgs)
+    json = openapi_names(oa, pkgs)
+    # Every JSON name k8s-openapi spells, by its normalised form: the names of
+    # messages with no k8s-openapi struct (kinds no longer served, such as
+    # policy/v1beta1) follow the same spelling (podIP, not podIp).
+    spelling = {norm(k): k for keys in json.values() for k in keys if k[:1].isalpha()}
 
-    def json_fields(msg):
+    def own_fields(msg):
         pkg, _, name = msg.rpartition(".")
         return json.get(pkg + "." + name.lower())
+
+    def sibling(msg):
+        """The same struct in another version of its group (policy/v1beta1
+        Eviction is policy/v1 Eviction), the most stable version first."""
+        pkg, _, name = msg.rpartition(".")
+        group = pkg.rpartition(".")[0]
+        found = [m for m in messages if m != msg and own_fields(m) is not None
+                 and m.rpartition(".")[2] == name
+                 and m.rpartition(".")[0].rpartition(".")[0] == group]
+        found.sort(key=lambda m: version_rank(m.split(".")[-2]), reverse=True)
+        return found[0] if found else None
+
+    def json_name(keys, f):
+        for k in keys:
+            if norm(k) == norm(f["name"]):
+                return k
+        return None
+
+    def inlined(keys, f):
+        # A message field with no JSON name is Go's `json:",inline"`
+        # (Volume.volumeSource, Probe.handler, ...): its fields are the
+        # parent's. Go names such a field after its type (volumeSource,
+        # handler for ProbeHandler); any other missing name is a field that
+        # k8s-openapi leaves out (alpha), not an inlined one.
+        if json_name(keys, f) is not None or f.get("kind") != "message" or f["label"] != "optional":
+            return False
+        return norm(f["message"].rpartition(".")[2]).endswith(norm(f["name"]))
 
     print("# Generated by tools/gen_protobuf_fields.py from the k8s-pb 0.9 and")
     print("# k8s-openapi 0.29 crates (Apache-2.0). Do not edit by hand.")
     for msg in sorted(messages):
         fields = messages[msg]
-        known = json_fields(msg)
+        own = own_fields(msg)
+        sib = sibling(msg) if own is None else None
+        sib_fields = {f["name"]: f for f in messages[sib]} if sib else {}
         print(f"message {msg}")
         for f in fields:
             name = None
-            if known is not None:
-                for k in known:
-                    if norm(k) == norm(f["name"]):
-                        name = k
-            if name is None and known is not None:
-                # A message field with no JSON name is Go's `json:",inline"`
-                # (Volume.volumeSource, Probe.handler, ...): its fields are
-                # the parent's.
-                if f.get("kind") == "message" and f["label"] == "optional":
+            if own is not None:
+                name = json_name(own, f)
+                if name is None and inlined(own, f):
                     print(f'{f["tag"]} - inline {f["message"]}')
                     continue
-                print(f"warning: {msg}.{f['name']} has no JSON name", file=sys.stderr)
+                if name is None:
+                    print(f"warning: {msg}.{f['name']} has no JSON name", file=sys.stderr)
+            elif sib is not None:
+                keys = own_fields(sib)
+                name = json_name(keys, f)
+                twin = sib_fields.get(f["name"])
+                if name is None and twin is not None and inlined(keys, twin):
+                    print(f'{f["tag"]} - inline {f["message"]}')
+                    continue
+            if name is None:
+                name = spelling.get(norm(f["name"]))
             if name is None:
                 # No k8s-openapi counterpart (apimachinery internals): lowerCamelCase.
                 first, *rest = f["name"].split("_")
