@@ -6,6 +6,8 @@ Feature: Expanders
     Given a node group "small" of nodes with 2 CPU and 8Gi memory, min 0 and max 10
     And a node group "large" of nodes with 8 CPU and 32Gi memory, min 0 and max 10
 
+  # The default expander was random before 1.33.
+  @ca>=1.33
   Scenario: least-waste (the default) picks the group with the least idle CPU after scale-up
     "least-waste - this is the default expander, selects the node group that will have the least idle CPU
     (if tied, unused memory) after scale-up."
@@ -20,7 +22,8 @@ Feature: Expanders
     "wastedScore = wastedCPU + wastedMemory"
     # 1 pod of 1 CPU and 7Gi: small wastes (2-1.1)/2 + (8-7.1)/8 = 0.56,
     # large wastes (8-1.1)/8 + (32-7.1)/32 = 1.64; small wins although both fit.
-    Given a deployment "mem" of 1 pod requesting 1 CPU and 7Gi memory
+    Given the autoscaler runs with "--expander=least-waste"
+    And a deployment "mem" of 1 pod requesting 1 CPU and 7Gi memory
     Then the node group "small" reaches 1 node within 5 minutes
     And the node group "large" has 0 nodes
 
@@ -48,7 +51,8 @@ Feature: Expanders
     And the node group "small" has 0 nodes
 
   Scenario: The same pods under least-waste take the small nodes
-    Given a deployment "web" of 2 pods requesting 1800m CPU
+    Given the autoscaler runs with "--expander=least-waste"
+    And a deployment "web" of 2 pods requesting 1800m CPU
     Then all 2 pods of "web" are running within 5 minutes
     And the node group "small" has 2 nodes
     And the node group "large" has 0 nodes

@@ -13,6 +13,12 @@
 //! fork/revert, drainability), `scaleup`, `scaledown`, `status` and the
 //! main loop.
 
+/// The upstream Cluster Autoscaler release whose behaviour (flags, defaults,
+/// texts) this autoscaler follows. Logged at start-up the way CA logs its
+/// version (`Cluster Autoscaler <version>`), where the conformance suite
+/// reads it to decide which version-tagged scenarios apply.
+pub const CA_VERSION: &str = "1.36.1";
+
 pub mod actuation;
 pub mod cache;
 pub mod cloudprovider;

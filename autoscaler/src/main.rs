@@ -166,6 +166,11 @@ async fn stop_signal() {
 }
 
 async fn run(flags: Flags, validated: Validated) -> Result<(), String> {
+    tracing::info!(
+        "Cluster Autoscaler {} (behaviour; cluster-autoscaler {})",
+        autoscaler::CA_VERSION,
+        env!("CARGO_PKG_VERSION")
+    );
     let clock = simclock::Clock::new();
     let client = client(&flags).await?;
     let metrics = Arc::new(Metrics::new(flags.emit_per_nodegroup_metrics));

@@ -18,6 +18,7 @@
 //! run` and the `conformance` test target both use it. The step library
 //! ([`steps`]) is meant for users' own feature files too.
 
+pub mod binary;
 pub mod runner;
 pub mod steps;
 pub mod world;

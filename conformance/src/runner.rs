@@ -18,6 +18,8 @@ use cucumber::tag::Ext as _;
 use cucumber::{World as _, Writer, WriterExt as _, cli, parser};
 use serde_json::{Value, json};
 
+use crate::binary::BinaryInfo;
+use crate::steps::EXTENSION_TAG;
 use crate::world::{self, CaWorld, UnderTest};
 
 /// The tag filter without `--tags`.
@@ -125,6 +127,9 @@ pub struct Summary {
     pub parse_errors: Vec<String>,
     /// Scenarios the tag filter left out.
     pub filtered_out: Vec<String>,
+    /// Scenarios left out because the binary under test lacks a flag or
+    /// a version they need, with the reasons.
+    pub skipped: Vec<(String, Vec<String>)>,
     /// Wall time of the whole run.
     pub wall: Duration,
 }
@@ -167,7 +172,7 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
                 ));
             }
             UnderTest::Binary {
-                path: path.clone(),
+                info: Box::new(BinaryInfo::probe(path)?),
                 args: args.autoscaler_args.clone(),
                 time_scale: args.time_scale,
             }
@@ -197,10 +202,15 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
     match &under_test {
         UnderTest::InProcess => println!("Autoscaler under test: in-process (virtual time)"),
         UnderTest::Binary {
-            path, time_scale, ..
+            info, time_scale, ..
         } => println!(
-            "Autoscaler under test: {} (real time, 1 scenario minute = {:.2} s)",
-            path.display(),
+            "Autoscaler under test: {} ({}, {} flags; real time, scale {time_scale}: 1 scenario minute = {:.2} s)",
+            info.path.display(),
+            info.version
+                .map_or("version unknown".to_string(), |v| format!(
+                    "Cluster Autoscaler {v}"
+                )),
+            info.flags.len(),
             60.0 / time_scale
         ),
     }
@@ -220,15 +230,26 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
         let after_state = state.clone();
         let filter_state = state.clone();
         let tags = tags.clone();
+        let binary_info = match &under_test {
+            UnderTest::Binary { info, .. } => Some(info.clone()),
+            UnderTest::InProcess => None,
+        };
         runtime.block_on(
             CaWorld::cucumber()
                 .with_writer(report.assert_normalized())
                 .with_cli(cli::Opts::<_, _, _, cli::Empty>::default())
                 .max_concurrent_scenarios(1)
-                .after(move |_, _, _, finished, world| {
+                .after(move |feature, rule, scenario, finished, world| {
                     if let Some(w) = world {
                         let failed = !matches!(finished, event::ScenarioFinished::StepPassed);
+                        let tags = feature
+                            .tags
+                            .iter()
+                            .chain(rule.iter().flat_map(|r| r.tags.iter()))
+                            .chain(scenario.tags.iter());
+                        let violation = extension_violation(tags, &w.extensions.used());
                         if let Ok(mut s) = after_state.lock() {
+                            s.extension_violation = violation;
                             s.scenario_time = w.scenario_time();
                             s.log = w
                                 .running
@@ -249,12 +270,31 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
                         .chain(rule.iter().flat_map(|r| r.tags.iter()))
                         .chain(scenario.tags.iter());
                     let run = tags.eval(all.clone());
-                    if !run && let Ok(mut s) = filter_state.lock() {
-                        s.summary
-                            .filtered_out
-                            .push(format!("{} › {}", feature.name, scenario.name));
+                    let name = format!("{} › {}", feature.name, scenario.name);
+                    if !run {
+                        if let Ok(mut s) = filter_state.lock() {
+                            s.summary.filtered_out.push(name);
+                        }
+                        return false;
                     }
-                    run
+                    let Some(info) = &binary_info else {
+                        return true;
+                    };
+                    let steps = feature
+                        .background
+                        .iter()
+                        .chain(rule.iter().flat_map(|r| r.background.iter()))
+                        .flat_map(|b| b.steps.iter())
+                        .chain(scenario.steps.iter())
+                        .map(|s| s.value.as_str());
+                    let unmet = info.unmet(all, steps);
+                    if unmet.is_empty() {
+                        return true;
+                    }
+                    if let Ok(mut s) = filter_state.lock() {
+                        s.summary.skipped.push((name, unmet));
+                    }
+                    false
                 }),
         );
     }
@@ -264,6 +304,15 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
         .map_err(|e| e.to_string())?;
     summary.wall = started.elapsed();
     print!("{}", table(&summary));
+    if !summary.skipped.is_empty() {
+        println!(
+            "Skipped ({} scenarios: the autoscaler under test lacks what they need):",
+            summary.skipped.len()
+        );
+        for (name, why) in &summary.skipped {
+            println!("  - {name}: {}", why.join("; "));
+        }
+    }
     if !summary.filtered_out.is_empty() {
         println!(
             "Not run ({} scenarios, tag filter {expr:?}):",
@@ -294,6 +343,9 @@ struct State {
     scenario_time: Duration,
     /// The autoscaler binary's log, when the scenario failed.
     log: Option<PathBuf>,
+    /// Set by the after hook when the scenario used an extension of ours
+    /// without the tag that says so.
+    extension_violation: Option<String>,
 }
 
 /// The cucumber writer: progress lines and the records.
@@ -433,6 +485,12 @@ impl Report {
                 };
                 record.wall = started.elapsed();
                 record.scenario_time = state.scenario_time;
+                if let Some(violation) = state.extension_violation.take() {
+                    record.failure = Some(match record.failure.take() {
+                        Some(step) => format!("{violation}\n{step}"),
+                        None => violation,
+                    });
+                }
                 // Steps after a failure did not run.
                 let listed = record.steps.len();
                 let background = feature.background.iter().flat_map(|b| b.steps.iter());
@@ -467,6 +525,24 @@ impl Report {
             _ => {}
         }
     }
+}
+
+/// Why a scenario that used `used` (extensions of ours) fails the tag
+/// check: it is not tagged `@extension`, so an upstream binary would run it
+/// and fail for a reason that is not a difference in behaviour.
+pub fn extension_violation<'a>(
+    tags: impl IntoIterator<Item = &'a String>,
+    used: &[&str],
+) -> Option<String> {
+    let tagged = tags
+        .into_iter()
+        .any(|t| t.trim_start_matches('@') == EXTENSION_TAG);
+    (!used.is_empty() && !tagged).then(|| {
+        format!(
+            "the scenario uses {} but is not tagged @{EXTENSION_TAG}: an upstream Cluster Autoscaler cannot pass it",
+            used.join(" and ")
+        )
+    })
 }
 
 fn step_error(err: &event::StepError) -> String {
@@ -611,6 +687,22 @@ pub fn junit(summary: &Summary) -> String {
                     );
                 }
             }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    if !summary.skipped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"skipped: the autoscaler under test lacks what they need\" tests=\"{n}\" failures=\"0\" skipped=\"{n}\">",
+            n = summary.skipped.len()
+        );
+        for (name, why) in &summary.skipped {
+            let _ = writeln!(
+                out,
+                "    <testcase name=\"{}\"><skipped message=\"{}\"/></testcase>",
+                xml_escape(name),
+                xml_escape(&why.join("; "))
+            );
         }
         out.push_str("  </testsuite>\n");
     }

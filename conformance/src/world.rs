@@ -9,9 +9,10 @@
 //! "10 minutes" means 10 virtual minutes in-process and 10 s of real time
 //! at a scale of 60.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use autoscaler::core::Decisions;
@@ -20,6 +21,8 @@ use harness::cluster::Cluster;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use serde_json::{Value, json};
+
+use crate::binary::{self, BinaryInfo};
 
 /// The kwok provider's configuration, as the harness prepares it for every
 /// scenario (in-process or binary).
@@ -36,8 +39,8 @@ pub enum UnderTest {
     InProcess,
     /// A CA-compatible executable against the embedded API server over TLS.
     Binary {
-        /// The executable.
-        path: PathBuf,
+        /// The executable, its version and flags.
+        info: Box<BinaryInfo>,
         /// Extra arguments, passed after the harness's own.
         args: Vec<String>,
         /// Scenario time per real time: 60 makes a scenario minute one real
@@ -114,30 +117,6 @@ pub fn graceful_termination_stage() -> Value {
     })
 }
 
-/// The timing flags of CA with their defaults: in binary mode each is
-/// divided by the time scale, so the autoscaler lives on scenario time.
-/// (`--scale-down-delay-after-delete` defaults to the scan interval.)
-pub const TIMING_FLAGS: &[(&str, &str)] = &[
-    ("scan-interval", "10s"),
-    ("scale-down-unneeded-time", "10m"),
-    ("scale-down-unready-time", "20m"),
-    ("scale-down-delay-after-add", "10m"),
-    ("scale-down-delay-after-delete", "10s"),
-    ("scale-down-delay-after-failure", "3m"),
-    ("max-node-provision-time", "15m"),
-    ("new-pod-scale-up-delay", "0s"),
-    ("unremovable-node-recheck-timeout", "5m"),
-    ("initial-node-group-backoff-duration", "5m"),
-    ("max-node-group-backoff-duration", "30m"),
-    ("node-group-backoff-reset-timeout", "3h"),
-    ("max-pod-eviction-time", "2m"),
-    ("node-delete-delay-after-taint", "5s"),
-    ("node-deletion-delay-timeout", "2m"),
-    ("max-inactivity", "10m"),
-    ("max-failing-time", "15m"),
-    ("max-node-startup-time", "15m"),
-];
-
 /// A node group declared by a scenario.
 #[derive(Debug, Clone)]
 pub struct GroupSpec {
@@ -212,6 +191,20 @@ impl GroupSpec {
     }
 }
 
+impl GroupSpec {
+    /// The `i`th starting node: the template with a name and a provider
+    /// ID, and the annotations the kwok providers give their nodes.
+    pub fn starting_node(&self, i: usize) -> Value {
+        let mut node = self.template();
+        let name = format!("{}-start{i}", self.name);
+        node["metadata"]["name"] = json!(name);
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+        node["metadata"]["annotations"]["kwok.x-k8s.io/node"] = json!("fake");
+        node["spec"]["providerID"] = json!(format!("kwok:{name}"));
+        node
+    }
+}
+
 /// The node group templates as the kwok provider's templates ConfigMap.
 pub fn templates_config_map(groups: &[GroupSpec]) -> Value {
     let templates: Vec<Value> = groups.iter().map(GroupSpec::template).collect();
@@ -219,6 +212,30 @@ pub fn templates_config_map(groups: &[GroupSpec]) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": TEMPLATES_CONFIG_MAP, "namespace": "kube-system"},
         "data": {"templates": list.to_string()}})
+}
+
+/// What a scenario used beyond what every Cluster Autoscaler offers (our
+/// decision record, the kwok provider's fault annotation): a scenario that
+/// uses any must be tagged `@extension` ([`crate::steps::EXTENSION_TAG`]),
+/// which the runner checks after every scenario.
+#[derive(Debug, Clone, Default)]
+pub struct Extensions(Arc<Mutex<BTreeSet<&'static str>>>);
+
+impl Extensions {
+    /// Records that the scenario uses `what`.
+    pub fn record(&self, what: &'static str) {
+        if let Ok(mut used) = self.0.lock() {
+            used.insert(what);
+        }
+    }
+
+    /// What the scenario used.
+    pub fn used(&self) -> Vec<&'static str> {
+        self.0
+            .lock()
+            .map(|u| u.iter().copied().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// The autoscaler process or task of a scenario.
@@ -247,6 +264,7 @@ pub struct Running {
     started: tokio::time::Instant,
     time_scale: f64,
     flags: Vec<String>,
+    extensions: Extensions,
 }
 
 impl Drop for Running {
@@ -264,6 +282,17 @@ impl Running {
     /// The real duration of `scenario` time.
     pub fn real(&self, scenario: Duration) -> Duration {
         scenario.div_f64(self.time_scale)
+    }
+
+    /// How long a step waits for something that should happen `within`
+    /// scenario time: `within`, plus in binary mode CA's fixed real-time
+    /// waits ([`binary::FIXED_REAL_WAITS`]) expressed in scenario time.
+    pub fn window(&self, within: Duration) -> Duration {
+        if self.time_scale == 1.0 {
+            within
+        } else {
+            within + binary::FIXED_REAL_WAITS.mul_f64(self.time_scale)
+        }
     }
 
     /// Scenario time since the autoscaler started.
@@ -315,10 +344,10 @@ impl Running {
                     .kill()
                     .await
                     .map_err(|e| format!("stopping the autoscaler binary: {e}"))?;
-                let UnderTest::Binary { path, args, .. } = under_test() else {
+                let UnderTest::Binary { info, args, .. } = under_test() else {
                     return Err("binary mode is not configured".into());
                 };
-                start_binary(&self.cluster, &path, &self.flags, &args, self.time_scale).await?
+                start_binary(&self.cluster, &info, &self.flags, &args, self.time_scale).await?
             }
         };
         Ok(())
@@ -326,6 +355,7 @@ impl Running {
 
     /// The autoscaler's last decision record (`/decisions` for a binary).
     pub async fn decisions(&self) -> Result<Decisions, String> {
+        self.extensions.record("the decision record (/decisions)");
         match &self.autoscaler {
             Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.decisions()),
             Autoscaler::Binary(b) => {
@@ -400,6 +430,8 @@ pub struct CaWorld {
     pub expander_priorities: std::collections::BTreeMap<i64, Vec<String>>,
     /// The cluster, once started.
     pub running: Option<Running>,
+    /// What the scenario used beyond CA's own interfaces.
+    pub extensions: Extensions,
 }
 
 impl fmt::Debug for CaWorld {
@@ -458,22 +490,29 @@ impl CaWorld {
                 .await
                 .map_err(|e| format!("creating the kwok stage {name}: {e}"))?;
         }
+        // The starting nodes exist, Ready, before the autoscaler starts, as
+        // in a running cluster (upstream's kwok provider creates none: it
+        // only takes its target sizes from the templates).
+        for g in &self.groups {
+            for i in 0..g.initial.max(g.min) {
+                cluster
+                    .create(g.starting_node(i))
+                    .await
+                    .map_err(|e| format!("creating a starting node of {}: {e}", g.name))?;
+            }
+        }
         let (autoscaler, time_scale) = match under_test() {
             UnderTest::InProcess => {
-                // The provider creates the initial nodes; they are Ready
-                // before the workloads and the first loop, as in a running
-                // cluster.
-                let started = start_in_process(&cluster, &self.flags).await?;
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(120)).await?;
-                (started, 1.0)
+                (start_in_process(&cluster, &self.flags).await?, 1.0)
             }
             UnderTest::Binary {
-                path,
+                info,
                 args,
                 time_scale,
             } => {
-                let binary = start_binary(&cluster, &path, &self.flags, &args, time_scale).await?;
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(60)).await?;
+                let binary = start_binary(&cluster, &info, &self.flags, &args, time_scale).await?;
                 (binary, time_scale)
             }
         };
@@ -492,6 +531,7 @@ impl CaWorld {
             started: tokio::time::Instant::now(),
             time_scale,
             flags: self.flags.clone(),
+            extensions: self.extensions.clone(),
         })
     }
 
@@ -598,53 +638,9 @@ async fn wait_initial_nodes(
         .map_err(|e| format!("the initial nodes: {e}"))
 }
 
-/// `flags` with every timing flag divided by `scale`, the defaults of the
-/// ones not given included.
-pub fn scale_timing_flags(flags: &[String], scale: f64) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut given = std::collections::BTreeSet::new();
-    for f in flags {
-        let timing = f.strip_prefix("--").and_then(|rest| {
-            let (name, value) = rest.split_once('=')?;
-            TIMING_FLAGS
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|_| (name, value))
-        });
-        match timing {
-            Some((name, value)) => {
-                given.insert(name.to_string());
-                out.push(format!("--{name}={}", scale_duration(name, value, scale)?));
-            }
-            None => out.push(f.clone()),
-        }
-    }
-    for (name, default) in TIMING_FLAGS {
-        if !given.contains(*name) {
-            out.push(format!(
-                "--{name}={}",
-                scale_duration(name, default, scale)?
-            ));
-        }
-    }
-    Ok(out)
-}
-
-fn scale_duration(name: &str, value: &str, scale: f64) -> Result<String, String> {
-    let d = simclock::parse_go_duration(value)
-        .ok_or_else(|| format!("flag --{name}={value}: not a duration"))?;
-    let scaled = d.div_f64(scale);
-    if !d.is_zero() && scaled < Duration::from_millis(1) {
-        return Ok("1ms".into());
-    }
-    Ok(simclock::format_go_duration(Duration::from_millis(
-        u64::try_from(scaled.as_millis()).unwrap_or(u64::MAX),
-    )))
-}
-
 async fn start_binary(
     cluster: &Cluster,
-    path: &std::path::Path,
+    info: &BinaryInfo,
     flags: &[String],
     extra: &[String],
     time_scale: f64,
@@ -673,22 +669,11 @@ async fn start_binary(
     let log = logs.join(format!("autoscaler-{n}.log"));
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
-    let mut args = vec![
-        "--cloud-provider=kwok".to_string(),
-        format!("--kubeconfig={}", kubeconfig.display()),
-        format!("--address=127.0.0.1:{port}"),
-        "--leader-elect=false".to_string(),
-    ];
-    args.extend(scale_timing_flags(flags, time_scale)?);
-    args.extend(extra.iter().cloned());
-    let child = tokio::process::Command::new(path)
-        .args(&args)
-        .env("POD_NAMESPACE", "kube-system")
+    let child = binary::command(info, &kubeconfig, port, flags, extra, time_scale)?
         .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
         .stderr(log_file)
-        .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("starting {}: {e}", path.display()))?;
+        .map_err(|e| format!("starting {}: {e}", info.path.display()))?;
     Ok(Autoscaler::Binary(Box::new(BinaryProcess {
         child,
         port,

@@ -35,7 +35,8 @@ async fn group_has(w: &mut CaWorld, group: String, want: usize) -> StepResult {
 
 #[then(regex = r#"^the node group "(\S+)" reaches (\d+) nodes? within (\d+) minutes?$"#)]
 async fn group_reaches(w: &mut CaWorld, group: String, want: usize, within: u64) -> StepResult {
-    for _ in 0..(within * 12) {
+    let window = w.running().await?.window(minutes(within));
+    for _ in 0..window.as_secs().div_ceil(5) {
         if count(w, &group).await? == want {
             return Ok(());
         }
@@ -117,7 +118,8 @@ async fn shrinks_one_at_a_time(
 ) -> StepResult {
     let mut last = count(w, &group).await?;
     let mut history = vec![last];
-    for _ in 0..(within * 60) {
+    let window = w.running().await?.window(minutes(within));
+    for _ in 0..window.as_secs() {
         if last == want {
             return Ok(());
         }
@@ -148,7 +150,7 @@ async fn pods_of(w: &mut CaWorld, app: &str) -> Result<Vec<Pod>, String> {
 #[then(regex = r#"^all (\d+) pods? of "(\S+)" (?:is|are) running within (\d+) minutes?$"#)]
 async fn pods_running(w: &mut CaWorld, want: usize, app: String, within: u64) -> StepResult {
     let r = w.running().await?;
-    let timeout = r.real(minutes(within));
+    let timeout = r.real(r.window(minutes(within)));
     r.cluster
         .wait_pods_running(&format!("app={app}"), want, timeout)
         .await
@@ -277,10 +279,27 @@ impl Message<'_> {
     fn matches(&self, message: &str) -> bool {
         match self {
             Self::Any => true,
-            Self::Exactly(want) => message == *want,
+            Self::Exactly(want) => message == *want || same_reasons(message, want),
             Self::Containing(part) => message.contains(part),
         }
     }
+}
+
+/// The prefix of CA's NotTriggerScaleUp message, before its reasons.
+const NO_SCALE_UP_PREFIX: &str = "pod didn't trigger scale-up: ";
+
+/// Whether two NotTriggerScaleUp messages give the same reasons in any
+/// order: CA aggregates them in a Go map (`ReasonsMessage`), so their order
+/// differs from one event to the next.
+fn same_reasons(message: &str, want: &str) -> bool {
+    fn reasons(m: &str) -> Option<Vec<&str>> {
+        m.strip_prefix(NO_SCALE_UP_PREFIX).map(|rest| {
+            let mut r: Vec<&str> = rest.split(", ").collect();
+            r.sort_unstable();
+            r
+        })
+    }
+    matches!((reasons(message), reasons(want)), (Some(a), Some(b)) if a == b)
 }
 
 /// Waits up to a minute for an event with `reason` and a matching message.
@@ -362,7 +381,7 @@ fn has_taint(n: &Node, key: &str) -> bool {
 async fn gets_taint(w: &mut CaWorld, group: String, key: String, within: u64) -> StepResult {
     let r = w.running().await?;
     let api = Api::<Node>::all(r.cluster.client());
-    let deadline = tokio::time::Instant::now() + r.real(minutes(within));
+    let deadline = tokio::time::Instant::now() + r.real(r.window(minutes(within)));
     let matches = |n: &Node| node_group_of(n) == Some(group.as_str()) && has_taint(n, &key);
     while tokio::time::Instant::now() < deadline {
         let list = api
@@ -401,8 +420,13 @@ async fn gets_taint(w: &mut CaWorld, group: String, key: String, within: u64) ->
 #[then(regex = r#"^no node of "(\S+)" has the taint "(\S+)"(?: within (\d+) minutes?)?$"#)]
 async fn no_taint(w: &mut CaWorld, group: String, key: String, within: String) -> StepResult {
     let within: u64 = within.parse().unwrap_or(0);
+    let samples = if within == 0 {
+        0
+    } else {
+        w.running().await?.window(minutes(within)).as_secs() / 5
+    };
     let mut tainted = Vec::new();
-    for i in 0..=(within * 12) {
+    for i in 0..=samples {
         tainted = w
             .group_nodes(&group)
             .await?
@@ -413,7 +437,7 @@ async fn no_taint(w: &mut CaWorld, group: String, key: String, within: String) -
         if tainted.is_empty() {
             return Ok(());
         }
-        if i < within * 12 {
+        if i < samples {
             w.pass(Duration::from_secs(5)).await?;
         }
     }
@@ -424,12 +448,31 @@ async fn no_taint(w: &mut CaWorld, group: String, key: String, within: String) -
 
 // ---- The status ConfigMap ----
 
+/// The status ConfigMap, parsed. CA writes it at the end of its first
+/// loop, so it is waited for (up to a scenario minute) while it does not
+/// exist yet.
 async fn status_config_map(w: &mut CaWorld) -> Result<(ConfigMap, Value, String), String> {
-    let r = w.running().await?;
-    let cm = Api::<ConfigMap>::namespaced(r.cluster.client(), "kube-system")
-        .get("cluster-autoscaler-status")
-        .await
-        .map_err(|e| format!("reading the status ConfigMap: {e}"))?;
+    let mut waited = 0;
+    let cm = loop {
+        let r = w.running().await?;
+        match Api::<ConfigMap>::namespaced(r.cluster.client(), "kube-system")
+            .get_opt("cluster-autoscaler-status")
+            .await
+            .map_err(|e| format!("reading the status ConfigMap: {e}"))?
+        {
+            Some(cm) => break cm,
+            None if waited < 60 => {
+                r.pass(Duration::from_secs(5)).await?;
+                waited += 5;
+            }
+            None => {
+                return Err(
+                    "the status ConfigMap kube-system/cluster-autoscaler-status was not written within a minute"
+                        .into(),
+                );
+            }
+        }
+    };
     let text = cm
         .data
         .as_ref()
@@ -477,12 +520,22 @@ async fn expect_status(
     within: u64,
 ) -> StepResult {
     let mut last = (None, String::new());
-    for i in 0..=(within * 12) {
-        last = status_field(w, group, path).await?;
+    let samples = if within == 0 {
+        0
+    } else {
+        w.running().await?.window(minutes(within)).as_secs() / 5
+    };
+    for i in 0..=samples {
+        // A group may show up in the status only after a loop or two.
+        last = match status_field(w, group, path).await {
+            Ok(found) => found,
+            Err(e) if i < samples => (None, e),
+            Err(e) => return Err(e),
+        };
         if last.0.as_deref() == Some(want) {
             return Ok(());
         }
-        if i < within * 12 {
+        if i < samples {
             w.pass(Duration::from_secs(5)).await?;
         }
     }
@@ -647,4 +700,24 @@ async fn options_considered(w: &mut CaWorld, groups: String) -> StepResult {
     })
     .await?;
     found.map_err(|d| format!("the scale-up options were {:?}, want {want:?}", d.options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_scale_up_reasons_match_in_any_order() {
+        let a = "pod didn't trigger scale-up: 1 max node group size reached, 1 node(s) didn't match Pod's node affinity/selector";
+        let b = "pod didn't trigger scale-up: 1 node(s) didn't match Pod's node affinity/selector, 1 max node group size reached";
+        assert!(Message::Exactly(a).matches(b));
+        assert!(
+            !Message::Exactly(a)
+                .matches("pod didn't trigger scale-up: 1 max node group size reached")
+        );
+        assert!(
+            !Message::Exactly("pod triggered scale-up: [a b]")
+                .matches("pod triggered scale-up: [b a]")
+        );
+    }
 }

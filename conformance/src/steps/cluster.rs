@@ -86,6 +86,8 @@ async fn restart(w: &mut CaWorld) -> StepResult {
 // ---- Faults ----
 
 async fn set_fault(w: &mut CaWorld, group: &str, fault: Option<&str>) -> StepResult {
+    w.extensions
+        .record("the kwok provider's fault annotation (our provider only)");
     let g = w.group_mut(group)?;
     match fault {
         Some(f) => g.annotations.insert(FAULT.into(), json!(f)),

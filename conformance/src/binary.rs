@@ -1,0 +1,497 @@
+//! A CA-compatible autoscaler binary under test: what it is (the Cluster
+//! Autoscaler release it behaves as, the flags it knows), what a scenario
+//! needs of it, and how it is started against the embedded API server.
+//!
+//! Upstream releases differ: a flag appears (`--max-node-startup-time` in
+//! 1.35), a default changes (the `least-waste` expander in 1.33). So the
+//! binary is probed once per run ([`BinaryInfo::probe`]): its `--help` gives
+//! the flags it knows, its start-up line (`Cluster Autoscaler 1.30.7`, logged
+//! at `--v=1`) its version. A scenario then runs only when the binary has
+//! what it needs ([`BinaryInfo::unmet`]): every `--flag` its steps name, and
+//! the version its `@ca>=X.Y` tags ask for. The others are skipped with the
+//! reason printed, never failed and never silently passed.
+//!
+//! The launcher ([`start`]) gives every release what it needs to run here:
+//! the kwok provider's local mode (`KWOK_PROVIDER_MODE=local` and
+//! `KUBECONFIG`, without which upstream's kwok provider looks for an
+//! in-cluster config), the timing flags divided by the time scale and the
+//! client rate limits multiplied by it (only the flags the binary knows).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The timing flags of CA with their defaults: in binary mode each is
+/// divided by the time scale, so the autoscaler lives on scenario time.
+/// (`--scale-down-delay-after-delete` defaults to the scan interval.)
+pub const TIMING_FLAGS: &[(&str, &str)] = &[
+    ("scan-interval", "10s"),
+    ("scale-down-unneeded-time", "10m"),
+    ("scale-down-unready-time", "20m"),
+    ("scale-down-delay-after-add", "10m"),
+    ("scale-down-delay-after-delete", "10s"),
+    ("scale-down-delay-after-failure", "3m"),
+    ("max-node-provision-time", "15m"),
+    ("new-pod-scale-up-delay", "0s"),
+    ("unremovable-node-recheck-timeout", "5m"),
+    ("initial-node-group-backoff-duration", "5m"),
+    ("max-node-group-backoff-duration", "30m"),
+    ("node-group-backoff-reset-timeout", "3h"),
+    ("max-pod-eviction-time", "2m"),
+    ("node-delete-delay-after-taint", "5s"),
+    ("node-deletion-delay-timeout", "2m"),
+    ("max-inactivity", "10m"),
+    ("max-failing-time", "15m"),
+    ("max-node-startup-time", "15m"),
+];
+
+/// The longest of CA's fixed waits (constants, not flags, so they stay in
+/// real time whatever the scale) that a step's "within" window may have to
+/// sit through: a drain polls for its evicted pods every 5 s and retries a
+/// refused eviction every 10 s (upstream's `waitPodsToDisappear` and
+/// `DefaultEvictionRetryTime`), so a node whose pods leave one by one under
+/// a PDB takes 5 s + 2 × 10 s more. In binary mode every "within" window is
+/// longer by this much real time ([`crate::world::Running::window`]).
+pub const FIXED_REAL_WAITS: Duration = Duration::from_secs(25);
+
+/// Timing flags that bound a loop of CA's whose period is fixed in real
+/// time, with the least real duration they are scaled to:
+/// `--max-pod-eviction-time` bounds the eviction retries (every 10 s real);
+/// below 30 s it would allow a single try, not the dozen it allows at its
+/// 2-minute default.
+pub const REAL_TIME_FLOORS: &[(&str, Duration)] =
+    &[("max-pod-eviction-time", Duration::from_secs(30))];
+
+/// CA's client rate limits with their defaults: multiplied by the time
+/// scale, so that a scenario minute allows the API calls a real minute does
+/// (5 QPS would otherwise be 5 calls per scenario minute at a scale of 60).
+pub const RATE_FLAGS: &[(&str, f64)] = &[("kube-client-qps", 5.0), ("kube-client-burst", 10.0)];
+
+/// A Cluster Autoscaler release number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CaVersion {
+    /// Major (1).
+    pub major: u32,
+    /// Minor (30).
+    pub minor: u32,
+    /// Patch (7).
+    pub patch: u32,
+}
+
+impl CaVersion {
+    /// `1.30.7`, `v1.30.7` or `1.30` (patch 0).
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim().trim_start_matches('v');
+        let mut parts = text.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        let patch = match parts.next() {
+            // `1.36.1-compatible`: the digits before any suffix.
+            Some(p) => p
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()?,
+            None => 0,
+        };
+        Some(Self {
+            major,
+            minor,
+            patch,
+        })
+    }
+}
+
+impl fmt::Display for CaVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The prefix of the version tags: `@ca>=1.33` runs a scenario only
+/// against releases 1.33 and later.
+pub const VERSION_TAG_PREFIX: &str = "ca>=";
+
+/// What the runner learned of the binary before the first scenario.
+#[derive(Debug, Clone)]
+pub struct BinaryInfo {
+    /// The executable.
+    pub path: PathBuf,
+    /// The release it behaves as, from its start-up line.
+    pub version: Option<CaVersion>,
+    /// The flags its `--help` lists (without `--`).
+    pub flags: BTreeSet<String>,
+}
+
+impl BinaryInfo {
+    /// Asks the binary for its flags (`--help`) and its version (the
+    /// `Cluster Autoscaler X.Y.Z` line it logs at `--v=1` as it starts; it
+    /// is stopped right after).
+    pub fn probe(path: &Path) -> Result<Self, String> {
+        let help = Command::new(path)
+            .arg("--help")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running {} --help: {e}", path.display()))?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&help.stdout),
+            String::from_utf8_lossy(&help.stderr)
+        );
+        let flags = help_flags(&text);
+        if !flags.contains("cloud-provider") {
+            return Err(format!(
+                "{} --help lists no --cloud-provider flag: is it a Cluster Autoscaler?\n{}",
+                path.display(),
+                text.lines().take(10).collect::<Vec<_>>().join("\n")
+            ));
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            version: probe_version(path)?,
+            flags,
+        })
+    }
+
+    /// Whether the binary knows `--flag`.
+    pub fn knows(&self, flag: &str) -> bool {
+        self.flags.contains(flag)
+    }
+
+    /// Why a scenario cannot run against this binary: the flags its steps
+    /// name that the binary does not know, and the `@ca>=X.Y` tags its
+    /// version does not meet. Empty when it can run.
+    pub fn unmet<'a>(
+        &self,
+        tags: impl IntoIterator<Item = &'a String>,
+        step_texts: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<String> {
+        let mut unmet = Vec::new();
+        for tag in tags {
+            let Some(wanted) = tag.trim_start_matches('@').strip_prefix(VERSION_TAG_PREFIX) else {
+                continue;
+            };
+            match (CaVersion::parse(wanted), self.version) {
+                (None, _) => unmet.push(format!(
+                    "tag @{VERSION_TAG_PREFIX}{wanted} is not a version"
+                )),
+                (Some(w), Some(v)) if v >= w => {}
+                (Some(w), Some(v)) => unmet.push(format!("needs CA {w} or later (binary: {v})")),
+                (Some(w), None) => unmet.push(format!(
+                    "needs CA {w} or later (the binary's version is unknown)"
+                )),
+            }
+        }
+        let mut missing = BTreeSet::new();
+        for text in step_texts {
+            for flag in flags_named(text) {
+                if !self.knows(&flag) {
+                    missing.insert(flag);
+                }
+            }
+        }
+        for flag in missing {
+            unmet.push(format!("needs --{flag}, which the binary does not know"));
+        }
+        unmet
+    }
+}
+
+/// The flag names a `--help` text lists: pflag's `      --name type  ...`
+/// and `  -v, --v Level ...`, clap's `      --name <NAME>`.
+pub fn help_flags(help: &str) -> BTreeSet<String> {
+    help.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = match line.split_once(", --") {
+                Some((short, rest)) if short.starts_with('-') && short.len() == 2 => rest,
+                _ => line.strip_prefix("--")?,
+            };
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// The `--flag` names in a step's text (`the autoscaler runs with
+/// "--expander=random"`).
+pub fn flags_named(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == '"')
+        .filter_map(|word| word.strip_prefix("--"))
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>()
+        })
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// The version from the start-up line, read for up to 20 s.
+fn probe_version(path: &Path) -> Result<Option<CaVersion>, String> {
+    let mut child = Command::new(path)
+        .args([
+            "--v=1",
+            "--cloud-provider=kwok",
+            "--kubeconfig=/nonexistent/kubeconfig",
+            "--address=127.0.0.1:0",
+            "--leader-elect=false",
+        ])
+        .env("KWOK_PROVIDER_MODE", "local")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", path.display()))?;
+    let (tx, rx) = mpsc::channel();
+    let readers: Vec<Box<dyn Read + Send>> = [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for reader in readers {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(reader).lines().map_while(Result::ok) {
+                if let Some(v) = version_in(&line) {
+                    let _ = tx.send(v);
+                    return;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let version = rx.recv_timeout(Duration::from_secs(20)).ok();
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(version)
+}
+
+/// `Cluster Autoscaler 1.30.7` anywhere in a log line.
+fn version_in(line: &str) -> Option<CaVersion> {
+    let (_, rest) = line.split_once("Cluster Autoscaler ")?;
+    CaVersion::parse(rest.split_whitespace().next()?)
+}
+
+/// `flags` with every timing flag divided by `scale` and every rate flag
+/// multiplied by it, the defaults of the ones not given included; flags
+/// `knows` rejects are left out (their defaults apply).
+pub fn scaled_flags(
+    flags: &[String],
+    scale: f64,
+    knows: impl Fn(&str) -> bool,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut given = BTreeSet::new();
+    for f in flags {
+        let name_value = f.strip_prefix("--").and_then(|rest| rest.split_once('='));
+        let Some((name, value)) = name_value else {
+            out.push(f.clone());
+            continue;
+        };
+        if !knows(name) {
+            continue;
+        }
+        given.insert(name.to_string());
+        if TIMING_FLAGS.iter().any(|(n, _)| *n == name) {
+            out.push(format!("--{name}={}", scale_duration(name, value, scale)?));
+        } else if RATE_FLAGS.iter().any(|(n, _)| *n == name) {
+            let v: f64 = value
+                .parse()
+                .map_err(|_| format!("flag --{name}={value}: not a number"))?;
+            out.push(format!("--{name}={}", scale_rate(name, v * scale)));
+        } else {
+            out.push(f.clone());
+        }
+    }
+    for (name, default) in TIMING_FLAGS {
+        if !given.contains(*name) && knows(name) {
+            out.push(format!(
+                "--{name}={}",
+                scale_duration(name, default, scale)?
+            ));
+        }
+    }
+    for (name, default) in RATE_FLAGS {
+        if !given.contains(*name) && knows(name) {
+            out.push(format!("--{name}={}", scale_rate(name, default * scale)));
+        }
+    }
+    Ok(out)
+}
+
+/// QPS is a float flag, burst an int.
+fn scale_rate(name: &str, v: f64) -> String {
+    if name.ends_with("burst") {
+        format!("{}", v.ceil().max(1.0))
+    } else {
+        format!("{v}")
+    }
+}
+
+fn scale_duration(name: &str, value: &str, scale: f64) -> Result<String, String> {
+    let d = simclock::parse_go_duration(value)
+        .ok_or_else(|| format!("flag --{name}={value}: not a duration"))?;
+    let mut scaled = d.div_f64(scale);
+    if let Some((_, floor)) = REAL_TIME_FLOORS.iter().find(|(n, _)| *n == name) {
+        scaled = scaled.max((*floor).min(d));
+    }
+    if !d.is_zero() && scaled < Duration::from_millis(1) {
+        return Ok("1ms".into());
+    }
+    Ok(simclock::format_go_duration(Duration::from_millis(
+        u64::try_from(scaled.as_millis()).unwrap_or(u64::MAX),
+    )))
+}
+
+/// The command line and environment of the binary for a scenario.
+pub fn command(
+    info: &BinaryInfo,
+    kubeconfig: &Path,
+    port: u16,
+    flags: &[String],
+    extra: &[String],
+    time_scale: f64,
+) -> Result<tokio::process::Command, String> {
+    let mut args = vec![
+        "--cloud-provider=kwok".to_string(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--address=127.0.0.1:{port}"),
+        "--leader-elect=false".to_string(),
+    ];
+    args.extend(scaled_flags(flags, time_scale, |f| info.knows(f))?);
+    args.extend(extra.iter().cloned());
+    let mut cmd = tokio::process::Command::new(&info.path);
+    cmd.args(&args)
+        .env("POD_NAMESPACE", "kube-system")
+        // Upstream's kwok provider reads a kubeconfig only in local mode.
+        .env("KWOK_PROVIDER_MODE", "local")
+        .env("KUBECONFIG", kubeconfig)
+        .kill_on_drop(true);
+    Ok(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    const PFLAG_HELP: &str = "Usage of ./cluster-autoscaler:
+      --address string                    The address to expose prometheus metrics. (default \":8085\")
+      --cloud-provider string             Cloud provider type. (default \"gce\")
+      --kube-client-qps float             QPS value for kubernetes client. (default 5)
+      --scale-down-delay-after-add duration   How long after scale up that scale down evaluation resumes (default 10m0s)
+  -v, --v Level                           number for the log level verbosity
+";
+
+    fn info(version: &str, flags: &[&str]) -> BinaryInfo {
+        BinaryInfo {
+            path: PathBuf::from("ca"),
+            version: CaVersion::parse(version),
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn help_flags_and_versions_parse() {
+        let flags = help_flags(PFLAG_HELP);
+        for f in [
+            "address",
+            "cloud-provider",
+            "kube-client-qps",
+            "scale-down-delay-after-add",
+            "v",
+        ] {
+            assert!(flags.contains(f), "{f} in {flags:?}");
+        }
+        assert_eq!(flags.len(), 5, "{flags:?}");
+        assert_eq!(
+            version_in("I1123 11:02:10.1 1 main.go:649] Cluster Autoscaler 1.30.7"),
+            CaVersion::parse("1.30.7")
+        );
+        assert!(CaVersion::parse("1.30.7") < CaVersion::parse("1.33"));
+        assert_eq!(
+            CaVersion::parse("1.36.1-compatible"),
+            CaVersion::parse("v1.36.1")
+        );
+        assert_eq!(
+            flags_named(
+                r#"the autoscaler runs with "--expander=random --max-node-startup-time=5m""#
+            ),
+            ["expander", "max-node-startup-time"]
+        );
+    }
+
+    #[test]
+    fn scenarios_needing_what_the_binary_lacks_are_named() {
+        let old = info("1.30.7", &["expander", "cloud-provider"]);
+        let tags = vec!["@ca>=1.35".to_string(), "@binary".to_string()];
+        let steps = [r#"the autoscaler runs with "--max-node-startup-time=5m --expander=random""#];
+        assert_eq!(
+            old.unmet(&tags, steps),
+            [
+                "needs CA 1.35.0 or later (binary: 1.30.7)",
+                "needs --max-node-startup-time, which the binary does not know"
+            ]
+        );
+        let new = info("1.35.1", &["expander", "max-node-startup-time"]);
+        assert!(new.unmet(&tags, steps).is_empty());
+        let unknown = info("", &[]);
+        assert_eq!(
+            unknown.unmet(&tags, [])[0],
+            "needs CA 1.35.0 or later (the binary's version is unknown)"
+        );
+    }
+
+    #[test]
+    fn flags_are_scaled_and_unknown_ones_left_out() {
+        let given = [
+            "--scale-down-unneeded-time=3m".to_string(),
+            "--expander=random".to_string(),
+            "--max-node-startup-time=5m".to_string(),
+        ];
+        let knows = |f: &str| f != "max-node-startup-time";
+        let out = scaled_flags(&given, 60.0, knows).unwrap();
+        assert!(
+            out.contains(&"--scale-down-unneeded-time=3s".to_string()),
+            "{out:?}"
+        );
+        assert!(out.contains(&"--expander=random".to_string()));
+        assert!(
+            out.contains(&"--scan-interval=166ms".to_string()),
+            "{out:?}"
+        );
+        assert!(
+            out.contains(&"--kube-client-qps=300".to_string()),
+            "{out:?}"
+        );
+        assert!(
+            out.contains(&"--kube-client-burst=600".to_string()),
+            "{out:?}"
+        );
+        assert!(
+            !out.iter().any(|f| f.contains("max-node-startup-time")),
+            "{out:?}"
+        );
+        assert!(
+            out.contains(&"--max-pod-eviction-time=30s".to_string()),
+            "{out:?}"
+        );
+    }
+}
