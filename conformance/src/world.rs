@@ -247,6 +247,23 @@ enum Autoscaler {
     Binary(Box<BinaryProcess>),
 }
 
+impl Autoscaler {
+    /// When the binary has exited: its exit status and the tail of its log.
+    fn exited(&mut self) -> Option<String> {
+        let Autoscaler::Binary(b) = self else {
+            return None;
+        };
+        let status = b.child.try_wait().ok()??;
+        let text = std::fs::read_to_string(&b.log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Some(format!(
+            "the autoscaler binary exited ({status}); last log lines:\n{}",
+            tail.join("\n")
+        ))
+    }
+}
+
 /// An autoscaler binary and what it needs kept alive.
 struct BinaryProcess {
     child: tokio::process::Child,
@@ -317,18 +334,7 @@ impl Running {
 
     /// Fails with the tail of its log when the autoscaler binary exited.
     pub fn check_alive(&mut self) -> Result<(), String> {
-        if let Autoscaler::Binary(b) = &mut self.autoscaler
-            && let Ok(Some(status)) = b.child.try_wait()
-        {
-            let text = std::fs::read_to_string(&b.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(20).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            return Err(format!(
-                "the autoscaler binary exited ({status}); last log lines:\n{}",
-                tail.join("\n")
-            ));
-        }
-        Ok(())
+        self.autoscaler.exited().map_or(Ok(()), Err)
     }
 
     /// Stops the autoscaler and starts it again with the same flags, as a
@@ -512,7 +518,9 @@ impl CaWorld {
                 time_scale,
             } => {
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(60)).await?;
-                let binary = start_binary(&cluster, &info, &self.flags, &args, time_scale).await?;
+                let mut binary =
+                    start_binary(&cluster, &info, &self.flags, &args, time_scale).await?;
+                wait_first_loop(&cluster, &mut binary, Duration::from_secs(30)).await?;
                 (binary, time_scale)
             }
         };
@@ -618,6 +626,32 @@ async fn start_in_process(cluster: &Cluster, flags: &[String]) -> Result<Autosca
     let endpoints = built.endpoints;
     let task = tokio::spawn(built.autoscaler.run());
     Ok(Autoscaler::InProcess { endpoints, task })
+}
+
+/// Waits until the autoscaler binary has finished its first loop: every
+/// CA writes its status ConfigMap at the end of each loop. Until then a
+/// scenario's first step could race the binary's start-up (its cloud
+/// provider reading the cluster, its HTTP endpoints opening). Fails when the
+/// binary exits; after `timeout` the scenario goes on, as an autoscaler
+/// that does not write the status (`--write-status-configmap=false`) may.
+async fn wait_first_loop(
+    cluster: &Cluster,
+    autoscaler: &mut Autoscaler,
+    timeout: Duration,
+) -> StepResult {
+    let api =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(cluster.client(), "kube-system");
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        if let Some(exited) = autoscaler.exited() {
+            return Err(exited);
+        }
+        if matches!(api.get_opt("cluster-autoscaler-status").await, Ok(Some(_))) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 async fn wait_initial_nodes(
