@@ -242,12 +242,10 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
                 .after(move |feature, rule, scenario, finished, world| {
                     if let Some(w) = world {
                         let failed = !matches!(finished, event::ScenarioFinished::StepPassed);
-                        let tags = feature
-                            .tags
-                            .iter()
-                            .chain(rule.iter().flat_map(|r| r.tags.iter()))
-                            .chain(scenario.tags.iter());
-                        let violation = extension_violation(tags, &w.extensions.used());
+                        let violation = extension_violation(
+                            all_tags(feature, rule, scenario),
+                            &w.extensions.used(),
+                        );
                         if let Ok(mut s) = after_state.lock() {
                             s.extension_violation = violation;
                             s.scenario_time = w.scenario_time();
@@ -264,11 +262,7 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
                     Box::pin(async {})
                 })
                 .filter_run(path, move |feature, rule, scenario| {
-                    let all = feature
-                        .tags
-                        .iter()
-                        .chain(rule.iter().flat_map(|r| r.tags.iter()))
-                        .chain(scenario.tags.iter());
+                    let all = all_tags(feature, rule, scenario);
                     let run = tags.eval(all.clone());
                     let name = format!("{} › {}", feature.name, scenario.name);
                     if !run {
@@ -525,6 +519,19 @@ impl Report {
             _ => {}
         }
     }
+}
+
+/// A scenario's tags with those of its feature and rule.
+fn all_tags<'a>(
+    feature: &'a cucumber::gherkin::Feature,
+    rule: Option<&'a cucumber::gherkin::Rule>,
+    scenario: &'a cucumber::gherkin::Scenario,
+) -> impl Iterator<Item = &'a String> + Clone {
+    feature
+        .tags
+        .iter()
+        .chain(rule.into_iter().flat_map(|r| r.tags.iter()))
+        .chain(scenario.tags.iter())
 }
 
 /// Why a scenario that used `used` (extensions of ours) fails the tag

@@ -159,6 +159,18 @@ impl GroupSpec {
         }
     }
 
+    /// The `i`th starting node: the template with a name and a provider
+    /// ID, and the annotations the kwok providers give their nodes.
+    pub fn starting_node(&self, i: usize) -> Value {
+        let mut node = self.template();
+        let name = format!("{}-start{i}", self.name);
+        node["metadata"]["name"] = json!(name);
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+        node["metadata"]["annotations"]["kwok.x-k8s.io/node"] = json!("fake");
+        node["spec"]["providerID"] = json!(format!("kwok:{name}"));
+        node
+    }
+
     /// The group's template node, as the kwok provider reads it.
     pub fn template(&self) -> Value {
         let mut labels = self.labels.clone();
@@ -188,20 +200,6 @@ impl GroupSpec {
             "metadata": {"name": self.name, "labels": labels, "annotations": annotations},
             "spec": {"taints": self.taints},
             "status": {"capacity": resources, "allocatable": resources}})
-    }
-}
-
-impl GroupSpec {
-    /// The `i`th starting node: the template with a name and a provider
-    /// ID, and the annotations the kwok providers give their nodes.
-    pub fn starting_node(&self, i: usize) -> Value {
-        let mut node = self.template();
-        let name = format!("{}-start{i}", self.name);
-        node["metadata"]["name"] = json!(name);
-        node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
-        node["metadata"]["annotations"]["kwok.x-k8s.io/node"] = json!("fake");
-        node["spec"]["providerID"] = json!(format!("kwok:{name}"));
-        node
     }
 }
 
