@@ -21,6 +21,14 @@ Feature: Scale-up
     Then the node group "pool" has 0 nodes
     And the pods of "huge" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 1 Insufficient cpu"
 
+  @binary
+  Scenario: Pods in a namespace of their own get nodes too
+    # The suite creates a namespace that a step names.
+    Given a deployment "team" of 5 pods requesting 1 CPU in namespace "fresh-ns"
+    Then all 5 pods of "team" are running within 5 minutes
+    And the node group "pool" has 2 nodes
+    And the pods of "team" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0->2 (max: 10)}]"
+
   Scenario: A node group never grows above its max size
     Given a node group "small" of nodes with 4 CPU and 16Gi memory, min 0 and max 2
     And a deployment "pinned" of 12 pods requesting 900m CPU on node group "small"

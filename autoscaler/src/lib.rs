@@ -2,16 +2,23 @@
 //! Cluster Autoscaler (CA).
 //!
 //! The modules mirror upstream CA's packages, so that a CA engineer finds
-//! their way at once:
+//! their way at once. Data flows in this order each loop ([`core`]):
 //!
-//! - [`config`]: the command-line flags (the FAQ's table is the contract).
-//! - [`cloudprovider`]: node groups and the providers (`kwok` so far).
+//! - [`config`]: the command-line flags (the FAQ's table is the contract)
+//!   and the grouped `--help`.
+//! - [`cache`]: nodes, pods, PDBs and controllers from watches.
+//! - [`cloudprovider`]: node groups and the providers; `builder` holds the
+//!   one list of implemented providers (`kwok` so far).
+//! - [`clusterstate`]: readiness, unregistered instances, upcoming nodes,
+//!   backoff and health.
 //! - [`simulator`]: the forkable snapshot and the drainability rules.
-//!
-//! Still to come (issue "The autoscaler"): `clusterstate` (readiness,
-//! upcoming nodes, backoff, health), `simulator` (snapshot with
-//! fork/revert, drainability), `scaleup`, `scaledown`, `status` and the
-//! main loop.
+//! - [`scaleup`] and [`expander`]: which pending pods get which node group.
+//! - [`scaledown`] and [`actuation`]: unneeded nodes, and their deletion
+//!   (taints from [`taints`]).
+//! - [`status`], [`metrics`], [`server`]: the status ConfigMap, events,
+//!   `/metrics`, `/health-check` and `/decisions`.
+//! - [`leaderelection`]: the Lease; [`inprocess`]: the autoscaler as a
+//!   library beside an embedded cluster (tests and the conformance suite).
 
 /// The upstream Cluster Autoscaler release whose behaviour (flags, defaults,
 /// texts) this autoscaler follows. Logged at start-up the way CA logs its

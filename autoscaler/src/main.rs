@@ -11,48 +11,13 @@ use std::sync::{Arc, Mutex};
 
 use autoscaler::cache::ClusterCache;
 use autoscaler::cloudprovider::CloudProvider;
+use autoscaler::cloudprovider::builder::ProviderName;
 use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
 use autoscaler::config::{ExpanderName, Flags, Validated};
 use autoscaler::core::{Autoscaler, node_lister};
 use autoscaler::leaderelection::LeaderElection;
 use autoscaler::metrics::Metrics;
 use autoscaler::server::Endpoints;
-
-/// Providers of upstream CA that this autoscaler does not implement.
-const UPSTREAM_PROVIDERS: [&str; 32] = [
-    "alicloud",
-    "aws",
-    "azure",
-    "baiducloud",
-    "bizflycloud",
-    "brightbox",
-    "cherryservers",
-    "civo",
-    "cloudstack",
-    "clusterapi",
-    "coreweave",
-    "digitalocean",
-    "equinixmetal",
-    "exoscale",
-    "externalgrpc",
-    "gce",
-    "hetzner",
-    "huaweicloud",
-    "ionoscloud",
-    "kamatera",
-    "kubemark",
-    "kwok",
-    "linode",
-    "magnum",
-    "oci",
-    "ovhcloud",
-    "rancher",
-    "scaleway",
-    "tencentcloud",
-    "utho",
-    "volcengine",
-    "vultr",
-];
 
 fn init_logging(flags: &Flags) {
     let level = match flags.verbosity {
@@ -103,28 +68,14 @@ async fn client(flags: &Flags) -> Result<kube::Client, String> {
 
 /// Checks that the provider and the expanders can work together, before
 /// anything starts.
-fn check_provider(flags: &Flags, validated: &Validated) -> Result<(), String> {
-    match flags.cloud_provider.as_str() {
-        "kwok" => {}
-        "clusterapi" | "aws" => {
-            return Err(format!(
-                "--cloud-provider={}: not implemented yet in this autoscaler (implemented: kwok)",
-                flags.cloud_provider
-            ));
-        }
-        other if UPSTREAM_PROVIDERS.contains(&other) => {
-            return Err(format!(
-                "--cloud-provider={other}: not supported by this autoscaler (supported: kwok; clusterapi and aws are planned)"
-            ));
-        }
-        other => return Err(format!("Unknown cloud provider: {other}")),
-    }
+fn check_provider(flags: &Flags, validated: &Validated) -> Result<ProviderName, String> {
+    let provider = ProviderName::parse(&flags.cloud_provider).map_err(|e| e.to_string())?;
     for e in &validated.expanders {
         match e {
             ExpanderName::Price => {
-                return Err(
-                    "--expander=price: the kwok cloud provider has no pricing model".into(),
-                );
+                return Err(format!(
+                    "--expander=price: the {provider} cloud provider has no pricing model"
+                ));
             }
             ExpanderName::Grpc => {
                 return Err(
@@ -134,7 +85,7 @@ fn check_provider(flags: &Flags, validated: &Validated) -> Result<(), String> {
             _ => {}
         }
     }
-    Ok(())
+    Ok(provider)
 }
 
 fn identity() -> String {
@@ -165,7 +116,7 @@ async fn stop_signal() {
     }
 }
 
-async fn run(flags: Flags, validated: Validated) -> Result<(), String> {
+async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Result<(), String> {
     tracing::info!(
         "Cluster Autoscaler {} (behaviour; cluster-autoscaler {})",
         autoscaler::CA_VERSION,
@@ -219,12 +170,16 @@ async fn run(flags: Flags, validated: Validated) -> Result<(), String> {
     }
     let (cache, _cache_task) = ClusterCache::start(client.clone());
     cache.wait_ready().await;
-    let settings = Settings::from_env().map_err(|e| e.to_string())?;
-    let provider: Arc<dyn CloudProvider> = Arc::new(
-        KwokProvider::new(client.clone(), node_lister(&cache), settings)
-            .await
-            .map_err(|e| format!("building the kwok cloud provider: {e}"))?,
-    );
+    let provider: Arc<dyn CloudProvider> = match provider {
+        ProviderName::Kwok => {
+            let settings = Settings::from_env().map_err(|e| e.to_string())?;
+            Arc::new(
+                KwokProvider::new(client.clone(), node_lister(&cache), settings)
+                    .await
+                    .map_err(|e| format!("building the kwok cloud provider: {e}"))?,
+            )
+        }
+    };
     let mut autoscaler = Autoscaler::new(
         client.clone(),
         clock.clone(),
@@ -283,15 +238,18 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = check_provider(&flags, &validated) {
-        eprintln!("cluster-autoscaler: {e}");
-        return ExitCode::from(2);
-    }
+    let provider = match check_provider(&flags, &validated) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cluster-autoscaler: {e}");
+            return ExitCode::from(2);
+        }
+    };
     init_logging(&flags);
     for w in flags.warnings() {
         tracing::warn!("{w}");
     }
-    match run(flags, validated).await {
+    match run(flags, validated, provider).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

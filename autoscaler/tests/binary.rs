@@ -44,28 +44,32 @@ async fn http_get(port: u16, path: &str) -> (u16, String) {
     (status, body)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
+/// The kwok provider's ConfigMaps: one group "pool" of 4-CPU nodes.
+fn kwok_provider_objects() -> Vec<serde_json::Value> {
     let templates = json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pool", "labels": {"kwok-nodegroup": "pool"}},
          "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}, "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}]});
-    let cluster = Cluster::builder()
-        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
-            "data": {"config": "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"}}))
-        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-templates", "namespace": "kube-system"},
-            "data": {"templates": templates.to_string()}}))
-        .object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
-                "template": {"metadata": {"labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}))
+    vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
+            "data": {"config": "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-templates", "namespace": "kube-system"},
+            "data": {"templates": templates.to_string()}}),
+    ]
+}
+
+/// An embedded cluster served over TLS, with its kubeconfig.
+struct Served {
+    cluster: Cluster,
+    kubeconfig: std::path::PathBuf,
+    _endpoint: harness::TlsEndpoint,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts a cluster holding `objects` and serves it over TLS.
+async fn serve(objects: Vec<serde_json::Value>) -> Served {
+    let cluster = objects
+        .into_iter()
+        .fold(Cluster::builder(), |b, o| b.object(o))
         .start()
         .await
         .unwrap();
@@ -78,6 +82,34 @@ async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     endpoint.write_kubeconfig(&kubeconfig).unwrap();
+    Served {
+        cluster,
+        kubeconfig,
+        _endpoint: endpoint,
+        _dir: dir,
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
+    let mut objects = kwok_provider_objects();
+    objects.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}));
+    let Served {
+        cluster,
+        kubeconfig,
+        ..
+    } = serve(objects).await;
     let port = free_port();
     let mut child = Process(
         Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
@@ -188,7 +220,7 @@ fn bad_flags_exit_before_starting() {
     );
     fails(
         &["--cloud-provider=gce"],
-        "--cloud-provider=gce: not supported by this autoscaler",
+        "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok)",
     );
     fails(
         &["--cloud-provider=nimbus"],
@@ -198,4 +230,93 @@ fn bad_flags_exit_before_starting() {
         &["--cloud-provider=kwok", "--expander=price"],
         "no pricing model",
     );
+}
+
+fn help() -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Upstream's `--help` has about 2 lines a flag (CA 1.29.5: 255 lines for
+/// 126 flags); ours, in a pipe, at most 1.8, and no line over 100 columns.
+#[test]
+fn help_in_a_pipe_is_as_compact_as_upstreams() {
+    let text = help();
+    let long: Vec<&str> = text.lines().filter(|l| l.len() > 100).collect();
+    assert!(long.is_empty(), "lines over 100 columns: {long:#?}");
+    let flags = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("--") || l.trim_start().starts_with("-h,"))
+        .count();
+    let lines = text.lines().count();
+    assert!(flags > 150, "{flags} flags in:\n{text}");
+    assert!(
+        lines * 5 <= flags * 9,
+        "{lines} lines for {flags} flags, more than 1.8 a flag"
+    );
+}
+
+/// The providers the help names (`Implemented: a, b.`).
+fn providers_in_help() -> Vec<String> {
+    let text = help().split_whitespace().collect::<Vec<_>>().join(" ");
+    let list = text
+        .split_once("Implemented: ")
+        .and_then(|(_, rest)| rest.split_once('.'))
+        .map(|(list, _)| list.to_string())
+        .unwrap_or_else(|| panic!("no provider list in the help:\n{text}"));
+    list.split(", ").map(str::to_string).collect()
+}
+
+/// Every provider the help names starts against a cluster and writes its
+/// status (a provider named there but not working fails here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_provider_named_in_the_help_starts() {
+    let providers = providers_in_help();
+    assert!(!providers.is_empty());
+    for provider in providers {
+        let objects = match provider.as_str() {
+            "kwok" => kwok_provider_objects(),
+            other => panic!("the help names provider {other:?}; add its set-up to this test"),
+        };
+        let Served {
+            cluster,
+            kubeconfig,
+            ..
+        } = serve(objects).await;
+        let mut child = Process(
+            Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+                .args([
+                    &format!("--cloud-provider={provider}"),
+                    &format!("--kubeconfig={}", kubeconfig.display()),
+                    &format!("--address=127.0.0.1:{}", free_port()),
+                    "--scan-interval=1s",
+                ])
+                .env("POD_NAMESPACE", "kube-system")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), "kube-system");
+        let start = Instant::now();
+        while cms
+            .get_opt("cluster-autoscaler-status")
+            .await
+            .unwrap()
+            .is_none()
+        {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                panic!("--cloud-provider={provider} exited: {status}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "--cloud-provider={provider}: no status ConfigMap after 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }

@@ -116,6 +116,27 @@ impl fmt::Display for CaVersion {
 /// against releases 1.33 and later.
 pub const VERSION_TAG_PREFIX: &str = "ca>=";
 
+/// Steps that need a release because what they read first appeared there:
+/// (the start of the step text after its keyword, the release, why).
+/// A scenario with such a step is skipped against an older binary.
+pub const STEP_NEEDS: [(&str, &str, &str); 3] = [
+    (
+        "the status ConfigMap shows ",
+        "1.30",
+        "reads the status ConfigMap's YAML, CA's format from 1.30",
+    ),
+    (
+        "the status ConfigMap follows ",
+        "1.30",
+        "reads the status ConfigMap's YAML, CA's format from 1.30",
+    ),
+    (
+        "the status ConfigMap is rewritten ",
+        "1.30",
+        "reads the status ConfigMap's YAML, CA's format from 1.30",
+    ),
+];
+
 /// What the runner learned of the binary before the first scenario.
 #[derive(Debug, Clone)]
 pub struct BinaryInfo {
@@ -163,26 +184,40 @@ impl BinaryInfo {
     }
 
     /// Why a scenario cannot run against this binary: the flags its steps
-    /// name that the binary does not know, and the `@ca>=X.Y` tags its
-    /// version does not meet. Empty when it can run.
+    /// name that the binary does not know, and the releases its
+    /// `@ca>=X.Y` tags and [`STEP_NEEDS`] steps ask for that its version
+    /// does not meet. Empty when it can run.
     pub fn unmet<'a>(
         &self,
         tags: impl IntoIterator<Item = &'a String>,
         step_texts: impl IntoIterator<Item = &'a str>,
     ) -> Vec<String> {
         let mut unmet = Vec::new();
+        let mut wants: Vec<(String, Option<&str>)> = Vec::new();
         for tag in tags {
-            let Some(wanted) = tag.trim_start_matches('@').strip_prefix(VERSION_TAG_PREFIX) else {
-                continue;
-            };
-            match (CaVersion::parse(wanted), self.version) {
+            if let Some(wanted) = tag.trim_start_matches('@').strip_prefix(VERSION_TAG_PREFIX) {
+                wants.push((wanted.to_string(), None));
+            }
+        }
+        let step_texts: Vec<&str> = step_texts.into_iter().collect();
+        for (start, release, why) in STEP_NEEDS {
+            if step_texts.iter().any(|t| t.starts_with(start)) {
+                wants.push((release.to_string(), Some(why)));
+            }
+        }
+        wants.dedup();
+        for (wanted, why) in wants {
+            let why = why.map_or(String::new(), |w| format!(": {w}"));
+            match (CaVersion::parse(&wanted), self.version) {
                 (None, _) => unmet.push(format!(
                     "tag @{VERSION_TAG_PREFIX}{wanted} is not a version"
                 )),
                 (Some(w), Some(v)) if v >= w => {}
-                (Some(w), Some(v)) => unmet.push(format!("needs CA {w} or later (binary: {v})")),
+                (Some(w), Some(v)) => {
+                    unmet.push(format!("needs CA {w} or later (binary: {v}){why}"))
+                }
                 (Some(w), None) => unmet.push(format!(
-                    "needs CA {w} or later (the binary's version is unknown)"
+                    "needs CA {w} or later (the binary's version is unknown){why}"
                 )),
             }
         }
@@ -457,6 +492,14 @@ mod tests {
             unknown.unmet(&tags, [])[0],
             "needs CA 1.35.0 or later (the binary's version is unknown)"
         );
+        let status = [r#"the status ConfigMap shows "autoscalerStatus" = "Running""#];
+        assert_eq!(
+            info("1.29.5", &[]).unmet(&[], status),
+            [
+                "needs CA 1.30.0 or later (binary: 1.29.5): reads the status ConfigMap's YAML, CA's format from 1.30"
+            ]
+        );
+        assert!(info("1.30.0", &[]).unmet(&[], status).is_empty());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::time::Duration;
 use autoscaler::core::Decisions;
 use autoscaler::server::Endpoints;
 use harness::cluster::Cluster;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::Api;
 use serde_json::{Value, json};
 
@@ -529,7 +529,7 @@ impl CaWorld {
                 .map_err(|e| e.to_string())?;
         }
         for o in &self.objects {
-            cluster.create(o.clone()).await.map_err(|e| e.to_string())?;
+            create_object(&cluster, o.clone()).await?;
         }
         Ok(Running {
             cluster,
@@ -544,7 +544,7 @@ impl CaWorld {
     /// Creates an object now if the cluster runs, else before it starts.
     pub async fn create(&mut self, obj: Value) -> StepResult {
         match &self.running {
-            Some(r) => r.cluster.create(obj).await.map_err(|e| e.to_string()),
+            Some(r) => create_object(&r.cluster, obj).await,
             None => {
                 self.objects.push(obj);
                 Ok(())
@@ -587,6 +587,61 @@ impl CaWorld {
             .into_iter()
             .filter(|n| node_group_of(n) == Some(group))
             .collect())
+    }
+}
+
+/// Creates `obj`, and its namespace first when that does not exist yet: a
+/// scenario that names a namespace expects the suite to make it, as
+/// kube-system and default already are.
+async fn create_object(cluster: &Cluster, obj: Value) -> StepResult {
+    if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+        ensure_namespace(cluster, ns).await?;
+    }
+    cluster.create(obj).await.map_err(|e| e.to_string())
+}
+
+/// Creates namespace `name` unless it exists.
+async fn ensure_namespace(cluster: &Cluster, name: &str) -> StepResult {
+    let api = Api::<Namespace>::all(cluster.client());
+    let exists = api
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading namespace {name:?}: {e}"))?
+        .is_some();
+    if exists {
+        return Ok(());
+    }
+    let ns = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&Default::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(format!("creating namespace {name:?}: {e}")),
+    }
+}
+
+/// Checks a namespace named in a step: a DNS-1123 label (lower-case
+/// letters, digits and '-', starting and ending with a letter or digit, at
+/// most 63 characters), as the API server requires.
+pub fn namespace_name(name: &str) -> Result<String, String> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if valid {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "namespace {name:?} is not a valid namespace name (a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)"
+        ))
     }
 }
 
@@ -713,4 +768,20 @@ async fn start_binary(
         _dir: dir,
         _endpoint: endpoint,
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_names_are_dns_labels() {
+        for good in ["fresh-ns", "team-a", "a", "ns1"] {
+            assert_eq!(namespace_name(good).as_deref(), Ok(good));
+        }
+        for bad in ["Team_A", "-ns", "ns-", "", "a.b", &"x".repeat(64)] {
+            let err = namespace_name(bad).expect_err(bad);
+            assert!(err.contains("is not a valid namespace name"), "{err}");
+        }
+    }
 }

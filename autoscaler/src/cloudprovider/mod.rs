@@ -9,6 +9,8 @@
 //! Async operations return boxed futures so that providers are trait
 //! objects, chosen at run time by `--cloud-provider`.
 
+/// Which provider names are implemented (the one list).
+pub mod builder;
 /// The kwok provider.
 pub mod kwok;
 

@@ -173,7 +173,7 @@ impl PodShape {
                     m.push(json!({"name": b, "mountPath": format!("/mnt/{b}")}));
                 }
             }
-            "namespace" => self.namespace = a.into(),
+            "namespace" => self.namespace = world::namespace_name(a)?,
             "scheduler" => {
                 self.spec.insert("schedulerName".into(), json!(a));
             }
@@ -340,7 +340,7 @@ async fn a_pdb(
     let namespace = if namespace.is_empty() {
         "default".to_string()
     } else {
-        namespace
+        world::namespace_name(&namespace)?
     };
     w.create(
         json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
