@@ -105,11 +105,8 @@ async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
         "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}));
-    let Served {
-        cluster,
-        kubeconfig,
-        ..
-    } = serve(objects).await;
+    let served = serve(objects).await;
+    let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
     let port = free_port();
     let mut child = Process(
         Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
@@ -282,11 +279,8 @@ async fn every_provider_named_in_the_help_starts() {
             "kwok" => kwok_provider_objects(),
             other => panic!("the help names provider {other:?}; add its set-up to this test"),
         };
-        let Served {
-            cluster,
-            kubeconfig,
-            ..
-        } = serve(objects).await;
+        let served = serve(objects).await;
+        let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
         let mut child = Process(
             Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
                 .args([
