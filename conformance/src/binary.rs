@@ -171,6 +171,16 @@ impl BinaryInfo {
                 text.lines().take(10).collect::<Vec<_>>().join("\n")
             ));
         }
+        if let Some(values) = cloud_providers_offered(&text)
+            && !values.iter().any(|v| v == "kwok")
+        {
+            return Err(format!(
+                "{} has no kwok cloud provider (its --cloud-provider offers [{}]); CA has one \
+                 from 1.29, in its default build or with the kwok build tag",
+                path.display(),
+                values.join(",")
+            ));
+        }
         Ok(Self {
             path: path.to_path_buf(),
             version: probe_version(path)?,
@@ -318,6 +328,17 @@ fn probe_version(path: &Path) -> Result<Option<CaVersion>, String> {
     Ok(version)
 }
 
+/// The providers upstream's `--cloud-provider` help offers
+/// (`Available values: [aws,kwok]`); `None` when the help gives no list.
+fn cloud_providers_offered(help: &str) -> Option<Vec<String>> {
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("--cloud-provider "))?;
+    let (_, rest) = line.split_once("Available values: [")?;
+    let (list, _) = rest.split_once(']')?;
+    Some(list.split(',').map(|v| v.trim().to_string()).collect())
+}
+
 /// `Cluster Autoscaler 1.30.7` anywhere in a log line.
 fn version_in(line: &str) -> Option<CaVersion> {
     let (_, rest) = line.split_once("Cluster Autoscaler ")?;
@@ -441,6 +462,29 @@ mod tests {
             version: CaVersion::parse(version),
             flags: flags.iter().map(|f| f.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn the_offered_cloud_providers_are_read_from_the_help() {
+        let line = |list: &str| {
+            format!(
+                "      --cloud-provider string    Cloud provider type. Available values: [{list}] (default \"gce\")\n"
+            )
+        };
+        assert_eq!(
+            cloud_providers_offered(&line("aws,gce,kwok")),
+            Some(vec!["aws".into(), "gce".into(), "kwok".into()])
+        );
+        assert_eq!(
+            cloud_providers_offered(&line("aws,gce")),
+            Some(vec!["aws".into(), "gce".into()])
+        );
+        assert_eq!(
+            cloud_providers_offered(
+                "  --cloud-provider string   Cloud provider type. Implemented: kwok."
+            ),
+            None
+        );
     }
 
     #[test]
