@@ -33,9 +33,7 @@ Feature: Node group sizes
     Then all 5 pods of "web" are running within 20 minutes
     And the node group "pool" has 2 nodes
 
-  # CA 1.29's kwok provider exits (klog.Fatal in getNGName) on the placeholder node CA makes
-  # for an instance whose Node is gone (fixed in 1.30).
-  @binary @ca>=1.30
+  @binary
   Scenario: --enforce-node-group-min-size brings a group back to its minimum
     "Starting with CA 1.26.0, a new flag --enforce-node-group-min-size was introduced to enforce the node
     group minimum size. For node groups with fewer nodes than the configuration, CA will scale them up to

@@ -22,8 +22,10 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{LazyLock, mpsc};
 use std::time::Duration;
+
+use regex::Regex;
 
 /// The timing flags of CA with their defaults: in binary mode each is
 /// divided by the time scale, so the autoscaler lives on scenario time.
@@ -116,26 +118,29 @@ impl fmt::Display for CaVersion {
 /// against releases 1.33 and later.
 pub const VERSION_TAG_PREFIX: &str = "ca>=";
 
-/// Steps that need a release because what they read first appeared there:
-/// (the start of the step text after its keyword, the release, why).
+/// Steps that need a release because what they read or do first worked
+/// there: (a regex on the step text after its keyword, the release, why).
 /// A scenario with such a step is skipped against an older binary.
-pub const STEP_NEEDS: [(&str, &str, &str); 3] = [
+pub const STEP_NEEDS: [(&str, &str, &str); 2] = [
     (
-        "the status ConfigMap shows ",
+        r"^the status ConfigMap (shows|follows|is rewritten) ",
         "1.30",
         "reads the status ConfigMap's YAML, CA's format from 1.30",
     ),
     (
-        "the status ConfigMap follows ",
+        r#"^\d+ nodes? of "\S+" (is|are) deleted$"#,
         "1.30",
-        "reads the status ConfigMap's YAML, CA's format from 1.30",
-    ),
-    (
-        "the status ConfigMap is rewritten ",
-        "1.30",
-        "reads the status ConfigMap's YAML, CA's format from 1.30",
+        "deletes a Node under the autoscaler, on whose instance CA 1.29's kwok provider exits",
     ),
 ];
+
+/// [`STEP_NEEDS`], compiled.
+static STEP_NEEDS_RE: LazyLock<Vec<(Regex, &str, &str)>> = LazyLock::new(|| {
+    STEP_NEEDS
+        .iter()
+        .filter_map(|(re, release, why)| Regex::new(re).ok().map(|r| (r, *release, *why)))
+        .collect()
+});
 
 /// What the runner learned of the binary before the first scenario.
 #[derive(Debug, Clone)]
@@ -210,8 +215,8 @@ impl BinaryInfo {
             }
         }
         let step_texts: Vec<&str> = step_texts.into_iter().collect();
-        for (start, release, why) in STEP_NEEDS {
-            if step_texts.iter().any(|t| t.starts_with(start)) {
+        for (re, release, why) in STEP_NEEDS_RE.iter() {
+            if step_texts.iter().any(|t| re.is_match(t)) {
                 wants.push((release.to_string(), Some(why)));
             }
         }
@@ -544,6 +549,16 @@ mod tests {
             ]
         );
         assert!(info("1.30.0", &[]).unmet(&[], status).is_empty());
+        assert_eq!(
+            STEP_NEEDS_RE.len(),
+            STEP_NEEDS.len(),
+            "a STEP_NEEDS regex does not compile"
+        );
+        let deletion = [
+            r#"1 node of "pool" is deleted"#,
+            r#"the deployment "web" is deleted"#,
+        ];
+        assert_eq!(info("1.29.5", &[]).unmet(&[], deletion).len(), 1);
     }
 
     #[test]
