@@ -149,10 +149,31 @@ impl Summary {
     }
 }
 
+/// The stack of the thread the scenarios run on. Their futures nest deeply
+/// (cucumber, the steps, the embedded cluster) and the in-process runtime
+/// polls them on its own thread, so that thread must not be a test
+/// harness's 2 MiB one.
+const RUNNER_STACK_BYTES: usize = 64 << 20;
+
 /// Runs the suite and prints the report; `default_paths` when `args.paths`
 /// is empty. Errors are bad options or unwritable report files; failing
-/// scenarios are in the summary.
+/// scenarios are in the summary. It runs on a thread of its own with a
+/// [`RUNNER_STACK_BYTES`] stack, whichever thread calls it.
 pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String> {
+    std::thread::scope(|scope| {
+        let runner = std::thread::Builder::new()
+            .name("conformance".into())
+            .stack_size(RUNNER_STACK_BYTES)
+            .spawn_scoped(scope, || run_here(args, default_paths))
+            .map_err(|e| format!("starting the scenario thread: {e}"))?;
+        runner
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// [`run`], on the calling thread.
+fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String> {
     let expr = args.tags.as_deref().unwrap_or(DEFAULT_TAGS);
     let tags = expr
         .parse::<TagOperation>()
