@@ -629,13 +629,7 @@ async fn ensure_namespace(cluster: &Cluster, name: &str) -> StepResult {
 /// letters, digits and '-', starting and ending with a letter or digit, at
 /// most 63 characters), as the API server requires.
 pub fn namespace_name(name: &str) -> Result<String, String> {
-    let valid = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
+    let valid = apiserver::selector::is_dns_label(name);
     if valid {
         Ok(name.to_string())
     } else {
