@@ -1,0 +1,159 @@
+//! Unit tests of the flags.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+use super::*;
+
+fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+    let argv =
+        std::iter::once("cluster-autoscaler".to_string()).chain(args.iter().map(|s| s.to_string()));
+    Flags::parse_args(argv)
+}
+
+#[test]
+fn defaults_are_the_faq_table() {
+    let f = Flags::default_values();
+    assert_eq!(f.scan_interval, Duration::from_secs(10));
+    assert_eq!(f.scale_down_unneeded_time, Duration::from_secs(600));
+    assert_eq!(f.scale_down_unready_time, Duration::from_secs(1200));
+    assert_eq!(f.scale_down_delay_after_add, Duration::from_secs(600));
+    assert_eq!(f.scale_down_delay_after_failure, Duration::from_secs(180));
+    assert_eq!(f.max_node_provision_time, Duration::from_secs(900));
+    assert_eq!(f.expendable_pods_priority_cutoff, -10);
+    assert_eq!(f.expander, "least-waste");
+    assert_eq!(f.max_total_unready_percentage, 45.0);
+    assert_eq!(f.ok_total_unready_count, 3);
+    assert_eq!(f.max_scale_down_parallelism, 10);
+    assert_eq!(f.max_drain_parallelism, 1);
+    assert_eq!(
+        f.node_group_backoff_reset_timeout,
+        Duration::from_secs(3 * 3600)
+    );
+    assert_eq!(f.address, ":8085");
+    assert_eq!(f.status_config_map_name, "cluster-autoscaler-status");
+    assert!(f.skip_nodes_with_local_storage && f.skip_nodes_with_system_pods);
+    assert!(!f.cordon_node_before_terminating, "the FAQ's default");
+    assert!(f.daemonset_eviction_for_occupied_nodes && !f.daemonset_eviction_for_empty_nodes);
+    let v = f.validate().unwrap();
+    assert_eq!(
+        v.cores_total,
+        MinMax {
+            min: 0,
+            max: 320_000
+        }
+    );
+    assert_eq!(
+        v.memory_total,
+        MinMax {
+            min: 0,
+            max: 6_400_000
+        }
+    );
+    assert_eq!(v.max_graceful_termination_sec, 600);
+    assert_eq!(v.expanders, [ExpanderName::LeastWaste]);
+    assert_eq!(v.address.port(), 8085);
+}
+
+#[test]
+fn go_flag_syntax_is_accepted() {
+    let f = parse(&[
+        "--nodes=1:10:pool-a",
+        "--nodes",
+        "0:5:ns:pool:b",
+        "-scale-down-unneeded-time=2m",
+        "--balance_similar_node_groups",
+        "--scale-down-enabled=false",
+        "--expander=priority,least-waste",
+        "--v=4",
+        "--expendable-pods-priority-cutoff=-100",
+        "--bypassed-scheduler-names=a,b",
+    ])
+    .unwrap();
+    let v = f.validate().unwrap();
+    assert_eq!(
+        v.node_groups,
+        [
+            NodeGroupSpec {
+                min: 1,
+                max: 10,
+                name: "pool-a".into()
+            },
+            NodeGroupSpec {
+                min: 0,
+                max: 5,
+                name: "ns:pool:b".into()
+            },
+        ]
+    );
+    assert_eq!(f.scale_down_unneeded_time, Duration::from_secs(120));
+    assert!(f.balance_similar_node_groups);
+    assert!(!f.scale_down_enabled);
+    assert_eq!(
+        v.expanders,
+        [ExpanderName::Priority, ExpanderName::LeastWaste]
+    );
+    assert_eq!(f.verbosity, 4);
+    assert_eq!(f.expendable_pods_priority_cutoff, -100);
+    assert_eq!(f.bypassed_scheduler_names, ["a", "b"]);
+}
+
+#[test]
+fn bad_values_name_their_flag() {
+    let e = parse(&["--scan-interval=10"]).unwrap_err().to_string();
+    assert!(
+        e.contains("--scan-interval") && e.contains("not a Go duration"),
+        "{e}"
+    );
+    let e = parse(&["--no-such-flag=1"]).unwrap_err().to_string();
+    assert!(e.contains("--no-such-flag"), "{e}");
+    let bad = |args: &[&str]| parse(args).unwrap().validate().unwrap_err().to_string();
+    assert_eq!(
+        bad(&["--nodes=5:1:g"]),
+        "invalid value for --nodes: \"5:1:g\": max 1 is below min 5"
+    );
+    assert!(bad(&["--nodes=1:x"]).contains("is not <min>:<max>:<name>"));
+    assert!(bad(&["--nodes=1:2:"]).contains("the node group name is empty"));
+    assert!(bad(&["--cores-total=10"]).starts_with("invalid value for --cores-total"));
+    assert!(bad(&["--memory-total=5:1"]).contains("want 0 <= min <= max"));
+    assert_eq!(
+        bad(&["--expander=fastest"]),
+        "invalid value for --expander: Expander fastest not supported"
+    );
+    assert!(bad(&["--expander=random,most-pods"]).contains("will always return only one result"));
+    assert!(bad(&["--expander=most-pods,most-pods"]).contains("specified multiple times"));
+    assert!(
+        bad(&[
+            "--drain-priority-config=10:20",
+            "--max-graceful-termination-sec=30"
+        ])
+        .contains("cannot be used together")
+    );
+    assert!(bad(&["--drain-priority-config=x:20"]).contains("is not an integer"));
+    assert!(bad(&["--scale-down-utilization-threshold=1.5"]).contains("above 1"));
+    assert!(
+        bad(&["--balancing-label=a", "--balancing-ignore-label=b"]).contains("cannot be combined")
+    );
+    assert!(bad(&["--address=nonsense"]).starts_with("invalid value for --address"));
+    assert!(bad(&["--estimator=oracle"]).contains("not supported"));
+}
+
+#[test]
+fn drain_priorities_sort_ascending() {
+    let f = parse(&["--drain-priority-config=10000:20,0:60,1000:100"]).unwrap();
+    let v = f.validate().unwrap();
+    let prios: Vec<i32> = v.drain_priorities.iter().map(|d| d.priority).collect();
+    assert_eq!(prios, [0, 1000, 10000]);
+}
+
+#[test]
+fn flags_for_other_clouds_warn_once_each() {
+    assert!(Flags::default_values().warnings().is_empty());
+    let f = parse(&[
+        "--regional",
+        "--gce-concurrent-refreshes=4",
+        "--max-empty-bulk-delete=3",
+    ])
+    .unwrap();
+    let w = f.warnings();
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w[0].starts_with("--regional is accepted but has no effect"));
+}
