@@ -629,7 +629,7 @@ async fn ensure_namespace(cluster: &Cluster, name: &str) -> StepResult {
 /// letters, digits and '-', starting and ending with a letter or digit, at
 /// most 63 characters), as the API server requires.
 pub fn namespace_name(name: &str) -> Result<String, String> {
-    let valid = apiserver::selector::is_dns_label(name);
+    let valid = apimachinery::validation::is_dns_label(name);
     if valid {
         Ok(name.to_string())
     } else {

@@ -32,8 +32,8 @@ use tokio::task::JoinHandle;
 use crate::controllers::Controllers;
 use crate::scheduler::Scheduler;
 
-/// The kwok annotation that marks fake nodes.
-pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+/// The annotation that marks kwok's nodes.
+pub use kwok::NODE_ANNOTATION as KWOK_NODE_ANNOTATION;
 
 /// Why a cluster operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,12 +1,18 @@
 //! Test clusters for the autoscaler and the conformance suite.
 //!
-//! Today this crate holds the embedded control plane's entry point: the
-//! API server from the `apiserver` crate, started on a [`simclock::Clock`]
-//! and served in memory or over TLS ([`EmbeddedApiServer`]), and the
-//! `testbed` binary (`testbed up`). The scheduler, workload controllers,
-//! kwok fake nodes, the `Cluster` API with virtual-time observers, and the
-//! container backends come with the next issues and stand behind the same
-//! entry point.
+//! - [`cluster`]: the `Cluster` API tests hold. [`cluster::ClusterBuilder::start`]
+//!   brings up the embedded cluster in one call: the API server (crate
+//!   `apiserver`), the [`scheduler`], the workload [`controllers`]
+//!   (Deployments, ReplicaSets, Jobs, DaemonSets...) and kwok's fake nodes
+//!   (crate `kwok`), each a task with its own in-memory client, all on one
+//!   [`simclock::Clock`] so that virtual time works; and observers that
+//!   wait on that clock.
+//! - [`EmbeddedApiServer`]: the API server alone, served over TLS with a
+//!   kubeconfig, for external binaries and kubectl.
+//!
+//! The scheduler places pods with the same predicates the autoscaler
+//! simulates (crate `predicates`), and selectors come from the shared
+//! `apimachinery` crate.
 
 pub mod cluster;
 pub mod controllers;

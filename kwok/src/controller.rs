@@ -29,6 +29,9 @@ use simclock::Clock;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use apimachinery::labels::{LabelSelector, Operator, Requirement, labels_of};
+
+use crate::NODE_ANNOTATION;
 use crate::stage::{Action, Compiled, PatchType, Stage, choose};
 use crate::template::{Context, Template};
 
@@ -39,11 +42,12 @@ pub enum NodeSelection {
     All,
     /// One node by name (`--manage-single-node`).
     Single(String),
-    /// Nodes passing an annotation selector (evaluated here) and a label
-    /// selector (sent to the API server); both apply when both are set.
+    /// Nodes passing an annotation selector (evaluated here, with the
+    /// label selector grammar) and a label selector (sent to the API
+    /// server); both apply when both are set.
     Selectors {
         /// `--manage-nodes-with-annotation-selector`.
-        annotation: String,
+        annotation: LabelSelector,
         /// `--manage-nodes-with-label-selector`.
         label: String,
     },
@@ -71,11 +75,31 @@ pub struct Config {
     pub stages_from_cluster: bool,
 }
 
+impl std::fmt::Display for NodeSelection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeSelection::All => f.write_str("all nodes"),
+            NodeSelection::Single(name) => write!(f, "node {name}"),
+            NodeSelection::Selectors { annotation, label } => {
+                write!(
+                    f,
+                    "nodes with annotations {annotation:?} and labels {label:?}",
+                    annotation = annotation.to_string()
+                )
+            }
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
             nodes: NodeSelection::Selectors {
-                annotation: "kwok.x-k8s.io/node=fake".into(),
+                annotation: LabelSelector::All(vec![Requirement::new(
+                    NODE_ANNOTATION,
+                    Operator::In,
+                    ["fake"],
+                )]),
                 label: String::new(),
             },
             cidr: "10.0.0.0/24".into(),
@@ -87,65 +111,6 @@ impl Default for Config {
             stages_from_cluster: false,
         }
     }
-}
-
-/// Whether a node's annotations pass an annotation selector written like a
-/// label selector: `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`,
-/// `k`, `!k`, comma-separated, all must hold.
-pub fn annotations_match(selector: &str, annotations: &BTreeMap<String, String>) -> bool {
-    split_requirements(selector).iter().all(|req| {
-        let req = req.trim();
-        let set = |op: &str| {
-            req.split_once(op).map(|(k, vs)| {
-                let values: Vec<&str> = vs
-                    .trim()
-                    .trim_start_matches('(')
-                    .trim_end_matches(')')
-                    .split(',')
-                    .map(str::trim)
-                    .collect();
-                (k.trim(), values)
-            })
-        };
-        if let Some((k, values)) = set(" notin ") {
-            annotations
-                .get(k)
-                .is_none_or(|v| !values.contains(&v.as_str()))
-        } else if let Some((k, values)) = set(" in ") {
-            annotations
-                .get(k)
-                .is_some_and(|v| values.contains(&v.as_str()))
-        } else if let Some((k, v)) = req.split_once("!=") {
-            annotations.get(k.trim()).map(String::as_str) != Some(v.trim())
-        } else if let Some((k, v)) = req.split_once('=') {
-            let v = v.trim_start_matches('=').trim();
-            annotations.get(k.trim()).map(String::as_str) == Some(v)
-        } else if let Some(k) = req.strip_prefix('!') {
-            !annotations.contains_key(k.trim())
-        } else {
-            annotations.contains_key(req)
-        }
-    })
-}
-
-/// Splits a selector on the commas that are not inside parentheses.
-fn split_requirements(selector: &str) -> Vec<String> {
-    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0);
-    for c in selector.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(std::mem::take(&mut cur));
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    out.push(cur);
-    out.retain(|s| !s.trim().is_empty());
-    out
 }
 
 /// A pool of pod IPs per CIDR string (kwok-compat §1.6).
@@ -419,13 +384,9 @@ impl Controller {
         match &self.shared.config.nodes {
             NodeSelection::All => true,
             NodeSelection::Single(name) => node.metadata.name.as_deref() == Some(name.as_str()),
-            NodeSelection::Selectors { annotation, .. } => annotations_match(
-                annotation,
-                node.metadata
-                    .annotations
-                    .as_ref()
-                    .unwrap_or(&BTreeMap::new()),
-            ),
+            NodeSelection::Selectors { annotation, .. } => {
+                annotation.matches(labels_of(node.metadata.annotations.as_ref()))
+            }
         }
     }
 
@@ -1079,21 +1040,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn annotation_selectors() {
+    fn annotation_selectors_use_the_label_selector_grammar() {
         let a: BTreeMap<String, String> =
-            [("kwok.x-k8s.io/node".to_string(), "fake".to_string())].into();
-        assert!(annotations_match("kwok.x-k8s.io/node=fake", &a));
-        assert!(annotations_match("kwok.x-k8s.io/node==fake", &a));
-        assert!(!annotations_match("kwok.x-k8s.io/node=real", &a));
-        assert!(annotations_match("kwok.x-k8s.io/node", &a));
-        assert!(!annotations_match("!kwok.x-k8s.io/node", &a));
-        assert!(annotations_match("other!=x", &a));
-        assert!(annotations_match(
-            "kwok.x-k8s.io/node in (real, fake),other notin (x)",
-            &a
+            [(NODE_ANNOTATION.to_string(), "fake".to_string())].into();
+        let matches = |s: &str| {
+            LabelSelector::parse(s)
+                .unwrap_or_else(|e| panic!("{s}: {e}"))
+                .matches(&a)
+        };
+        assert!(matches("kwok.x-k8s.io/node=fake"));
+        assert!(matches("kwok.x-k8s.io/node==fake"));
+        assert!(!matches("kwok.x-k8s.io/node=real"));
+        assert!(matches("kwok.x-k8s.io/node"));
+        assert!(!matches("!kwok.x-k8s.io/node"));
+        assert!(matches("other!=x"));
+        assert!(matches(
+            "kwok.x-k8s.io/node in (real, fake),other notin (x)"
         ));
-        assert!(!annotations_match("kwok.x-k8s.io/node notin (fake)", &a));
-        assert!(!annotations_match("kwok.x-k8s.io/node in (real),x", &a));
+        assert!(!matches("kwok.x-k8s.io/node notin (fake)"));
+        assert!(!matches("kwok.x-k8s.io/node in (real),x"));
+        let default = Config::default();
+        let NodeSelection::Selectors { annotation, .. } = &default.nodes else {
+            panic!("the default selects by annotation")
+        };
+        assert!(annotation.matches(&a));
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub mod stage;
 pub mod template;
 
 pub use controller::{Config, Controller, NodeSelection};
+
+/// The annotation that marks a node as kwok's (`kwok.x-k8s.io/node=fake`),
+/// which the controller manages by default.
+pub const NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 pub use stage::{Compiled, StageError, parse_stages};
 
 /// The default fast stage set, compiled.

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use apimachinery::labels::LabelSelector;
 use clap::Parser;
 use kwok::controller::NodeSelection;
 use kwok::{Compiled, Config, Controller};
@@ -141,7 +142,14 @@ fn build_config(cli: &Cli, files: Files) -> Result<(Config, Vec<Compiled>), Stri
     let nodes = match (all, single.is_empty(), selectors) {
         (true, true, false) => NodeSelection::All,
         (false, false, false) => NodeSelection::Single(single),
-        (false, true, true) => NodeSelection::Selectors { annotation, label },
+        (false, true, true) => {
+            let annotation = LabelSelector::parse(&annotation).map_err(|e| {
+                format!("--manage-nodes-with-annotation-selector {annotation:?}: {e}")
+            })?;
+            LabelSelector::parse(&label)
+                .map_err(|e| format!("--manage-nodes-with-label-selector {label:?}: {e}"))?;
+            NodeSelection::Selectors { annotation, label }
+        }
         (false, true, false) => {
             return Err("no nodes are managed: pass --manage-all-nodes, --manage-single-node, or --manage-nodes-with-annotation-selector / --manage-nodes-with-label-selector".into());
         }
@@ -302,7 +310,7 @@ async fn run(cli: Cli) -> Result<(), String> {
     let client = client(&cli).await?;
     wait_for_api(&client).await?;
     tracing::info!(
-        "kwok {} managing {:?} with {} stage(s){}",
+        "kwok {} managing {} with {} stage(s){}",
         env!("CARGO_PKG_VERSION"),
         config.nodes,
         stages.len(),

@@ -1,73 +1,19 @@
-//! Label selectors (`metav1.LabelSelector`), node selector terms
-//! (`NodeSelectorTerm`, with `Gt`/`Lt` and `matchFields`), and tolerations.
+//! Node selector terms (`NodeSelectorTerm`, with `Gt`/`Lt` and
+//! `matchFields`) and tolerations. Label selectors themselves are
+//! `apimachinery::labels`, re-exported here for the predicates.
 
-use std::collections::BTreeMap;
-
+use apimachinery::labels::Operator;
 use k8s_openapi::api::core::v1::{
     Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
-/// Labels of an object (empty when absent).
-pub type Labels = BTreeMap<String, String>;
+pub use apimachinery::labels::{Labels, labels_of, selector_matches};
 
-static EMPTY: Labels = BTreeMap::new();
-
-/// The labels of an object's metadata, or an empty map.
-pub fn labels_of(labels: Option<&Labels>) -> &Labels {
-    labels.unwrap_or(&EMPTY)
-}
-
-/// Whether a `metav1.LabelSelector` selects `labels`. An empty selector
-/// selects everything; an unknown operator selects nothing.
-pub fn selector_matches(selector: &LabelSelector, labels: &Labels) -> bool {
-    selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v))
-        && selector
-            .match_expressions
-            .iter()
-            .flatten()
-            .all(|r| requirement_matches(r, labels))
-}
-
-fn requirement_matches(r: &LabelSelectorRequirement, labels: &Labels) -> bool {
-    let values = r.values.as_deref().unwrap_or_default();
-    let value = labels.get(&r.key);
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        _ => false,
-    }
-}
-
+/// A node selector requirement (labels or fields) with the shared
+/// operators; an unknown operator does not match.
 fn node_requirement_matches(r: &NodeSelectorRequirement, value: Option<&String>) -> bool {
     let values = r.values.as_deref().unwrap_or_default();
-    let as_int = |s: &str| s.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), [bound]) = (value.and_then(|v| as_int(v)), values) else {
-                return false;
-            };
-            let Some(bound) = as_int(bound) else {
-                return false;
-            };
-            if r.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-        _ => false,
-    }
+    Operator::from_name(&r.operator).is_some_and(|op| op.holds(value.map(String::as_str), values))
 }
 
 /// Whether one `NodeSelectorTerm` matches the node: all its expressions
@@ -119,46 +65,6 @@ pub fn tolerated_by(tolerations: &[Toleration], taint: &Taint) -> bool {
 mod tests {
     use super::*;
     use serde_json::{from_value, json};
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn label_selector_operators() {
-        let l = labels(&[("app", "web"), ("tier", "front")]);
-        let sel = |v| from_value::<LabelSelector>(v).unwrap();
-        assert!(selector_matches(&sel(json!({})), &l));
-        assert!(selector_matches(
-            &sel(json!({"matchLabels": {"app": "web"}})),
-            &l
-        ));
-        assert!(!selector_matches(
-            &sel(json!({"matchLabels": {"app": "db"}})),
-            &l
-        ));
-        for (op, values, want) in [
-            ("In", json!(["web", "x"]), true),
-            ("In", json!(["x"]), false),
-            ("NotIn", json!(["x"]), true),
-            ("NotIn", json!(["web"]), false),
-            ("Exists", json!(null), true),
-            ("DoesNotExist", json!(null), false),
-            ("Bogus", json!(null), false),
-        ] {
-            let s = sel(
-                json!({"matchExpressions": [{"key": "app", "operator": op, "values": values}]}),
-            );
-            assert_eq!(selector_matches(&s, &l), want, "{op}");
-        }
-        let s = sel(
-            json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}),
-        );
-        assert!(selector_matches(&s, &l), "NotIn matches a missing key");
-    }
 
     #[test]
     fn node_selector_terms_with_gt_lt_and_fields() {

@@ -9,10 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::{GroupResource, ResourceDef};
-use crate::selector::{
-    LabelSelector, is_dns_label, is_dns_subdomain, validate_key, validate_value,
-};
-use crate::server::Server;
+use apimachinery::labels::LabelSelector;
+use apimachinery::validation::{is_dns_label, is_dns_subdomain, validate_key, validate_value};
 
 /// `system-node-critical` priority value.
 pub const SYSTEM_NODE_CRITICAL: i64 = 2_000_001_000;
@@ -66,8 +64,27 @@ fn set_default(m: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
+/// What admission reads from the rest of the API server. The server
+/// implements it, so that admission depends on no server internals.
+pub trait AdmissionContext {
+    /// Allocates the next service cluster IP.
+    fn allocate_cluster_ip(&self) -> String;
+    /// (value, preemptionPolicy) of a PriorityClass.
+    fn priority_class(&self, name: &str) -> Option<(i64, String)>;
+    /// (name, value, preemptionPolicy) of the PriorityClass marked `globalDefault`.
+    fn global_default_priority_class(&self) -> Option<(String, i64, String)>;
+    /// Whether a built-in API serves this group and resource.
+    fn serves_builtin(&self, gr: &GroupResource) -> bool;
+    /// The server's time, RFC 3339.
+    fn now_rfc3339(&self) -> String;
+}
+
 /// Runs defaulting, admission and validation for a create.
-pub fn admit_create(server: &Server, def: &ResourceDef, obj: &mut Value) -> ApiResult<()> {
+pub fn admit_create(
+    server: &dyn AdmissionContext,
+    def: &ResourceDef,
+    obj: &mut Value,
+) -> ApiResult<()> {
     quantities_to_strings(obj);
     validate_metadata(def, obj)?;
     let name = name_of(obj);
@@ -448,7 +465,7 @@ fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()
     let Some(sel) = obj.pointer("/spec/selector").filter(|s| !s.is_null()) else {
         return Err(invalid(Cause::required("spec.selector")));
     };
-    let selector = LabelSelector::from_label_selector(Some(sel))
+    let selector = LabelSelector::from_value(Some(sel))
         .map_err(|e| invalid(Cause::invalid("spec.selector", "", e)))?;
     if selector.is_everything() {
         return Err(invalid(Cause::invalid(
@@ -530,7 +547,7 @@ fn default_job(def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> 
 }
 
 fn default_service(
-    server: &Server,
+    server: &dyn AdmissionContext,
     def: &ResourceDef,
     name: &str,
     obj: &mut Value,
@@ -582,7 +599,7 @@ fn default_service(
 }
 
 fn admit_priority_class(
-    server: &Server,
+    server: &dyn AdmissionContext,
     def: &ResourceDef,
     name: &str,
     obj: &mut Value,
@@ -624,7 +641,11 @@ fn admit_priority_class(
 }
 
 /// Priority admission: resolve `priorityClassName` (or the global default).
-fn admit_pod_priority(server: &Server, def: &ResourceDef, obj: &mut Value) -> ApiResult<()> {
+fn admit_pod_priority(
+    server: &dyn AdmissionContext,
+    def: &ResourceDef,
+    obj: &mut Value,
+) -> ApiResult<()> {
     let name = name_of(obj);
     let class = str_at(obj, "/spec/priorityClassName").map(str::to_string);
     let (class_name, value, policy) = match class.as_deref() {
@@ -725,7 +746,12 @@ pub fn qos_class(spec: &Value) -> &'static str {
     }
 }
 
-fn admit_crd(server: &Server, def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> {
+fn admit_crd(
+    server: &dyn AdmissionContext,
+    def: &ResourceDef,
+    name: &str,
+    obj: &mut Value,
+) -> ApiResult<()> {
     let invalid = |c: Cause| ApiError::invalid(&def.group, &def.kind, name, vec![c]);
     let res =
         crate::registry::crd_resource(obj).map_err(|e| invalid(Cause::invalid("spec", "", e)))?;
@@ -737,18 +763,14 @@ fn admit_crd(server: &Server, def: &ResourceDef, name: &str, obj: &mut Value) ->
             format!("must be spec.names.plural+\".\"+spec.group ({expected})"),
         )));
     }
-    if let Some(existing) = server
-        .registry
-        .by_gr(&GroupResource::new(&res.group, &res.resource))
-        && !existing.custom
-    {
+    if server.serves_builtin(&GroupResource::new(&res.group, &res.resource)) {
         return Err(invalid(Cause::invalid(
             "spec.group",
             &res.group,
             "the group/resource is served by a built-in API",
         )));
     }
-    let now = server.clock.rfc3339();
+    let now = server.now_rfc3339();
     let accepted = obj.pointer("/spec/names").cloned().unwrap_or(Value::Null);
     let status = obj_mut(obj, "status");
     status.insert("acceptedNames".into(), accepted);

@@ -41,7 +41,6 @@ pub mod patch;
 pub mod pdb;
 pub mod protobuf;
 pub mod registry;
-pub mod selector;
 pub mod server;
 pub mod store;
 pub mod table;

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::registry::GroupResource;
-use crate::selector::LabelSelector;
 use crate::server::{DeleteOptions, Deleted, Server, Subresource, WriteOptions};
 use crate::store::Stored;
+use apimachinery::labels::LabelSelector;
 
 /// How long an evicted pod counts as disrupted while it is still present (upstream: 2 minutes).
 const DISRUPTED_POD_TIMEOUT: Duration = Duration::from_secs(120);
@@ -149,9 +149,9 @@ impl Server {
             disruptions_allowed: 0,
             error: Some(e),
         };
-        let selector = match LabelSelector::from_label_selector(pdb.pointer("/spec/selector")) {
+        let selector = match LabelSelector::from_value(pdb.pointer("/spec/selector")) {
             Ok(s) => s,
-            Err(e) => return fail(e),
+            Err(e) => return fail(e.to_string()),
         };
         let pods = self.pods_matching(ns, &selector);
         let now = self.clock.now();
@@ -357,7 +357,7 @@ impl Server {
                 .iter()
                 .filter(|p| {
                     let v = p.value();
-                    LabelSelector::from_label_selector(v.pointer("/spec/selector"))
+                    LabelSelector::from_value(v.pointer("/spec/selector"))
                         .is_ok_and(|s| s.matches(&pod.labels))
                 })
                 .map(|p| p.value())

@@ -473,58 +473,11 @@ fn decode_ty(ty: Ty, wire: Wire<'_>) -> Result<Value, String> {
 }
 
 /// Formats nanoseconds as Go's `time.Duration.String()` does: `1h2m3.5s`,
-/// `1.5ms`, `0s`.
+/// `1.5ms`, `0s`, `-2s`.
 fn go_duration(nanos: i64) -> String {
-    if nanos == 0 {
-        return "0s".into();
-    }
     let sign = if nanos < 0 { "-" } else { "" };
-    let n = nanos.unsigned_abs();
-    let frac = |value: u64, unit: u64| {
-        let whole = value / unit;
-        let rest = value % unit;
-        if rest == 0 {
-            whole.to_string()
-        } else {
-            let digits = unit.trailing_zeros_decimal();
-            let s = format!("{rest:0digits$}");
-            format!("{whole}.{}", s.trim_end_matches('0'))
-        }
-    };
-    if n < 1_000 {
-        return format!("{sign}{n}ns");
-    }
-    if n < 1_000_000 {
-        return format!("{sign}{}µs", frac(n, 1_000));
-    }
-    if n < 1_000_000_000 {
-        return format!("{sign}{}ms", frac(n, 1_000_000));
-    }
-    let secs = n / 1_000_000_000;
-    let (h, m) = (secs / 3600, (secs % 3600) / 60);
-    let s = frac(n % 60_000_000_000, 1_000_000_000);
-    match (h, m) {
-        (0, 0) => format!("{sign}{s}s"),
-        (0, m) => format!("{sign}{m}m{s}s"),
-        (h, m) => format!("{sign}{h}h{m}m{s}s"),
-    }
-}
-
-/// Number of decimal digits of a power of ten.
-trait DecimalDigits {
-    fn trailing_zeros_decimal(self) -> usize;
-}
-
-impl DecimalDigits for u64 {
-    fn trailing_zeros_decimal(self) -> usize {
-        let mut n = self;
-        let mut d = 0;
-        while n >= 10 {
-            n /= 10;
-            d += 1;
-        }
-        d
-    }
+    let d = std::time::Duration::from_nanos(nanos.unsigned_abs());
+    format!("{sign}{}", simclock::format_go_duration(d))
 }
 
 #[cfg(test)]

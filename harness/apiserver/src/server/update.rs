@@ -1,0 +1,265 @@
+//! Updates and patches with optimistic concurrency, the status subresource and generation.
+
+use super::*;
+
+impl Server {
+    /// Replaces an object (PUT).
+    pub fn update(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Bytes> {
+        check_type(def, &mut body)?;
+        if name_of(&body) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                name_of(&body)
+            )));
+        }
+        let precondition = body
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse::<u64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))
+            })
+            .transpose()?;
+        self.guaranteed_update(def, ns, name, sub, opts, precondition, |_| Ok(body.clone()))
+    }
+
+    /// Patches an object.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        ty: PatchType,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+        manager: &str,
+    ) -> ApiResult<Bytes> {
+        if ty == PatchType::Strategic && def.custom {
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            ));
+        }
+        if let PatchType::Apply { force } = ty {
+            return self.apply(def, ns, name, body, sub, opts, manager, force);
+        }
+        self.guaranteed_update(def, ns, name, sub, opts, None, |mut cur| {
+            let rv_before = cur.pointer("/metadata/resourceVersion").cloned();
+            match ty {
+                PatchType::Json => patch::json_patch(&mut cur, body),
+                PatchType::Merge => patch::merge_patch(&mut cur, body),
+                PatchType::Strategic => patch::strategic_merge_patch(&mut cur, body),
+                PatchType::Apply { .. } => Ok(()),
+            }
+            .map_err(|e| match e.0.starts_with("error decoding") {
+                true => ApiError::bad_request(e.0),
+                false => ApiError::invalid(
+                    &def.group,
+                    &def.kind,
+                    name,
+                    vec![Cause::invalid("", "", e.0)],
+                ),
+            })?;
+            // A resourceVersion in the patch is a precondition.
+            let rv_after = cur.pointer("/metadata/resourceVersion").cloned();
+            if rv_after.is_some() && rv_after != rv_before {
+                return Err(ApiError::stale(&def.group, &def.resource, name));
+            }
+            Ok(cur)
+        })
+    }
+
+    /// The read-modify-write loop of the generic registry: retried when the
+    /// object changed underneath unless the caller gave a resourceVersion.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn guaranteed_update(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: Subresource,
+        opts: &WriteOptions,
+        precondition: Option<u64>,
+        mutate: impl Fn(Value) -> ApiResult<Value>,
+    ) -> ApiResult<Bytes> {
+        loop {
+            let cur = self.get(def, ns, name)?;
+            if precondition.is_some_and(|rv| rv != cur.rv) {
+                return Err(ApiError::stale(&def.group, &def.resource, name));
+            }
+            let old = cur.value();
+            let mut new = mutate(old.clone())?;
+            check_type(def, &mut new)?;
+            let new = self.prepare_update(def, &old, new, sub, opts)?;
+            if opts.dry_run {
+                return Ok(Bytes::from(
+                    serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?,
+                ));
+            }
+            let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+                && new
+                    .pointer("/metadata/finalizers")
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty)
+                && old
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    == Some(0)
+                && !(def.group.is_empty()
+                    && def.resource == "namespaces"
+                    && has_spec_finalizers(&new));
+            let result = if finalized {
+                self.store.delete(def, ns, name, Some(cur.rv)).inspect(|s| {
+                    self.after_delete(def, s);
+                })
+            } else {
+                self.store.update(def, cur.rv, new)
+            };
+            match result {
+                Ok(s) => {
+                    if !finalized {
+                        self.after_write(def, &s);
+                    }
+                    return Ok(s.json.clone());
+                }
+                Err(StoreError::Conflict(_)) if precondition.is_none() => continue,
+                Err(e) => return Err(Self::store_err(def, name, e)),
+            }
+        }
+    }
+
+    pub(super) fn prepare_update(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        mut new: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        let name = name_of(old);
+        if name_of(&new) != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({name})",
+                name_of(&new)
+            )));
+        }
+        if let (Some(a), Some(b)) = (old.pointer("/metadata/uid"), new.pointer("/metadata/uid"))
+            && a != b
+            && !b.as_str().is_some_and(str::is_empty)
+        {
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.resource,
+                &name,
+                &format!("Precondition failed: UID in precondition: {b}, UID in object meta: {a}"),
+            ));
+        }
+        let mut out = match sub {
+            Subresource::Status => {
+                let mut o = old.clone();
+                match new.get("status") {
+                    Some(s) => o["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = o.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                o
+            }
+            Subresource::Finalize => {
+                let mut o = old.clone();
+                o["spec"]["finalizers"] = new
+                    .pointer("/spec/finalizers")
+                    .cloned()
+                    .unwrap_or(json!([]));
+                o
+            }
+            Subresource::Main => {
+                if def.status {
+                    match old.get("status") {
+                        Some(s) => new["status"] = s.clone(),
+                        None => {
+                            if let Some(m) = new.as_object_mut() {
+                                m.remove("status");
+                            }
+                        }
+                    }
+                }
+                // System-owned metadata is kept from the stored object.
+                for f in [
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                    "namespace",
+                ] {
+                    match old.pointer(&format!("/metadata/{f}")) {
+                        Some(v) => new["metadata"][f] = v.clone(),
+                        None => {
+                            if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut)
+                            {
+                                m.remove(f);
+                            }
+                        }
+                    }
+                }
+                admission::admit_update(def, old, &mut new)?;
+                if spec_changed(old, &new) {
+                    let g = old
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    new["metadata"]["generation"] = json!(g + 1);
+                }
+                new
+            }
+        };
+        if let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        out = self.normalize(def, out, opts.field_validation)?;
+        Ok(out)
+    }
+}
+
+/// Whether anything but metadata and status differs.
+pub(super) fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| -> BTreeMap<String, Value> {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    strip(old) != strip(new)
+}
+
+pub(super) fn set_path(obj: &mut Value, path: &str, value: Value) {
+    let parts: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    let mut cur = obj;
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        if i == parts.len() - 1 {
+            cur[*p] = value;
+            return;
+        }
+        cur = &mut cur[*p];
+    }
+}
