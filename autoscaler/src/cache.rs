@@ -29,7 +29,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use predicates::{NodeInfo, PodInfo};
 use tokio::sync::{Notify, watch};
 
-use crate::simulator::drainability::{Budget, ControllerState, Controllers};
+use crate::simulator::drainability::{Budget, ControllerState, Controllers, controller_uid};
 
 /// Whether a pod is listed by CA at all (not Succeeded or Failed).
 pub fn is_active(pod: &Pod) -> bool {
@@ -153,6 +153,7 @@ impl State {
             return false;
         }
         if let Some(uid) = controller_uid(&pod) {
+            let uid = uid.to_string();
             self.by_owner.entry(uid).or_default().insert(key.clone());
         }
         let info = match node_name(&pod).map(str::to_string) {
@@ -177,11 +178,11 @@ impl State {
     fn drop_pod(&mut self, key: &str) {
         if let Some(old) = self.pods.remove(key) {
             if let Some(uid) = controller_uid(&old.pod)
-                && let Some(set) = self.by_owner.get_mut(&uid)
+                && let Some(set) = self.by_owner.get_mut(uid)
             {
                 set.remove(key);
                 if set.is_empty() {
-                    self.by_owner.remove(&uid);
+                    self.by_owner.remove(uid);
                 }
             }
             match node_name(&old.pod) {
@@ -275,15 +276,6 @@ impl Controllers for State {
             None => ControllerState::NotFound,
         }
     }
-}
-
-fn controller_uid(pod: &Pod) -> Option<String> {
-    pod.metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.clone())
 }
 
 /// Keeps a bound pod's scheduling facts and drops the parts of the object

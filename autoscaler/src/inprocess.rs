@@ -12,6 +12,7 @@ use crate::cache::ClusterCache;
 use crate::cloudprovider::kwok::{Faults, KwokProvider, Settings};
 use crate::config::{Flags, normalize_args};
 use crate::core::{Autoscaler, node_lister};
+use crate::metrics::Metrics;
 use crate::server::Endpoints;
 
 /// An autoscaler with the kwok provider and its fault-injection handle.
@@ -60,6 +61,7 @@ pub async fn kwok(
         flags.max_failing_time,
         flags.max_startup_time,
     );
+    let metrics = Arc::new(Metrics::new(flags.emit_per_nodegroup_metrics));
     let autoscaler = Autoscaler::new(
         client,
         clock.clone(),
@@ -67,6 +69,7 @@ pub async fn kwok(
         validated,
         cache,
         Arc::new(provider),
+        metrics,
     );
     let endpoints = Endpoints {
         metrics: autoscaler.metrics.clone(),

@@ -2,23 +2,31 @@
 //! Cluster Autoscaler (CA).
 //!
 //! The modules mirror upstream CA's packages, so that a CA engineer finds
-//! their way at once. Data flows in this order each loop ([`core`]):
+//! their way at once. Data flows in this order each loop ([`core`], a short
+//! list of named steps over an [`context::AutoscalingContext`]):
 //!
-//! - [`config`]: the command-line flags (the FAQ's table is the contract)
-//!   and the grouped `--help`.
-//! - [`cache`]: nodes, pods, PDBs and controllers from watches.
-//! - [`cloudprovider`]: node groups and the providers; `builder` holds the
-//!   one list of implemented providers (`kwok` so far).
-//! - [`clusterstate`]: readiness, unregistered instances, upcoming nodes,
-//!   backoff and health.
-//! - [`simulator`]: the forkable snapshot and the drainability rules.
-//! - [`scaleup`] and [`expander`]: which pending pods get which node group.
-//! - [`scaledown`] and [`actuation`]: unneeded nodes, and their deletion
-//!   (taints from [`taints`]).
-//! - [`status`], [`metrics`], [`server`]: the status ConfigMap, events,
-//!   `/metrics`, `/health-check` and `/decisions`.
-//! - [`leaderelection`]: the Lease; [`inprocess`]: the autoscaler as a
-//!   library beside an embedded cluster (tests and the conformance suite).
+//! | ours | upstream | what |
+//! | --- | --- | --- |
+//! | [`config`] | `config`, `main.go` flags | the flags (the FAQ's table is the contract) and the grouped `--help` |
+//! | [`cache`] | informers and listers | nodes, pods, PDBs and controllers from watches |
+//! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` holds the one list of implemented providers (`kwok` so far) |
+//! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health, and the notices it reports |
+//! | [`simulator`] | `simulator`, `processors/nodeinfosprovider` | the forkable snapshot, the drainability rules, template nodes |
+//! | [`scaleup`] | `core/scaleup`, `estimator`, `processors/nodegroupset` | pending pods, equivalence, estimator, limits, balancing, plan, the one executor, min-size enforcement |
+//! | [`expander`] | `expander` | choosing among options; the priority expander's ConfigMap |
+//! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
+//! | [`core`] | `core/static_autoscaler.go` | the loop and its housekeeping |
+//! | [`taints`] | `utils/taints` | ToBeDeleted, DeletionCandidate and startup taints |
+//! | [`events`], [`status`] | `utils/events`, `clusterstate/utils` | events with CA's typed reasons; the status ConfigMap |
+//! | [`metrics`], [`server`] | `metrics` | `/metrics`, `/health-check` and `/decisions` |
+//! | [`leaderelection`] | client-go leader election | the Lease |
+//! | [`inprocess`] | (none) | the autoscaler as a library beside an embedded cluster (tests and the conformance suite) |
+//!
+//! Outcomes are typed where CA names them: [`scaleup::ScaleUpStatus`],
+//! [`scaledown::Unremovable`] and [`scaledown::UnremovableReason`],
+//! [`events::EventReason`], [`scaledown::actuation::DeletionError`]; each
+//! renders CA's text in one place. The predicates the scheduler and the
+//! simulator share are in the `predicates` crate.
 
 /// The upstream Cluster Autoscaler release whose behaviour (flags, defaults,
 /// texts) this autoscaler follows. Logged at start-up the way CA logs its
@@ -26,12 +34,44 @@
 /// reads it to decide which version-tagged scenarios apply.
 pub const CA_VERSION: &str = "1.36.1";
 
-pub mod actuation;
+/// Declares a fieldless enum whose variants are upstream CA's names, with
+/// the list of all of them and their text, so that each set of names (event
+/// reasons, unremovable reasons...) is written once.
+macro_rules! ca_names {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant,)+];
+
+            /// Upstream's name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => stringify!($variant),)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod cache;
 pub mod cloudprovider;
 pub mod clusterstate;
 pub mod config;
+pub mod context;
 pub mod core;
+pub mod events;
 pub mod expander;
 pub mod inprocess;
 pub mod leaderelection;

@@ -180,15 +180,15 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
             )
         }
     };
-    let mut autoscaler = Autoscaler::new(
+    let autoscaler = Autoscaler::new(
         client.clone(),
         clock.clone(),
         flags.clone(),
         validated,
         cache,
         provider,
+        metrics,
     );
-    autoscaler.metrics = metrics;
     if let Ok(mut l) = liveness.lock() {
         *l = Some(autoscaler.liveness.clone());
     }

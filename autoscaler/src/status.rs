@@ -3,10 +3,9 @@
 //! five-minute deduplication.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -119,10 +118,10 @@ impl StatusWriter {
     ) -> Value {
         let mut groups = Vec::new();
         let mut any_in_progress = false;
-        for (id, g) in &registry.groups {
+        for (id, g) in registry.groups() {
             let health = if g.healthy { "Healthy" } else { "Unhealthy" };
-            let backoff = registry.backoff.backed_off(id, now);
-            let scale_up = if registry.scale_ups.contains_key(id) && g.upcoming > 0 {
+            let backoff = registry.backed_off(id, now);
+            let scale_up = if registry.is_scaling_up(id) && g.upcoming > 0 {
                 "InProgress"
             } else if !g.healthy {
                 "Unhealthy"
@@ -170,7 +169,7 @@ impl StatusWriter {
                 "scaleDown": sd,
             }));
         }
-        let health = if registry.healthy {
+        let health = if registry.is_healthy() {
             "Healthy"
         } else {
             "Unhealthy"
@@ -199,7 +198,7 @@ impl StatusWriter {
             "clusterWide": {
                 "health": {
                     "status": health,
-                    "nodeCounts": counts(&registry.total),
+                    "nodeCounts": counts(registry.totals()),
                     "lastProbeTime": rfc3339(Some(now)),
                     "lastTransitionTime": rfc3339(Some(self.transitions.at("cluster/health", health, now))),
                 },
@@ -286,174 +285,11 @@ impl StatusWriter {
     }
 }
 
-/// The object an event is about.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ObjectRef {
-    /// `v1`.
-    pub api_version: String,
-    /// Kind.
-    pub kind: String,
-    /// Namespace (empty for cluster-scoped).
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-    /// UID.
-    pub uid: String,
-}
-
-impl ObjectRef {
-    /// A pod.
-    pub fn pod(p: &k8s_openapi::api::core::v1::Pod) -> Self {
-        Self {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: p.metadata.namespace.clone().unwrap_or_default(),
-            name: p.metadata.name.clone().unwrap_or_default(),
-            uid: p.metadata.uid.clone().unwrap_or_default(),
-        }
-    }
-
-    /// A node.
-    pub fn node(name: &str, uid: &str) -> Self {
-        Self {
-            api_version: "v1".into(),
-            kind: "Node".into(),
-            namespace: String::new(),
-            name: name.to_string(),
-            uid: uid.to_string(),
-        }
-    }
-
-    /// A ConfigMap.
-    pub fn config_map(namespace: &str, name: &str) -> Self {
-        Self {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            uid: String::new(),
-        }
-    }
-}
-
-/// The deduplication key (ca-compat §7.2): reason and object, or, for the
-/// status ConfigMap, the message.
-fn dedup_key(object: &ObjectRef, status_cm: &ObjectRef, reason: &str, message: &str) -> String {
-    if object == status_cm {
-        format!("{}/{}/{message}", object.kind, object.name)
-    } else {
-        format!(
-            "{reason}/{}/{}/{}/{}",
-            object.kind, object.namespace, object.name, object.uid
-        )
-    }
-}
-
-/// One event per key per five minutes; the memory of keys is bounded.
-fn allow(seen: &mut HashMap<String, SystemTime>, key: String, now: SystemTime) -> bool {
-    let window = Duration::from_secs(300);
-    if seen.get(&key).is_some_and(|t| *t + window > now) {
-        return false;
-    }
-    seen.insert(key, now);
-    if seen.len() > 8192 {
-        seen.retain(|_, t| *t + window > now);
-    }
-    true
-}
-
-/// Records events (source component `cluster-autoscaler`), one per
-/// (object, reason) per five minutes unless `--record-duplicated-events`;
-/// for the status ConfigMap the message is the key instead of the reason.
-#[derive(Clone)]
-pub struct EventRecorder {
-    client: Client,
-    clock: simclock::Clock,
-    record_duplicates: bool,
-    status_cm: ObjectRef,
-    write_status: bool,
-    seen: Arc<Mutex<HashMap<String, SystemTime>>>,
-}
-
-impl EventRecorder {
-    /// A recorder.
-    pub fn new(
-        client: Client,
-        clock: simclock::Clock,
-        record_duplicates: bool,
-        status_cm: ObjectRef,
-        write_status: bool,
-    ) -> Self {
-        Self {
-            client,
-            clock,
-            record_duplicates,
-            status_cm,
-            write_status,
-            seen: Arc::new(Mutex::new(HashMap::new())),
-        }
-    }
-
-    /// An event on the status ConfigMap (only with `--write-status-configmap`).
-    pub fn status(&self, type_: &str, reason: &str, message: String) {
-        if self.write_status {
-            self.record(&self.status_cm.clone(), type_, reason, message);
-        }
-    }
-
-    /// Records an event without waiting for the API.
-    pub fn record(&self, object: &ObjectRef, type_: &str, reason: &str, message: String) {
-        let now = self.clock.now();
-        tracing::debug!(
-            "event {reason} on {} {}/{}: {message}",
-            object.kind,
-            object.namespace,
-            object.name
-        );
-        if !self.record_duplicates {
-            let key = dedup_key(object, &self.status_cm, reason, &message);
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            if !allow(&mut seen, key, now) {
-                return;
-            }
-        }
-        let object = object.clone();
-        let (client, type_, reason) = (self.client.clone(), type_.to_string(), reason.to_string());
-        // Built and sent off the loop's path: a scale-up may emit an event
-        // for each of thousands of pods.
-        tokio::spawn(async move {
-            let ns = if object.namespace.is_empty() {
-                "default".to_string()
-            } else {
-                object.namespace.clone()
-            };
-            let ts = simclock::format_rfc3339(now);
-            let event = json!({
-                "metadata": {"generateName": format!("{}.", object.name), "namespace": ns},
-                "involvedObject": {"apiVersion": object.api_version, "kind": object.kind, "name": object.name,
-                    "namespace": if object.namespace.is_empty() { Value::Null } else { json!(object.namespace) },
-                    "uid": if object.uid.is_empty() { Value::Null } else { json!(object.uid) }},
-                "type": type_, "reason": reason, "message": message,
-                "source": {"component": "cluster-autoscaler"},
-                "reportingComponent": "cluster-autoscaler",
-                "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-            });
-            let api: Api<Event> = Api::namespaced(client, &ns);
-            let result = match serde_json::from_value::<Event>(event) {
-                Ok(e) => api.create(&PostParams::default(), &e).await.map(|_| ()),
-                Err(e) => Err(kube::Error::SerdeError(e)),
-            };
-            if let Err(e) = result {
-                tracing::debug!("recording event {reason}: {e}");
-            }
-        });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn go_time_format() {
@@ -478,50 +314,6 @@ mod tests {
             yaml.find("autoscalerStatus").unwrap() < yaml.find("clusterWide").unwrap(),
             "keys sorted"
         );
-    }
-
-    #[test]
-    fn events_are_deduplicated_for_five_minutes() {
-        let cm = ObjectRef::config_map("kube-system", "cluster-autoscaler-status");
-        let pod = ObjectRef {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: "default".into(),
-            name: "p".into(),
-            uid: "u".into(),
-        };
-        let mut seen = HashMap::new();
-        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let k = |o: &ObjectRef, r: &str, m: &str| dedup_key(o, &cm, r, m);
-        assert!(allow(&mut seen, k(&pod, "NotTriggerScaleUp", "a"), t0));
-        assert!(
-            !allow(
-                &mut seen,
-                k(&pod, "NotTriggerScaleUp", "b"),
-                t0 + Duration::from_secs(299)
-            ),
-            "same object and reason"
-        );
-        assert!(
-            allow(&mut seen, k(&pod, "TriggeredScaleUp", "a"), t0),
-            "another reason"
-        );
-        assert!(
-            allow(
-                &mut seen,
-                k(&pod, "NotTriggerScaleUp", "a"),
-                t0 + Duration::from_secs(300)
-            ),
-            "after five minutes"
-        );
-        // On the status ConfigMap, messages are the key.
-        assert!(allow(&mut seen, k(&cm, "ScaledUpGroup", "setting 1"), t0));
-        assert!(allow(&mut seen, k(&cm, "ScaledUpGroup", "set 1"), t0));
-        assert!(!allow(
-            &mut seen,
-            k(&cm, "ScaledUpGroup", "setting 1"),
-            t0 + Duration::from_secs(1)
-        ));
     }
 
     #[test]

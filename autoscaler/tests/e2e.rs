@@ -446,7 +446,10 @@ async fn a_group_never_goes_above_max() {
     );
     // The decision record names the group and why.
     let d = r.decisions.lock().unwrap().clone();
-    assert_eq!(d.scale_up, "NoOptionsAvailable");
+    assert_eq!(
+        d.scale_up,
+        Some(autoscaler::scaleup::ScaleUpStatus::NoOptionsAvailable)
+    );
     assert!(!d.pods.is_empty());
     assert!(
         d.pods

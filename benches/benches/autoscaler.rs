@@ -194,7 +194,7 @@ async fn idle(nodes: usize) {
     times.sort();
     let d = a.decisions.lock().unwrap().clone();
     println!(
-        "idle loop, {nodes} nodes x 30 pods: median {:.1} ms, max {:.1} ms (scale-up {}, {} unneeded)",
+        "idle loop, {nodes} nodes x 30 pods: median {:.1} ms, max {:.1} ms (scale-up {:?}, {} unneeded)",
         ms(times[5]),
         ms(times[9]),
         d.scale_up,
@@ -230,7 +230,7 @@ async fn scale_up(nodes: usize) {
     let d = a.decisions.lock().unwrap().clone();
     print_phases(&a);
     println!(
-        "scale-up loop, {nodes} nodes x 30 pods + 30000 pending pods, 3 groups: {:.0} ms (result {}, options {:?}, scaled {:?})",
+        "scale-up loop, {nodes} nodes x 30 pods + 30000 pending pods, 3 groups: {:.0} ms (result {:?}, options {:?}, scaled {:?})",
         ms(took),
         d.scale_up,
         d.options,

@@ -517,15 +517,6 @@ fn prepare_template(node: &Node, group: &str, skip_taint: bool) -> Result<Node, 
     })
 }
 
-fn random_suffix() -> String {
-    (0..5)
-        .map(|_| {
-            let i = fastrand::u8(0..36);
-            char::from(if i < 10 { b'0' + i } else { b'a' + i - 10 })
-        })
-        .collect()
-}
-
 impl KwokProvider {
     /// Reads the ConfigMaps and builds the groups. `nodes` is the
     /// autoscaler's node cache (a reflector store).
@@ -742,7 +733,7 @@ impl KwokNodeGroup {
         let fault = self.fault();
         let api: Api<Node> = Api::all(self.shared.client.clone());
         for _ in 0..count {
-            let name = format!("{}-{}", self.id, random_suffix());
+            let name = format!("{}-{}", self.id, apimachinery::rand::suffix(5));
             match &fault {
                 Some(Fault::NeverRegister) => {
                     self.with_state(|g| g.phantom.insert(name.clone()))?;
@@ -931,7 +922,7 @@ impl NodeGroup for KwokNodeGroup {
 /// The kube-proxy pseudo-pod upstream adds to templates (100m CPU).
 fn kube_proxy_pod(group: &str) -> Pod {
     serde_json::from_value(json!({
-        "metadata": {"name": format!("kube-proxy-{group}-{}", random_suffix()), "namespace": "kube-system",
+        "metadata": {"name": format!("kube-proxy-{group}-{}", apimachinery::rand::suffix(5)), "namespace": "kube-system",
             "annotations": {"kubernetes.io/config.mirror": "kube-proxy"}},
         "spec": {"priorityClassName": "system-node-critical", "priority": 2_000_001_000,
             "containers": [{"name": "kube-proxy", "image": "kube-proxy", "resources": {"requests": {"cpu": "100m"}}}]},

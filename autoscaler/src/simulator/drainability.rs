@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use predicates::labels::{labels_of, selector_matches};
 
 /// `cluster-autoscaler.kubernetes.io/safe-to-evict`.
@@ -127,10 +127,10 @@ impl Budget {
     }
 }
 
-/// The flags and cluster facts the rules read.
-pub struct Context<'a> {
-    /// Now.
-    pub now: SystemTime,
+/// The drainability flags. The planner and the actuator's re-check read
+/// the same rules, built once from the flags.
+#[derive(Debug, Clone, Copy)]
+pub struct DrainRules {
     /// `--skip-nodes-with-system-pods`.
     pub skip_nodes_with_system_pods: bool,
     /// `--skip-nodes-with-local-storage`.
@@ -141,6 +141,40 @@ pub struct Context<'a> {
     pub min_replica_count: i32,
     /// `--blocking-system-pod-distruption-timeout`.
     pub system_pod_timeout: Duration,
+}
+
+impl DrainRules {
+    /// The rules the flags set.
+    pub fn from_flags(f: &crate::config::Flags) -> Self {
+        Self {
+            skip_nodes_with_system_pods: f.skip_nodes_with_system_pods,
+            skip_nodes_with_local_storage: f.skip_nodes_with_local_storage,
+            skip_nodes_with_custom_controller_pods: f.skip_nodes_with_custom_controller_pods,
+            min_replica_count: f.min_replica_count,
+            system_pod_timeout: f.blocking_system_pod_distruption_timeout,
+        }
+    }
+}
+
+impl Default for DrainRules {
+    /// CA's defaults.
+    fn default() -> Self {
+        Self {
+            skip_nodes_with_system_pods: true,
+            skip_nodes_with_local_storage: true,
+            skip_nodes_with_custom_controller_pods: true,
+            min_replica_count: 0,
+            system_pod_timeout: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// The rules and the cluster facts they read.
+pub struct Context<'a> {
+    /// Now.
+    pub now: SystemTime,
+    /// The flags' rules.
+    pub rules: DrainRules,
     /// Budgets in the cluster.
     pub budgets: &'a [Budget],
     /// Controller lookups.
@@ -155,13 +189,25 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// The owner reference marked `controller: true`.
+pub fn controller_ref(pod: &Pod) -> Option<&OwnerReference> {
+    pod.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+}
+
+/// The controller's uid.
+pub fn controller_uid(pod: &Pod) -> Option<&str> {
+    controller_ref(pod).map(|r| r.uid.as_str())
+}
+
 /// The controller owner reference (kind, name, api group).
 pub fn controller_of(pod: &Pod) -> Option<(&str, &str, &str)> {
-    pod.metadata.owner_references.as_ref().and_then(|o| {
-        o.iter().find(|r| r.controller == Some(true)).map(|r| {
-            let group = r.api_version.split_once('/').map_or("", |(g, _)| g);
-            (r.kind.as_str(), r.name.as_str(), group)
-        })
+    controller_ref(pod).map(|r| {
+        let group = r.api_version.split_once('/').map_or("", |(g, _)| g);
+        (r.kind.as_str(), r.name.as_str(), group)
     })
 }
 
@@ -234,7 +280,7 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
         return Outcome::Skip;
     }
     // 3. ReplicaCount.
-    if ctx.skip_nodes_with_custom_controller_pods
+    if ctx.rules.skip_nodes_with_custom_controller_pods
         && let Some((kind, owner, group)) = controller_of(pod)
     {
         let checked = match kind {
@@ -261,13 +307,13 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
                 }
                 ControllerState::Found { replicas: Some(r) }
                     if matches!(kind, "ReplicationController" | "ReplicaSet")
-                        && r < ctx.min_replica_count =>
+                        && r < ctx.rules.min_replica_count =>
                 {
                     return Outcome::Block(
                         BlockingReason::MinReplicasReached,
                         format!(
                             "{ns}/{name}'s controller has {r} replicas, below the minimum of {}",
-                            ctx.min_replica_count
+                            ctx.rules.min_replica_count
                         ),
                     );
                 }
@@ -305,7 +351,7 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
     let replicated = match controller_of(pod) {
         None => false,
         Some((kind, _, _)) => {
-            !ctx.skip_nodes_with_custom_controller_pods
+            !ctx.rules.skip_nodes_with_custom_controller_pods
                 || matches!(
                     kind,
                     "ReplicationController" | "Job" | "ReplicaSet" | "StatefulSet"
@@ -319,7 +365,7 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
         );
     }
     // 9. System.
-    if ctx.skip_nodes_with_system_pods
+    if ctx.rules.skip_nodes_with_system_pods
         && ns == "kube-system"
         && !ctx.budgets.iter().any(|b| b.selects(pod))
     {
@@ -329,7 +375,7 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
             .as_ref()
             .map(|t| SystemTime::from(t.0));
         return match created {
-            Some(c) if c + ctx.system_pod_timeout < ctx.now => Outcome::DrainOk,
+            Some(c) if c + ctx.rules.system_pod_timeout < ctx.now => Outcome::DrainOk,
             _ => Outcome::Block(
                 BlockingReason::UnmovableKubeSystemPod,
                 format!(
@@ -346,7 +392,7 @@ pub fn evaluate(pod: &Pod, ctx: &Context<'_>) -> Outcome {
         );
     }
     // 11. LocalStorage.
-    if ctx.skip_nodes_with_local_storage && has_blocking_local_storage(pod) {
+    if ctx.rules.skip_nodes_with_local_storage && has_blocking_local_storage(pod) {
         return Outcome::Block(
             BlockingReason::LocalStorageRequested,
             format!("pod with local storage present: {name}"),
@@ -486,11 +532,12 @@ mod tests {
         ]);
         let ctx = Context {
             now: now(),
-            skip_nodes_with_system_pods: flags.0,
-            skip_nodes_with_local_storage: flags.1,
-            skip_nodes_with_custom_controller_pods: flags.2,
-            min_replica_count: 0,
-            system_pod_timeout: Duration::from_secs(3600),
+            rules: DrainRules {
+                skip_nodes_with_system_pods: flags.0,
+                skip_nodes_with_local_storage: flags.1,
+                skip_nodes_with_custom_controller_pods: flags.2,
+                ..DrainRules::default()
+            },
             budgets,
             controllers: &controllers,
         };
@@ -555,11 +602,10 @@ mod tests {
         let controllers = Fake(vec![("ReplicaSet", "rs", Some(3))]);
         let ctx = |min| Context {
             now: now(),
-            skip_nodes_with_system_pods: true,
-            skip_nodes_with_local_storage: true,
-            skip_nodes_with_custom_controller_pods: true,
-            min_replica_count: min,
-            system_pod_timeout: Duration::from_secs(3600),
+            rules: DrainRules {
+                min_replica_count: min,
+                ..DrainRules::default()
+            },
             budgets: &[],
             controllers: &controllers,
         };
@@ -695,11 +741,7 @@ mod tests {
         ]);
         let ctx = Context {
             now: now(),
-            skip_nodes_with_system_pods: true,
-            skip_nodes_with_local_storage: true,
-            skip_nodes_with_custom_controller_pods: true,
-            min_replica_count: 0,
-            system_pod_timeout: Duration::from_secs(3600),
+            rules: DrainRules::default(),
             budgets: &[],
             controllers: &controllers,
         };

@@ -3,11 +3,10 @@
 //! rule; as soon as one option is left it wins; ties left at the end are
 //! broken at random.
 
-use std::collections::BTreeMap;
-
-use regex::Regex;
-
 use crate::config::ExpanderName;
+
+pub mod priority;
+pub use priority::{Priorities, PriorityNotice};
 
 /// One way to scale up: a node group, how many nodes, which pods they
 /// would take.
@@ -23,54 +22,6 @@ pub struct ScaleUpOption {
     pub pod_requests: (i64, i64),
     /// The template node's CPU (milli) and memory (bytes) capacity.
     pub node_capacity: (i64, i64),
-}
-
-/// What the priority expander reports (events on its ConfigMap).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PriorityNotice {
-    /// `PriorityConfigMapNotMatchedGroup`.
-    NotMatchedGroup(String),
-    /// `PriorityConfigMapNoGroupMatched`.
-    NoGroupMatched,
-}
-
-/// The parsed `priorities` of `cluster-autoscaler-priority-expander`.
-#[derive(Debug, Clone, Default)]
-pub struct Priorities {
-    levels: Vec<(i64, Vec<Regex>)>,
-}
-
-impl Priorities {
-    /// Parses the `priorities` value: a YAML map from integer priority to a
-    /// list of (unanchored) regular expressions.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if text.trim().is_empty() {
-            return Err("priority configuration in cluster-autoscaler-priority-expander configmap is empty; please provide valid configuration".into());
-        }
-        let raw: BTreeMap<i64, Vec<String>> = serde_saphyr::from_str(text).map_err(|e| {
-            format!("Wrong configuration for priority expander: {e}. Ignoring update.")
-        })?;
-        let mut levels = Vec::new();
-        for (prio, exprs) in raw {
-            let mut compiled = Vec::new();
-            for e in exprs {
-                compiled.push(Regex::new(&e).map_err(|err| {
-                    format!("Wrong configuration for priority expander: regexp {e:?} at priority {prio}: {err}. Ignoring update.")
-                })?);
-            }
-            levels.push((prio, compiled));
-        }
-        Ok(Self { levels })
-    }
-
-    /// The highest priority whose expressions match the group id.
-    fn priority_of(&self, group: &str) -> Option<i64> {
-        self.levels
-            .iter()
-            .filter(|(_, res)| res.iter().any(|r| r.is_match(group)))
-            .map(|(p, _)| *p)
-            .max()
-    }
 }
 
 fn keep_best<K: PartialOrd + Copy>(
@@ -336,15 +287,22 @@ mod tests {
 
     #[test]
     fn bad_priority_configs_are_errors() {
-        assert!(Priorities::parse("").unwrap_err().contains("is empty"));
+        assert!(
+            Priorities::parse("")
+                .unwrap_err()
+                .to_string()
+                .contains("is empty")
+        );
         assert!(
             Priorities::parse("high: [a]")
                 .unwrap_err()
+                .to_string()
                 .starts_with("Wrong configuration for priority expander")
         );
         assert!(
             Priorities::parse("10:\n  - '('\n")
                 .unwrap_err()
+                .to_string()
                 .contains("regexp")
         );
     }

@@ -15,6 +15,9 @@ use crate::cloudprovider::{
 };
 use crate::taints::{self, TaintConfig};
 
+mod notices;
+pub use notices::{Notice, report_notices};
+
 /// Where a registered node stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
@@ -189,31 +192,6 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{keep}<truncated>")
 }
 
-/// Something the registry noticed that the status should report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Notice {
-    /// `ScaleUpTimedOut`.
-    ScaleUpTimedOut {
-        /// Group.
-        group: String,
-        /// Provision time.
-        after: Duration,
-        /// Nodes that did not come.
-        increase: usize,
-    },
-    /// `ScaleUpFailed`: instances reported creation errors.
-    ScaleUpFailed {
-        /// Group.
-        group: String,
-        /// Count.
-        count: usize,
-        /// The error.
-        error: InstanceErrorInfo,
-        /// The distinct error messages.
-        messages: Vec<String>,
-    },
-}
-
 /// Health thresholds and timing defaults.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -227,25 +205,19 @@ pub struct Settings {
     pub group_defaults: NodeGroupOptions,
 }
 
-/// The registry.
+/// The registry. The loop reads it through its methods and changes it only
+/// by [`Self::update`] and the `register_*` methods.
 pub struct ClusterStateRegistry {
     settings: Settings,
-    /// Backoff per group.
-    pub backoff: Backoff,
-    /// Scale-ups in flight, per group.
-    pub scale_ups: BTreeMap<String, ScaleUpRequest>,
+    backoff: Backoff,
+    scale_ups: BTreeMap<String, ScaleUpRequest>,
     first_seen_unregistered: HashMap<String, SystemTime>,
     reported_errors: HashMap<String, usize>,
-    /// Per group, from the last update.
-    pub groups: BTreeMap<String, GroupState>,
-    /// Readiness of every registered node.
-    pub readiness: HashMap<String, Readiness>,
-    /// Group id of every autoscaled node.
-    pub node_groups: HashMap<String, String>,
-    /// Cluster-wide counts.
-    pub total: NodeCounts,
-    /// Cluster health.
-    pub healthy: bool,
+    groups: BTreeMap<String, GroupState>,
+    readiness: HashMap<String, Readiness>,
+    node_groups: HashMap<String, String>,
+    total: NodeCounts,
+    healthy: bool,
 }
 
 /// Whether a node is ready in CA's sense (ca-compat §0.2 and §1.4):
@@ -275,6 +247,34 @@ pub fn node_ready(node: &Node, taints: &TaintConfig) -> bool {
                     ) || taints.is_startup_taint(&t.key)
                 })
             })
+}
+
+/// A node's capacity as the cluster-wide resource limits count it: whole
+/// cores (rounded up) and memory bytes.
+pub fn node_capacity(node: &Node) -> (i64, i64) {
+    let r = predicates::resources::Resources::from_list(
+        node.status.as_ref().and_then(|s| s.capacity.as_ref()),
+    );
+    ((r.milli_cpu + 999) / 1000, r.memory)
+}
+
+/// The cluster's cores and memory as the resource limits count them
+/// (`--cores-total`, `--memory-total`): nodes being deleted and
+/// virtual-kubelet nodes are left out.
+pub fn cluster_resources(nodes: &[Arc<Node>], now: SystemTime) -> (i64, i64) {
+    nodes
+        .iter()
+        .filter(|n| !taints::being_deleted(n, now))
+        .filter(|n| {
+            n.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("type"))
+                .map(String::as_str)
+                != Some("virtual-kubelet")
+        })
+        .map(|n| node_capacity(n))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// GPU resource names CA knows (`utils/gpu`).
@@ -531,6 +531,58 @@ impl ClusterStateRegistry {
         self.healthy = !(unready > ok && unready as f64 > pct * self.total.registered as f64);
         self.groups = groups;
         notices
+    }
+
+    /// Records a failed increase of a group: it is backed off
+    /// (`errorCode` and `errorMessage` are what the status reports).
+    pub fn register_failed_scale_up(
+        &mut self,
+        group: &str,
+        code: &str,
+        message: &str,
+        now: SystemTime,
+    ) {
+        self.backoff.backoff(group, code, message, now);
+    }
+
+    /// Every node group as seen in the last update, by id.
+    pub fn groups(&self) -> &BTreeMap<String, GroupState> {
+        &self.groups
+    }
+
+    /// One node group as seen in the last update.
+    pub fn group(&self, id: &str) -> Option<&GroupState> {
+        self.groups.get(id)
+    }
+
+    /// Whether the cluster is healthy enough to autoscale.
+    pub fn is_healthy(&self) -> bool {
+        self.healthy
+    }
+
+    /// Cluster-wide node counts.
+    pub fn totals(&self) -> &NodeCounts {
+        &self.total
+    }
+
+    /// The node group of an autoscaled node.
+    pub fn node_group(&self, node: &str) -> Option<&str> {
+        self.node_groups.get(node).map(String::as_str)
+    }
+
+    /// Whether a registered node is ready in CA's sense.
+    pub fn is_ready(&self, node: &str) -> bool {
+        self.readiness.get(node) == Some(&Readiness::Ready)
+    }
+
+    /// Whether a scale-up of the group is in flight.
+    pub fn is_scaling_up(&self, id: &str) -> bool {
+        self.scale_ups.contains_key(id)
+    }
+
+    /// The group's backoff, when it is backed off now.
+    pub fn backed_off(&self, id: &str, now: SystemTime) -> Option<&BackoffRecord> {
+        self.backoff.backed_off(id, now)
     }
 
     /// Whether a group can be scaled up now: healthy and not backed off.

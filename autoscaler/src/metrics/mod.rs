@@ -11,6 +11,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
 use prometheus_client::registry::Registry;
 
+mod cluster;
+pub use cluster::update_cluster_metrics;
+
 type Labels = Vec<(String, String)>;
 type FGauge = Gauge<f64, AtomicU64>;
 
@@ -94,29 +97,6 @@ pub struct Metrics {
     /// `node_group_healthiness{node_group}`.
     pub node_group_healthiness: Family<Labels, FGauge>,
 }
-
-/// The unremovable reasons, for zeroing the gauge each loop.
-pub const UNREMOVABLE_REASONS: [&str; 19] = [
-    "NoReason",
-    "ScaleDownDisabledAnnotation",
-    "ScaleDownUnreadyDisabled",
-    "NotAutoscaled",
-    "NotUnneededLongEnough",
-    "NotUnreadyLongEnough",
-    "NodeGroupMinSizeReached",
-    "NodeGroupMaxDeletionCountReached",
-    "AtomicScaleDownFailed",
-    "MinimalResourceLimitExceeded",
-    "CurrentlyBeingDeleted",
-    "NotUnderutilized",
-    "NotUnneededOtherReason",
-    "RecentlyUnremovable",
-    "NoPlaceToMovePods",
-    "BlockedByPod",
-    "UnexpectedError",
-    "NoNodeInfo",
-    "BlockedByOnCompletionPod",
-];
 
 impl Metrics {
     /// Registers everything and pre-initialises the series upstream starts at 0.
@@ -323,6 +303,36 @@ impl Metrics {
             }
         }
         Self { registry, ..m }
+    }
+
+    /// The `--cores-total` and `--memory-total` limits, set once.
+    pub fn set_resource_limits(&self, validated: &crate::config::Validated) {
+        let gib = (1i64 << 30) as f64;
+        let limits = [
+            (
+                &self.cpu_limits_cores,
+                "minimum",
+                validated.cores_total.min as f64,
+            ),
+            (
+                &self.cpu_limits_cores,
+                "maximum",
+                validated.cores_total.max as f64,
+            ),
+            (
+                &self.memory_limits_bytes,
+                "minimum",
+                validated.memory_total.min as f64 * gib,
+            ),
+            (
+                &self.memory_limits_bytes,
+                "maximum",
+                validated.memory_total.max as f64 * gib,
+            ),
+        ];
+        for (family, direction, value) in limits {
+            Self::set(family, &[("direction", direction)], value);
+        }
     }
 
     /// The OpenMetrics text.

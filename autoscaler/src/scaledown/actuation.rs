@@ -17,8 +17,8 @@ use kube::{Api, Client};
 use crate::cache::ClusterCache;
 use crate::cloudprovider::NodeGroup;
 use crate::config::DrainPriority;
-use crate::simulator::drainability::{self, Context, is_daemonset_pod, is_mirror_pod};
-use crate::status::{EventRecorder, ObjectRef};
+use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
+use crate::simulator::drainability::{self, Context, DrainRules, is_daemonset_pod, is_mirror_pod};
 use crate::taints;
 
 /// `cluster-autoscaler.kubernetes.io/enable-ds-eviction`.
@@ -28,21 +28,6 @@ pub const DELAY_DELETION_PREFIX: &str = "delay-deletion.cluster-autoscaler.kuber
 /// How often a drain checks the API server for evicted pods that are
 /// still there when no pod event wakes it.
 const DRAIN_POLL: Duration = Duration::from_secs(5);
-
-/// Drainability flags, for the re-check before draining.
-#[derive(Debug, Clone)]
-pub struct DrainFlags {
-    /// `--skip-nodes-with-system-pods`.
-    pub skip_system_pods: bool,
-    /// `--skip-nodes-with-local-storage`.
-    pub skip_local_storage: bool,
-    /// `--skip-nodes-with-custom-controller-pods`.
-    pub skip_custom_controller_pods: bool,
-    /// `--min-replica-count`.
-    pub min_replica_count: i32,
-    /// `--blocking-system-pod-distruption-timeout`.
-    pub system_pod_timeout: Duration,
-}
 
 /// Deletion settings.
 #[derive(Debug, Clone)]
@@ -63,8 +48,8 @@ pub struct Settings {
     pub ds_eviction_occupied: bool,
     /// `--node-deletion-delay-timeout`.
     pub deletion_delay_timeout: Duration,
-    /// Drainability flags.
-    pub drain: DrainFlags,
+    /// The drainability rules, re-checked before draining.
+    pub drain: DrainRules,
     /// `--expendable-pods-priority-cutoff`.
     pub expendable_cutoff: i32,
 }
@@ -96,22 +81,109 @@ pub enum Outcome {
     /// Removed; `empty`, `underutilized` or `unready`.
     Removed(&'static str),
     /// Failed before the cloud deletion (taint, drain...), with the error.
-    Failed(String),
+    Failed(DeletionError),
     /// The node group's `delete_nodes` failed.
-    CloudDeleteFailed(String),
+    CloudDeleteFailed(DeletionError),
+}
+
+/// Why a deletion failed, naming the node or pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeletionError {
+    /// Tainting a node failed, so none of the batch is deleted.
+    #[error("couldn't taint {count} nodes with ToBeDeleted")]
+    Taint {
+        /// Nodes in the batch.
+        count: usize,
+    },
+    /// The re-check found a pod that blocks the removal.
+    #[error("pod {pod} blocks the removal: {message}")]
+    BlockedByPod {
+        /// `namespace/name`.
+        pod: String,
+        /// The drainability rule's message.
+        message: String,
+    },
+    /// An empty node got pods after it was chosen.
+    #[error("failed to delete empty node \"{node}\", new pods scheduled")]
+    NewPodsScheduled {
+        /// The node.
+        node: String,
+    },
+    /// The node runs on-completion pods.
+    #[error("failed to delete node \"{node}\", active on-completion pods present")]
+    OnCompletionPods {
+        /// The node.
+        node: String,
+    },
+    /// A pod could not be evicted within `--max-pod-eviction-time`.
+    #[error("failed to evict pod {namespace}/{name} within allowed timeout (last error: {last})")]
+    Eviction {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod's name.
+        name: String,
+        /// The last error of the eviction API.
+        last: String,
+    },
+    /// Evictions failed.
+    #[error("Failed to drain node /{node}, due to following errors: [{}]", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    Drain {
+        /// The node.
+        node: String,
+        /// The failed evictions.
+        errors: Vec<DeletionError>,
+    },
+    /// Evicted pods were still on the node after their grace period.
+    #[error("Failed to drain node /{node}: pods remaining after timeout")]
+    PodsRemaining {
+        /// The node.
+        node: String,
+    },
+    /// The Node object disappeared before the cloud deletion.
+    #[error("node {node} is gone")]
+    NodeGone {
+        /// The node.
+        node: String,
+    },
+    /// The node group's `delete_nodes` failed.
+    #[error("failed to delete node {node} from group {group}: {error}")]
+    Cloud {
+        /// The node.
+        node: String,
+        /// Its group.
+        group: String,
+        /// The provider's error.
+        error: Box<crate::cloudprovider::CloudError>,
+    },
+}
+
+/// A node being deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InProgress {
+    /// Its group.
+    pub group: String,
+    /// Whether it is drained (else: empty).
+    pub drain: bool,
+}
+
+/// A deletion that ended since the last report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The node.
+    pub node: String,
+    /// Its group.
+    pub group: String,
+    /// How it ended.
+    pub outcome: Outcome,
 }
 
 /// Deletions in progress and finished ones not yet reported.
 #[derive(Default)]
-pub struct Progress {
-    /// Node → (group id, drain).
-    pub in_progress: BTreeMap<String, (String, bool)>,
-    /// Finished since the last report: node, group, outcome.
-    pub finished: Vec<(String, String, Outcome)>,
-    /// Full evictions that succeeded since the last report.
-    pub evicted_ok: u64,
-    /// Full evictions that failed since the last report.
-    pub evicted_failed: u64,
+struct Progress {
+    in_progress: BTreeMap<String, InProgress>,
+    finished: Vec<Finished>,
+    evicted_ok: u64,
+    evicted_failed: u64,
 }
 
 /// Whether a pod is evicted when its node goes (ca-compat §1.1): every
@@ -159,8 +231,7 @@ pub struct Actuator {
     settings: Arc<Settings>,
     events: EventRecorder,
     cache: Arc<ClusterCache>,
-    /// Progress, shared with the loop.
-    pub progress: Arc<Mutex<Progress>>,
+    progress: Arc<Mutex<Progress>>,
 }
 
 impl Actuator {
@@ -186,9 +257,38 @@ impl Actuator {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The nodes being deleted now.
+    pub fn in_progress(&self) -> BTreeMap<String, InProgress> {
+        self.progress().in_progress.clone()
+    }
+
+    /// The nodes being drained now.
+    pub fn draining(&self) -> Vec<String> {
+        self.progress()
+            .in_progress
+            .iter()
+            .filter(|(_, d)| d.drain)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// The deletions that ended since the last call.
+    pub fn take_finished(&self) -> Vec<Finished> {
+        std::mem::take(&mut self.progress().finished)
+    }
+
+    /// Evictions that succeeded and failed since the last call.
+    pub fn take_eviction_counts(&self) -> (u64, u64) {
+        let mut p = self.progress();
+        (
+            std::mem::take(&mut p.evicted_ok),
+            std::mem::take(&mut p.evicted_failed),
+        )
+    }
+
     /// Taints the nodes and starts their deletion. A taint failure rolls
     /// back the others and is returned (it starts the failure cooldown).
-    pub async fn start(&self, nodes: Vec<ToDelete>) -> Result<(), String> {
+    pub async fn start(&self, nodes: Vec<ToDelete>) -> Result<(), DeletionError> {
         let now = self.clock.now();
         let mut tainted: Vec<&ToDelete> = Vec::new();
         for n in &nodes {
@@ -206,8 +306,8 @@ impl Actuator {
                 Ok(()) => {
                     self.events.record(
                         &ObjectRef::node(&n.name, &uid),
-                        "Normal",
-                        "ScaleDown",
+                        EventType::Normal,
+                        EventReason::ScaleDown,
                         "marked the node as toBeDeleted/unschedulable".into(),
                     );
                     tainted.push(n);
@@ -215,8 +315,8 @@ impl Actuator {
                 Err(e) => {
                     self.events.record(
                         &ObjectRef::node(&n.name, &uid),
-                        "Warning",
-                        "ScaleDownFailed",
+                        EventType::Warning,
+                        EventReason::ScaleDownFailed,
                         format!("failed to mark the node as toBeDeleted/unschedulable: {e}"),
                     );
                     for t in &tainted {
@@ -228,18 +328,15 @@ impl Actuator {
                         )
                         .await;
                     }
-                    return Err(format!(
-                        "couldn't taint {} nodes with ToBeDeleted",
-                        nodes.len()
-                    ));
+                    return Err(DeletionError::Taint { count: nodes.len() });
                 }
             }
         }
         for n in nodes {
             if n.drain {
                 self.events.status(
-                    "Normal",
-                    "ScaleDown",
+                    EventType::Normal,
+                    EventReason::ScaleDown,
                     format!(
                         "Scale-down: removing node {}, utilization: {}, pods to reschedule: {}",
                         n.name,
@@ -249,14 +346,16 @@ impl Actuator {
                 );
             } else {
                 self.events.status(
-                    "Normal",
-                    "ScaleDownEmpty",
+                    EventType::Normal,
+                    EventReason::ScaleDownEmpty,
                     format!("Scale-down: removing empty node \"{}\"", n.name),
                 );
             }
-            self.progress()
-                .in_progress
-                .insert(n.name.clone(), (n.group.id(), n.drain));
+            let deleting = InProgress {
+                group: n.group.id(),
+                drain: n.drain,
+            };
+            self.progress().in_progress.insert(n.name.clone(), deleting);
             let this = self.clone();
             tokio::spawn(async move { this.delete(n).await });
         }
@@ -279,20 +378,20 @@ impl Actuator {
             Ok(()) => {
                 self.events.record(
                     &ObjectRef::node(&n.name, &uid),
-                    "Normal",
-                    "ScaleDown",
+                    EventType::Normal,
+                    EventReason::ScaleDown,
                     "nodes removed by cluster autoscaler".into(),
                 );
                 if n.drain {
                     self.events.status(
-                        "Normal",
-                        "ScaleDown",
+                        EventType::Normal,
+                        EventReason::ScaleDown,
                         format!("Scale-down: node {} removed with drain", n.name),
                     );
                 } else {
                     self.events.status(
-                        "Normal",
-                        "ScaleDownEmpty",
+                        EventType::Normal,
+                        EventReason::ScaleDownEmpty,
                         format!("Scale-down: empty node {} removed", n.name),
                     );
                 }
@@ -304,7 +403,7 @@ impl Actuator {
                     "empty"
                 })
             }
-            Err((cloud, e)) => {
+            Err(e) => {
                 let message = if n.drain {
                     format!("failed to drain and delete node: {e}")
                 } else {
@@ -312,8 +411,8 @@ impl Actuator {
                 };
                 self.events.record(
                     &ObjectRef::node(&n.name, &uid),
-                    "Warning",
-                    "ScaleDownFailed",
+                    EventType::Warning,
+                    EventReason::ScaleDownFailed,
                     message,
                 );
                 if let Err(err) = taints::remove(
@@ -330,7 +429,7 @@ impl Actuator {
                         n.name
                     );
                 }
-                if cloud {
+                if matches!(e, DeletionError::Cloud { .. }) {
                     Outcome::CloudDeleteFailed(e)
                 } else {
                     Outcome::Failed(e)
@@ -339,19 +438,22 @@ impl Actuator {
         };
         let mut p = self.progress();
         p.in_progress.remove(&n.name);
-        p.finished.push((n.name.clone(), n.group.id(), outcome));
+        p.finished.push(Finished {
+            node: n.name.clone(),
+            group: n.group.id(),
+            outcome,
+        });
     }
 
-    /// The deletion steps; an error says whether the cloud deletion failed.
-    async fn delete_steps(&self, n: &ToDelete) -> Result<(), (bool, String)> {
-        let before_cloud = |e: String| (false, e);
+    /// The deletion steps.
+    async fn delete_steps(&self, n: &ToDelete) -> Result<(), DeletionError> {
         tokio::time::sleep(self.settings.delay_after_taint).await;
-        let pods = self.recheck(n).map_err(before_cloud)?;
+        let pods = self.recheck(n)?;
         let to_evict: Vec<Eviction> = pods
             .into_iter()
             .filter(|(p, full)| *full || self.evict_daemonset_pod(p, n.drain))
             .collect();
-        self.drain(&n.name, &to_evict).await.map_err(before_cloud)?;
+        self.drain(&n.name, &to_evict).await?;
         self.wait_for_delay_annotations(&n.name).await;
         let node: Node = self
             .cache
@@ -359,22 +461,22 @@ impl Actuator {
             .nodes
             .get(&n.name)
             .map(|n| (**n).clone())
-            .ok_or_else(|| (false, format!("node {} is gone", n.name)))?;
-        n.group.delete_nodes(vec![node]).await.map_err(|e| {
-            (
-                true,
-                format!(
-                    "failed to delete node {} from group {}: {e}",
-                    n.name,
-                    n.group.id()
-                ),
-            )
-        })
+            .ok_or_else(|| DeletionError::NodeGone {
+                node: n.name.clone(),
+            })?;
+        n.group
+            .delete_nodes(vec![node])
+            .await
+            .map_err(|error| DeletionError::Cloud {
+                node: n.name.clone(),
+                group: n.group.id(),
+                error: Box::new(error),
+            })
     }
 
     /// Checks the node again on fresh data; returns the pods to evict
     /// (`true`: must succeed; `false`: DaemonSet pods, best effort).
-    fn recheck(&self, n: &ToDelete) -> Result<Vec<Eviction>, String> {
+    fn recheck(&self, n: &ToDelete) -> Result<Vec<Eviction>, DeletionError> {
         let state = self.cache.read();
         let pods: Vec<Arc<Pod>> = state
             .pods_on(&n.name)
@@ -382,35 +484,26 @@ impl Actuator {
             .filter(|p| !crate::cache::is_expendable(p, self.settings.expendable_cutoff))
             .collect();
         let budgets = state.budgets();
-        let f = &self.settings.drain;
         let ctx = Context {
             now: self.clock.now(),
-            skip_nodes_with_system_pods: f.skip_system_pods,
-            skip_nodes_with_local_storage: f.skip_local_storage,
-            skip_nodes_with_custom_controller_pods: f.skip_custom_controller_pods,
-            min_replica_count: f.min_replica_count,
-            system_pod_timeout: f.system_pod_timeout,
+            rules: self.settings.drain,
             budgets: &budgets,
             controllers: &*state,
         };
-        let drain = drainability::pods_to_move(&pods, &ctx).map_err(|b| {
-            format!(
-                "pod {} blocks the removal: {}",
-                predicates::nodeinfo::pod_key(&b.pod),
-                b.message
-            )
-        })?;
+        let drain =
+            drainability::pods_to_move(&pods, &ctx).map_err(|b| DeletionError::BlockedByPod {
+                pod: predicates::nodeinfo::pod_key(&b.pod),
+                message: b.message,
+            })?;
         if !n.drain && !drain.pods_to_move.is_empty() {
-            return Err(format!(
-                "failed to delete empty node \"{}\", new pods scheduled",
-                n.name
-            ));
+            return Err(DeletionError::NewPodsScheduled {
+                node: n.name.clone(),
+            });
         }
         if !drain.on_completion.is_empty() {
-            return Err(format!(
-                "failed to delete node \"{}\", active on-completion pods present",
-                n.name
-            ));
+            return Err(DeletionError::OnCompletionPods {
+                node: n.name.clone(),
+            });
         }
         let mut out: Vec<Eviction> = drain.pods_to_move.into_iter().map(|p| (p, true)).collect();
         let full_ds = !self.settings.drain_priorities.is_empty();
@@ -432,7 +525,7 @@ impl Actuator {
         grace_group(pod, &self.settings)
     }
 
-    async fn drain(&self, node: &str, pods: &[Eviction]) -> Result<(), String> {
+    async fn drain(&self, node: &str, pods: &[Eviction]) -> Result<(), DeletionError> {
         let mut groups: BTreeMap<i32, (i64, Vec<Eviction>)> = BTreeMap::new();
         for (p, full) in pods {
             let (prio, grace) = self.grace_for(p);
@@ -453,23 +546,30 @@ impl Actuator {
                 .into_iter()
                 .zip(&pods)
             {
+                if *full {
+                    let mut progress = self.progress();
+                    match result {
+                        Ok(()) => progress.evicted_ok += 1,
+                        Err(_) => progress.evicted_failed += 1,
+                    }
+                }
                 if let Err(e) = result
                     && *full
                 {
                     self.events.record(
                         &ObjectRef::pod(p),
-                        "Warning",
-                        "ScaleDownFailed",
+                        EventType::Warning,
+                        EventReason::ScaleDownFailed,
                         "failed to delete pod for ScaleDown".into(),
                     );
                     errors.push(e);
                 }
             }
             if !errors.is_empty() {
-                return Err(format!(
-                    "Failed to drain node /{node}, due to following errors: [{}]",
-                    errors.join(", ")
-                ));
+                return Err(DeletionError::Drain {
+                    node: node.to_string(),
+                    errors,
+                });
             }
             // Wait for the evicted pods to go: checked with the API server
             // when the cache no longer has them on the node (each pod event
@@ -485,9 +585,9 @@ impl Actuator {
                     break;
                 }
                 if tokio::time::Instant::now() >= until {
-                    return Err(format!(
-                        "Failed to drain node /{node}: pods remaining after timeout"
-                    ));
+                    return Err(DeletionError::PodsRemaining {
+                        node: node.to_string(),
+                    });
                 }
                 ask_api = match tokio::time::timeout(DRAIN_POLL, pod_events.changed()).await {
                     Ok(Ok(())) => false,
@@ -508,7 +608,7 @@ impl Actuator {
         group_grace: i64,
         deadline: tokio::time::Instant,
         full: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), DeletionError> {
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
         let name = pod.metadata.name.clone().unwrap_or_default();
         let own = pod
@@ -523,8 +623,8 @@ impl Actuator {
         };
         self.events.record(
             &ObjectRef::pod(&pod),
-            "Normal",
-            "ScaleDown",
+            EventType::Normal,
+            EventReason::ScaleDown,
             "deleting pod for node scale down".into(),
         );
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -541,9 +641,11 @@ impl Actuator {
                 Err(e) => e.to_string(),
             };
             if !full || tokio::time::Instant::now() >= deadline {
-                return Err(format!(
-                    "failed to evict pod {ns}/{name} within allowed timeout (last error: {last})"
-                ));
+                return Err(DeletionError::Eviction {
+                    namespace: ns,
+                    name,
+                    last,
+                });
             }
             tokio::time::sleep(Duration::from_secs(10)).await;
         }
@@ -632,13 +734,7 @@ mod tests {
             ds_eviction_empty: false,
             ds_eviction_occupied: true,
             deletion_delay_timeout: Duration::from_secs(120),
-            drain: DrainFlags {
-                skip_system_pods: true,
-                skip_local_storage: true,
-                skip_custom_controller_pods: true,
-                min_replica_count: 0,
-                system_pod_timeout: Duration::from_secs(3600),
-            },
+            drain: DrainRules::default(),
             expendable_cutoff: -10,
         }
     }

@@ -1,0 +1,497 @@
+//! The main loop (`RunOnce`, ca-compat §4.0, upstream's `StaticAutoscaler`),
+//! a short sequence of named steps:
+//!
+//! 1. refresh the provider and the cluster state ([`crate::clusterstate`]);
+//!    report what it noticed and the cluster metrics;
+//! 2. housekeeping ([`housekeeping`]): stale taints, unregistered and
+//!    failed instances, wrong group sizes;
+//! 3. the snapshot with template nodes for upcoming nodes
+//!    ([`crate::simulator`]);
+//! 4. scale-up ([`crate::scaleup::orchestrator`]);
+//! 5. scale-down ([`crate::scaledown::orchestrator`]);
+//! 6. `--enforce-node-group-min-size` ([`crate::scaleup::minsize`]);
+//! 7. the status ConfigMap and the decision record of the loop.
+
+pub mod housekeeping;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Client;
+use predicates::{NodeInfo, PodInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::ClusterCache;
+use crate::cloudprovider::{CloudError, CloudProvider, NodeGroupOptions, NodeLister};
+use crate::clusterstate::{self, Backoff, ClusterStateRegistry};
+use crate::config::{Flags, Validated};
+use crate::context::AutoscalingContext;
+use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
+use crate::metrics::{self, Metrics};
+use crate::scaledown::actuation::{self, Actuator, DeletionError};
+use crate::scaledown::orchestrator::ScaleDown;
+use crate::scaleup::orchestrator::{ScaleUpInputs, scale_up};
+use crate::scaleup::{ScaleUpStatus, minsize};
+use crate::simulator::drainability::DrainRules;
+use crate::simulator::templates::TemplateNodes;
+use crate::simulator::{Snapshot, node_from_template};
+use crate::status::StatusWriter;
+use crate::taints::TaintConfig;
+
+pub use housekeeping::FAKE_NODE_REASON;
+
+/// Why a loop failed (the `errors_total{type}` label and the health check).
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The provider's refresh failed.
+    #[error("cloud provider refresh failed: {0}")]
+    CloudProvider(CloudError),
+    /// A scale-down could not start.
+    #[error("scale-down failed: {0}")]
+    ScaleDown(DeletionError),
+}
+
+impl LoopError {
+    /// The error type label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::CloudProvider(e) => e.kind().as_str(),
+            Self::ScaleDown(_) => "cloudProviderError",
+        }
+    }
+}
+
+/// What one loop decided, as structured data (served at `/decisions`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Decisions {
+    /// Loop time (RFC 3339).
+    pub time: String,
+    /// How scale-up ended (absent when the loop stopped before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_up: Option<ScaleUpStatus>,
+    /// Per pending pod: group id → why not (or `chosen`).
+    pub pods: BTreeMap<String, BTreeMap<String, String>>,
+    /// Options the expander chose among: group → node count.
+    pub options: BTreeMap<String, usize>,
+    /// Groups and sizes of the executed scale-up.
+    pub scaled_up: BTreeMap<String, String>,
+    /// Unneeded nodes: name → since (RFC 3339) and utilization.
+    pub unneeded: BTreeMap<String, String>,
+    /// Nodes that stay: name → reason (`BlockedByPod: ns/pod NotReplicated`...).
+    pub unremovable: BTreeMap<String, String>,
+    /// Nodes whose deletion started this loop.
+    pub scaled_down: Vec<String>,
+}
+
+/// When the loop last started and last succeeded (for `/health-check`).
+#[derive(Debug, Clone, Copy)]
+pub struct Liveness {
+    /// Process start.
+    pub started: SystemTime,
+    /// Last loop start.
+    pub last_activity: SystemTime,
+    /// Last successful loop end.
+    pub last_success: Option<SystemTime>,
+}
+
+/// The autoscaler.
+pub struct Autoscaler {
+    ctx: AutoscalingContext,
+    registry: ClusterStateRegistry,
+    scale_down: ScaleDown,
+    status: StatusWriter,
+    templates: TemplateNodes,
+    sizes: housekeeping::SizeFixer,
+    cleaned_up: bool,
+    /// The last loop's decisions.
+    pub decisions: Arc<Mutex<Decisions>>,
+    /// Loop liveness.
+    pub liveness: Arc<Mutex<Liveness>>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// The node lister a provider reads from the cache.
+pub fn node_lister(cache: &Arc<ClusterCache>) -> NodeLister {
+    let cache = cache.clone();
+    Arc::new(move || cache.read().nodes.values().cloned().collect())
+}
+
+impl Autoscaler {
+    /// An autoscaler on a started cache and a built provider, reporting to
+    /// `metrics` (which the metrics server may already serve).
+    pub fn new(
+        client: Client,
+        clock: simclock::Clock,
+        flags: Flags,
+        validated: Validated,
+        cache: Arc<ClusterCache>,
+        provider: Arc<dyn CloudProvider>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let f = &flags;
+        let taints = TaintConfig {
+            startup: f
+                .startup_taint
+                .iter()
+                .chain(&f.ignore_taint)
+                .cloned()
+                .collect(),
+            startup_prefixes: f.startup_taint_prefix.clone(),
+            status: f.status_taint.clone(),
+        };
+        let group_defaults = NodeGroupOptions {
+            scale_down_utilization_threshold: f.scale_down_utilization_threshold,
+            scale_down_gpu_utilization_threshold: f.scale_down_gpu_utilization_threshold,
+            scale_down_unneeded_time: f.scale_down_unneeded_time,
+            scale_down_unready_time: f.scale_down_unready_time,
+            max_node_provision_time: f.max_node_provision_time,
+            max_node_startup_time: f.max_node_startup_time,
+            ignore_daemonsets_utilization: f.ignore_daemonsets_utilization,
+            zero_or_max_node_scaling: false,
+        };
+        let registry = ClusterStateRegistry::new(
+            clusterstate::Settings {
+                max_total_unready_percentage: f.max_total_unready_percentage,
+                ok_total_unready_count: f.ok_total_unready_count,
+                taints: taints.clone(),
+                group_defaults: group_defaults.clone(),
+            },
+            Backoff::new(
+                f.initial_node_group_backoff_duration,
+                f.max_node_group_backoff_duration,
+                f.node_group_backoff_reset_timeout,
+            ),
+        );
+        let status_cm = ObjectRef::config_map(&f.namespace, &f.status_config_map_name);
+        let events = EventRecorder::new(
+            client.clone(),
+            clock.clone(),
+            f.record_duplicated_events,
+            status_cm,
+            f.write_status_configmap,
+        );
+        let actuator = Actuator::new(
+            client.clone(),
+            clock.clone(),
+            actuation::Settings {
+                cordon: f.cordon_node_before_terminating,
+                delay_after_taint: f.node_delete_delay_after_taint,
+                max_pod_eviction_time: f.max_pod_eviction_time,
+                max_graceful_termination_sec: validated.max_graceful_termination_sec,
+                drain_priorities: validated.drain_priorities.clone(),
+                ds_eviction_empty: f.daemonset_eviction_for_empty_nodes,
+                ds_eviction_occupied: f.daemonset_eviction_for_occupied_nodes,
+                deletion_delay_timeout: f.node_deletion_delay_timeout,
+                drain: DrainRules::from_flags(f),
+                expendable_cutoff: f.expendable_pods_priority_cutoff,
+            },
+            events.clone(),
+            cache.clone(),
+        );
+        let status = StatusWriter::new(
+            client.clone(),
+            &f.namespace,
+            &f.status_config_map_name,
+            f.write_status_configmap,
+        );
+        let now = clock.now();
+        metrics.set_resource_limits(&validated);
+        Self {
+            ctx: AutoscalingContext {
+                client,
+                clock,
+                flags,
+                validated,
+                provider,
+                cache,
+                events,
+                metrics: metrics.clone(),
+                group_defaults,
+                taints,
+            },
+            registry,
+            scale_down: ScaleDown::new(actuator),
+            status,
+            templates: TemplateNodes::default(),
+            sizes: housekeeping::SizeFixer::default(),
+            cleaned_up: false,
+            decisions: Arc::new(Mutex::new(Decisions::default())),
+            liveness: Arc::new(Mutex::new(Liveness {
+                started: now,
+                last_activity: now,
+                last_success: None,
+            })),
+            metrics,
+        }
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn CloudProvider> {
+        &self.ctx.provider
+    }
+
+    /// Writes the startup status (`Initializing`).
+    pub async fn write_initial_status(&self) {
+        self.status
+            .write(&StatusWriter::initializing(self.ctx.clock.now(), None))
+            .await;
+    }
+
+    /// Runs loops every `--scan-interval` until the task is dropped; with
+    /// `--frequent-loops-enabled`, a newly unschedulable pod or a loop that
+    /// acted starts the next one at once.
+    pub async fn run(self) {
+        self.run_until(std::future::pending()).await;
+    }
+
+    /// Like [`Self::run`], until `stop` resolves; then shuts down
+    /// gracefully ([`Self::shutdown`]).
+    pub async fn run_until(mut self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = self.ctx.cache.wait_ready() => {}
+        }
+        self.write_initial_status().await;
+        loop {
+            let acted = tokio::select! {
+                _ = &mut stop => break,
+                r = self.run_once() => match r {
+                    Ok(acted) => acted,
+                    Err(e) => {
+                        tracing::error!("loop failed ({}): {e}", e.kind());
+                        false
+                    }
+                },
+            };
+            let frequent = self.ctx.flags.frequent_loops_enabled;
+            if frequent && acted {
+                continue;
+            }
+            let sleep = tokio::time::sleep(self.ctx.flags.scan_interval);
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = sleep => {}
+                _ = self.ctx.cache.unschedulable_pod(), if frequent => {}
+            }
+        }
+        self.shutdown().await;
+    }
+
+    /// On graceful shutdown: delete the status ConfigMap and clean up the provider.
+    pub async fn shutdown(&self) {
+        if self.ctx.flags.write_status_configmap {
+            self.status.delete().await;
+            if let Err(e) = self.ctx.provider.cleanup().await {
+                tracing::warn!("cloud provider cleanup: {e}");
+            }
+        }
+    }
+
+    /// One iteration. Returns whether it acted (scaled up or started a
+    /// deletion).
+    pub async fn run_once(&mut self) -> Result<bool, LoopError> {
+        let now = self.ctx.clock.now();
+        let started = std::time::Instant::now();
+        if let Ok(mut l) = self.liveness.lock() {
+            l.last_activity = now;
+        }
+        self.metrics.activity("main", now);
+        let mut decisions = Decisions {
+            time: simclock::format_rfc3339(now),
+            ..Decisions::default()
+        };
+        if !self.cleaned_up {
+            housekeeping::clean_up_taints(&self.ctx).await;
+            self.cleaned_up = true;
+        }
+        let nodes: Vec<Arc<Node>> = self.ctx.cache.read().nodes.values().cloned().collect();
+        if let Some(message) = self.no_nodes_to_start_from(&nodes) {
+            self.status
+                .write(&StatusWriter::initializing(now, Some(message)))
+                .await;
+            return Ok(false);
+        }
+        let t = std::time::Instant::now();
+        if let Err(e) = self.ctx.provider.refresh().await {
+            let e = LoopError::CloudProvider(e);
+            Metrics::inc(&self.metrics.errors, &[("type", e.kind())], 1);
+            return Err(e);
+        }
+        self.metrics.observe("cloudProviderRefresh", t.elapsed());
+        let t = std::time::Instant::now();
+        let notices = self.registry.update(&*self.ctx.provider, &nodes, now);
+        self.metrics.observe("updateClusterState", t.elapsed());
+        clusterstate::report_notices(notices, &self.ctx.events, &self.metrics);
+        metrics::update_cluster_metrics(&self.ctx, &self.registry, &nodes, now);
+
+        self.metrics.activity("autoscaling", now);
+        let result = self.iterate(&nodes, now, &mut decisions).await;
+        if let Err(e) = &result {
+            Metrics::inc(&self.metrics.errors, &[("type", e.kind())], 1);
+        }
+        let summary = self.scale_down.summary();
+        let status = self.status.running(&self.registry, &summary, now);
+        self.status.write(&status).await;
+        if let Ok(mut d) = self.decisions.lock() {
+            *d = decisions;
+        }
+        if result.is_ok() {
+            if let Ok(mut l) = self.liveness.lock() {
+                l.last_success = Some(self.ctx.clock.now());
+            }
+            self.metrics.activity("mainSuccessful", now);
+        }
+        self.metrics.observe("main", started.elapsed());
+        result
+    }
+
+    /// Without `--scale-up-from-zero`, a cluster with no (ready) nodes is
+    /// not autoscaled: the status says why.
+    fn no_nodes_to_start_from(&self, nodes: &[Arc<Node>]) -> Option<&'static str> {
+        if self.ctx.flags.scale_up_from_zero {
+            return None;
+        }
+        if nodes.is_empty() {
+            return Some("Cluster has no nodes.");
+        }
+        let ready = nodes
+            .iter()
+            .filter(|n| clusterstate::node_ready(n, &self.ctx.taints))
+            .count();
+        (ready == 0).then_some("Cluster has no ready nodes.")
+    }
+
+    /// The steps after the cluster state is known.
+    async fn iterate(
+        &mut self,
+        nodes: &[Arc<Node>],
+        now: SystemTime,
+        decisions: &mut Decisions,
+    ) -> Result<bool, LoopError> {
+        housekeeping::remove_long_unregistered(&self.ctx, &self.registry).await;
+        if !self.registry.is_healthy() {
+            self.ctx.events.status(
+                EventType::Warning,
+                EventReason::ClusterUnhealthy,
+                "Cluster is unhealthy".into(),
+            );
+            self.scale_down.forget_unneeded();
+            decisions.scale_up = Some(ScaleUpStatus::ClusterUnhealthy);
+            return Ok(false);
+        }
+        housekeeping::delete_failed_instances(&self.registry).await;
+        if self.sizes.fix_incorrect_sizes(&self.registry, now).await {
+            return Ok(false);
+        }
+        let templates = self.templates.build(&self.ctx, &self.registry, nodes, now);
+        let (mut snapshot, unbound) = self.snapshot(&templates);
+        self.report_unschedulable(&unbound);
+
+        let t = std::time::Instant::now();
+        self.metrics.activity("scaleUp", now);
+        let draining = self.scale_down.draining();
+        let inputs = ScaleUpInputs {
+            unbound: &unbound,
+            templates: &templates,
+            nodes,
+            draining: &draining,
+            now,
+        };
+        let up = scale_up(
+            &self.ctx,
+            &mut self.registry,
+            &mut snapshot,
+            &inputs,
+            decisions,
+        )
+        .await;
+        self.metrics.observe("scaleUp", t.elapsed());
+        decisions.scale_up = Some(up.status);
+        let too_new = up.status == ScaleUpStatus::InCooldown;
+        self.scale_down
+            .cooldown()
+            .record_scale_up(too_new, &up.scaled_groups, now);
+        let acted_up = !up.scaled_groups.is_empty();
+
+        let acted_down = if self.ctx.flags.scale_down_enabled {
+            let t = std::time::Instant::now();
+            self.metrics.activity("scaleDown", now);
+            let r = self
+                .scale_down
+                .run(
+                    &self.ctx,
+                    &self.registry,
+                    &mut snapshot,
+                    nodes,
+                    now,
+                    decisions,
+                )
+                .await;
+            self.metrics.observe("scaleDown", t.elapsed());
+            r.map_err(LoopError::ScaleDown)?
+        } else {
+            false
+        };
+        let enforced = self.ctx.flags.enforce_node_group_min_size
+            && minsize::enforce_min_sizes(
+                &self.ctx,
+                &mut self.registry,
+                &templates,
+                nodes.len(),
+                now,
+            )
+            .await;
+        Ok(acted_up || acted_down || enforced)
+    }
+
+    /// The snapshot: nodes with their pods, nominated pods on their
+    /// nominated node, upcoming nodes as template copies; and the pods
+    /// without a node.
+    fn snapshot(&self, templates: &BTreeMap<String, NodeInfo>) -> (Snapshot, Vec<Arc<Pod>>) {
+        let cutoff = self.ctx.flags.expendable_pods_priority_cutoff;
+        let (infos, unbound): (Vec<NodeInfo>, Vec<Arc<Pod>>) = {
+            let mut state = self.ctx.cache.write();
+            let infos = state.node_infos(cutoff);
+            (infos, state.unbound.values().cloned().collect())
+        };
+        let mut snapshot = Snapshot::new(infos);
+        for pod in &unbound {
+            if let Some(nominated) = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.as_deref())
+                && let Some(i) = snapshot.index_of(nominated)
+                && !crate::cache::is_expendable(pod, cutoff)
+            {
+                snapshot.add_pod(i, PodInfo::new(pod.clone()));
+            }
+        }
+        for (id, count) in self.registry.upcoming() {
+            if let Some(t) = templates.get(&id) {
+                for i in 0..count {
+                    snapshot.add_node(node_from_template(
+                        t,
+                        &format!("template-node-for-{id}-upcoming-{i}"),
+                    ));
+                }
+            }
+        }
+        snapshot.commit();
+        (snapshot, unbound)
+    }
+
+    fn report_unschedulable(&self, unbound: &[Arc<Pod>]) {
+        let unschedulable = unbound
+            .iter()
+            .filter(|p| crate::cache::is_unschedulable(p))
+            .count();
+        let gauge = &self.metrics.unschedulable_pods_count;
+        Metrics::set(gauge, &[("type", "unschedulable")], unschedulable as f64);
+        Metrics::set(gauge, &[("type", "scheduler_unprocessed")], 0.0);
+    }
+}

@@ -1,0 +1,257 @@
+//! The scale-down step of the loop: reports the deletions that ended,
+//! updates the unneeded list on the snapshot, the metrics and the soft
+//! taints, then, outside cooldown, selects the nodes to delete and hands
+//! them to the actuator.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::actuation::{Actuator, DeletionError, Outcome, ToDelete};
+use super::cooldown::Cooldown;
+use super::{
+    DeletionBudget, Planner, PlannerSettings, UnremovableReason, eligibility, select, softtaint,
+};
+use crate::clusterstate::{self, ClusterStateRegistry};
+use crate::context::AutoscalingContext;
+use crate::core::Decisions;
+use crate::metrics::Metrics;
+use crate::simulator::Snapshot;
+use crate::simulator::drainability::{Context, DrainRules};
+use crate::status::ScaleDownSummary;
+
+/// The scale-down state kept across loops.
+pub struct ScaleDown {
+    planner: Planner,
+    actuator: Actuator,
+    cooldown: Cooldown,
+}
+
+impl ScaleDown {
+    /// Scale-down with its actuator.
+    pub fn new(actuator: Actuator) -> Self {
+        Self {
+            planner: Planner::default(),
+            actuator,
+            cooldown: Cooldown::default(),
+        }
+    }
+
+    /// The cluster is unhealthy: every unneeded timer restarts.
+    pub fn forget_unneeded(&mut self) {
+        self.planner.clear();
+    }
+
+    /// The nodes being drained now (scale-up finds their pods a place).
+    pub fn draining(&self) -> Vec<String> {
+        self.actuator.draining()
+    }
+
+    /// The cooldown, which scale-up feeds.
+    pub fn cooldown(&mut self) -> &mut Cooldown {
+        &mut self.cooldown
+    }
+
+    /// What the status ConfigMap says of scale-down.
+    pub fn summary(&self) -> ScaleDownSummary {
+        let mut candidates = BTreeMap::new();
+        for u in self.planner.unneeded.values() {
+            *candidates.entry(u.group.clone()).or_insert(0) += 1;
+        }
+        ScaleDownSummary {
+            candidates,
+            probed: self.planner.last_update,
+        }
+    }
+
+    /// One loop's scale-down; returns whether deletions started.
+    pub async fn run(
+        &mut self,
+        ctx: &AutoscalingContext,
+        registry: &ClusterStateRegistry,
+        snapshot: &mut Snapshot,
+        nodes: &[Arc<Node>],
+        now: SystemTime,
+        decisions: &mut Decisions,
+    ) -> Result<bool, DeletionError> {
+        let f = &ctx.flags;
+        self.report_finished(ctx, now);
+        let in_progress = self.actuator.in_progress();
+        let groups = eligibility::group_sizes(ctx, registry, &in_progress);
+        let candidates =
+            eligibility::candidates(ctx, registry, &self.cooldown, nodes, &in_progress, now);
+        for name in in_progress.keys() {
+            if let Some(i) = snapshot.index_of(name) {
+                snapshot.disable(i);
+            }
+        }
+        snapshot.commit();
+        {
+            let state = ctx.cache.read();
+            let mut budgets = state.budgets();
+            let fixed = budgets.clone();
+            let drain = Context {
+                now,
+                rules: DrainRules::from_flags(f),
+                budgets: &fixed,
+                controllers: &*state,
+            };
+            let settings = PlannerSettings {
+                ignore_mirror_pods: f.ignore_mirror_pods_utilization,
+                unready_enabled: f.scale_down_unready_enabled,
+                recheck_timeout: f.unremovable_node_recheck_timeout,
+                simulation_timeout: f.scale_down_simulation_timeout,
+                candidate_ttl: f.node_deletion_candidate_ttl,
+            };
+            self.planner
+                .update(snapshot, &candidates, &mut budgets, &drain, &settings, now);
+        }
+        self.report_unneeded(ctx, decisions);
+        softtaint::update_soft_taints(ctx, registry, &self.planner, nodes, now).await;
+        let cooldown = self.cooldown.in_cooldown(f, now);
+        ctx.metrics
+            .scale_down_in_cooldown
+            .set(if cooldown { 1.0 } else { 0.0 });
+        if cooldown {
+            return Ok(false);
+        }
+        let drains_in_progress = in_progress.values().filter(|d| d.drain).count();
+        let budget = DeletionBudget {
+            total: f
+                .max_scale_down_parallelism
+                .saturating_sub(in_progress.len()),
+            drain: f.max_drain_parallelism.saturating_sub(drains_in_progress),
+        };
+        let (mut cores, mut memory) = clusterstate::cluster_resources(nodes, now);
+        let min_cores = ctx.validated.cores_total.min;
+        let min_memory = ctx.validated.memory_total.min.saturating_mul(1 << 30);
+        let node_res: HashMap<String, (i64, i64)> = nodes
+            .iter()
+            .map(|n| {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                (name, clusterstate::node_capacity(n))
+            })
+            .collect();
+        let selection = select(&self.planner, &groups, budget, now, |name| {
+            let (c, m) = node_res.get(name).copied().unwrap_or((0, 0));
+            if cores - c < min_cores || memory - m < min_memory {
+                return false;
+            }
+            cores -= c;
+            memory -= m;
+            true
+        });
+        for (name, r) in &selection.kept {
+            decisions
+                .unremovable
+                .insert(name.clone(), r.as_str().to_string());
+        }
+        let groups_by_id = ctx.node_groups_by_id();
+        let mut to_delete = Vec::new();
+        for (name, drain) in selection
+            .empty
+            .iter()
+            .map(|n| (n, false))
+            .chain(selection.drain.iter().map(|n| (n, true)))
+        {
+            let Some(u) = self.planner.unneeded.get(name) else {
+                continue;
+            };
+            let Some(group) = groups_by_id.get(&u.group) else {
+                continue;
+            };
+            to_delete.push(ToDelete {
+                name: name.clone(),
+                group: group.clone(),
+                drain,
+                ready: u.ready,
+                utilization: u.utilization.to_string(),
+                pods: u
+                    .pods_to_move
+                    .iter()
+                    .map(|p| p.metadata.name.clone().unwrap_or_default())
+                    .collect(),
+            });
+        }
+        if to_delete.is_empty() {
+            return Ok(false);
+        }
+        decisions.scaled_down = to_delete.iter().map(|d| d.name.clone()).collect();
+        let groups_deleting: Vec<String> = to_delete.iter().map(|d| d.group.id()).collect();
+        match self.actuator.start(to_delete).await {
+            Ok(()) => {
+                self.cooldown.deletions_started(&groups_deleting, now);
+                Ok(true)
+            }
+            Err(e) => {
+                self.cooldown.deletions_failed_to_start(now);
+                Err(e)
+            }
+        }
+    }
+
+    /// The deletions that ended since the last loop, and the evictions.
+    fn report_finished(&mut self, ctx: &AutoscalingContext, now: SystemTime) {
+        for done in self.actuator.take_finished() {
+            tracing::info!(
+                "deletion of node {} in group {}: {:?}",
+                done.node,
+                done.group,
+                done.outcome
+            );
+            match done.outcome {
+                Outcome::Removed(reason) => {
+                    Metrics::inc_gpu(&ctx.metrics.scaled_down_nodes, &[("reason", reason)], 1);
+                }
+                Outcome::CloudDeleteFailed(_) => {
+                    self.cooldown.cloud_deletion_failed(&done.group, now);
+                }
+                Outcome::Failed(_) => {}
+            }
+        }
+        let (ok, failed) = self.actuator.take_eviction_counts();
+        let evicted = &ctx.metrics.evicted_pods;
+        Metrics::inc(evicted, &[("eviction_result", "succeeded")], ok);
+        Metrics::inc(evicted, &[("eviction_result", "failed")], failed);
+    }
+
+    /// The unneeded and unremovable nodes in the metrics and the record.
+    fn report_unneeded(&self, ctx: &AutoscalingContext, decisions: &mut Decisions) {
+        let m = &ctx.metrics;
+        m.unneeded_nodes_count
+            .set(self.planner.unneeded.len() as f64);
+        let mut by_reason: BTreeMap<UnremovableReason, usize> =
+            UnremovableReason::ALL.iter().map(|r| (*r, 0)).collect();
+        for r in self.planner.reasons.values() {
+            *by_reason.entry(r.reason()).or_default() += 1;
+        }
+        for (reason, n) in by_reason {
+            Metrics::set(
+                &m.unremovable_nodes_count,
+                &[("reason", reason.as_str())],
+                n as f64,
+            );
+        }
+        for (name, u) in &self.planner.unneeded {
+            decisions.unneeded.insert(
+                name.clone(),
+                format!(
+                    "since {} utilization {}",
+                    simclock::format_rfc3339(u.since),
+                    u.utilization
+                ),
+            );
+        }
+        for (name, r) in &self.planner.reasons {
+            let text = match r {
+                super::Unremovable::BlockedByPod { pod, reason } => {
+                    format!("BlockedByPod: {pod} {}", reason.as_str())
+                }
+                other => other.as_str().to_string(),
+            };
+            decisions.unremovable.insert(name.clone(), text);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Unit tests of the scale-down planner and selection.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use predicates::{NodeInfo, PodInfo};
+
+use crate::simulator::Snapshot;
+use crate::simulator::drainability::{BlockingReason, Context};
+use crate::simulator::drainability::{ControllerState, Controllers, DrainRules};
+use serde_json::json;
+
+struct All;
+impl Controllers for All {
+    fn lookup(&self, _: &str, _: &str, _: &str) -> ControllerState {
+        ControllerState::Found { replicas: Some(3) }
+    }
+}
+
+fn now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+}
+
+fn node(name: &str, cpu: &str, mem: &str) -> NodeInfo {
+    NodeInfo::new(Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": mem, "pods": "110"}}}))
+        .unwrap(),
+    ))
+}
+
+fn pod(name: &str, node: &str, cpu: &str, mem: &str, extra: serde_json::Value) -> PodInfo {
+    let mut v = json!({"metadata": {"name": name, "namespace": "default",
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": true}]},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}});
+    if let (Some(a), Some(b)) = (v.as_object_mut(), extra.as_object()) {
+        for (k, val) in b {
+            if k == "metadata" {
+                for (mk, mv) in val.as_object().unwrap() {
+                    a["metadata"][mk] = mv.clone();
+                }
+            } else {
+                a.insert(k.clone(), val.clone());
+            }
+        }
+    }
+    PodInfo::new(Arc::new(serde_json::from_value(v).unwrap()))
+}
+
+#[test]
+fn utilization_is_the_larger_of_cpu_and_memory() {
+    let mut n = node("n", "4", "8Gi");
+    n.add_pod(pod("a", "n", "1", "4Gi", json!({})));
+    let u = utilization(&n, false, false, None, now()).unwrap();
+    assert_eq!(
+        (u.cpu, u.memory, u.resource, u.utilization),
+        (0.25, 0.5, "memory", 0.5)
+    );
+    assert_eq!(u.to_string(), "{0.25 0.5 0 0 memory 0.5}");
+    // DaemonSet pods, when ignored, leave the numerator and allocatable.
+    n.add_pod(pod("ds", "n", "2", "0", json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "d", "controller": true}]}})));
+    assert_eq!(
+        utilization(&n, false, false, None, now()).unwrap().cpu,
+        0.75
+    );
+    assert_eq!(utilization(&n, true, false, None, now()).unwrap().cpu, 0.5);
+    assert!(utilization(&node("zero", "0", "0"), false, false, None, now()).is_err());
+}
+
+fn candidate(name: &str) -> CandidateNode {
+    CandidateNode {
+        name: name.into(),
+        group: Some("g".into()),
+        ready: true,
+        being_deleted: false,
+        disabled: false,
+        threshold: 0.5,
+        gpu_resource: None,
+        ignore_daemonsets: false,
+        soft_tainted_at: None,
+    }
+}
+
+fn settings() -> PlannerSettings {
+    PlannerSettings {
+        ignore_mirror_pods: false,
+        unready_enabled: true,
+        recheck_timeout: Duration::from_secs(300),
+        simulation_timeout: Duration::from_secs(30),
+        candidate_ttl: Duration::ZERO,
+    }
+}
+
+fn ctx(c: &All) -> Context<'_> {
+    Context {
+        now: now(),
+        rules: DrainRules::default(),
+        budgets: &[],
+        controllers: c,
+    }
+}
+
+#[test]
+fn an_underused_node_whose_pods_fit_elsewhere_is_unneeded_and_keeps_its_time() {
+    let mut busy = node("busy", "4", "8Gi");
+    busy.add_pod(pod("b", "busy", "3", "1Gi", json!({})));
+    let mut light = node("light", "4", "8Gi");
+    light.add_pod(pod("l", "light", "500m", "1Gi", json!({})));
+    let mut snap = Snapshot::new(vec![busy, light]);
+    let mut planner = Planner::default();
+    let c = All;
+    planner.update(
+        &mut snap,
+        &[candidate("busy"), candidate("light")],
+        &mut [],
+        &ctx(&c),
+        &settings(),
+        now(),
+    );
+    assert_eq!(
+        planner.reasons["busy"],
+        Unremovable::Because(UnremovableReason::NotUnderutilized)
+    );
+    let u = &planner.unneeded["light"];
+    assert_eq!(u.pods_to_move.len(), 1);
+    assert_eq!(snap.node(0).pods.len(), 2, "the pod is placed on busy");
+    // Next loop: the same node keeps its original time.
+    let later = now() + Duration::from_secs(60);
+    let mut snap2 = Snapshot::new(vec![node("busy", "4", "8Gi"), node("light", "4", "8Gi")]);
+    planner.update(
+        &mut snap2,
+        &[candidate("light")],
+        &mut [],
+        &ctx(&c),
+        &settings(),
+        later,
+    );
+    assert_eq!(planner.unneeded["light"].since, now());
+}
+
+#[test]
+fn nodes_whose_pods_fit_nowhere_or_are_blocked_stay() {
+    let mut a = node("a", "1", "8Gi");
+    a.add_pod(pod("pa", "a", "400m", "1Gi", json!({})));
+    let mut b = node("b", "1", "8Gi");
+    b.add_pod(pod("pb", "b", "400m", "1Gi", json!({"metadata": {"annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}}})));
+    let mut snap = Snapshot::new(vec![a, b]);
+    let mut planner = Planner::default();
+    let c = All;
+    planner.update(
+        &mut snap,
+        &[candidate("b"), candidate("a")],
+        &mut [],
+        &ctx(&c),
+        &settings(),
+        now(),
+    );
+    assert_eq!(
+        planner.reasons["b"],
+        Unremovable::BlockedByPod {
+            pod: "default/pb".into(),
+            reason: BlockingReason::NotSafeToEvictAnnotation
+        }
+    );
+    assert!(planner.unneeded.contains_key("a"), "a's pod fits on b");
+    // With b gone as a destination... a third node that cannot fit anywhere:
+    let mut c1 = node("c1", "1", "8Gi");
+    c1.add_pod(pod("big", "c1", "900m", "1Gi", json!({})));
+    let mut snap = Snapshot::new(vec![c1, node("tiny", "500m", "8Gi")]);
+    let full = CandidateNode {
+        threshold: 1.0,
+        ..candidate("c1")
+    };
+    planner.update(
+        &mut snap,
+        std::slice::from_ref(&full),
+        &mut [],
+        &ctx(&c),
+        &settings(),
+        now(),
+    );
+    assert_eq!(
+        planner.reasons["c1"],
+        Unremovable::Because(UnremovableReason::NoPlaceToMovePods)
+    );
+    assert_eq!(
+        snap.node(0).pods.len(),
+        1,
+        "the failed simulation is reverted"
+    );
+    // ...and is not simulated again for 5 minutes.
+    planner.update(
+        &mut snap,
+        &[full],
+        &mut [],
+        &ctx(&c),
+        &settings(),
+        now() + Duration::from_secs(60),
+    );
+    assert_eq!(
+        planner.reasons["c1"],
+        Unremovable::Because(UnremovableReason::RecentlyUnremovable)
+    );
+}
+
+#[test]
+fn a_young_soft_taint_restores_the_unneeded_time_with_a_ttl() {
+    let c = All;
+    let tainted = CandidateNode {
+        soft_tainted_at: Some(now() - Duration::from_secs(300)),
+        ..candidate("n")
+    };
+    let run = |ttl: u64| {
+        let mut planner = Planner::default();
+        let mut snap = Snapshot::new(vec![node("n", "4", "8Gi"), node("m", "4", "8Gi")]);
+        let s = PlannerSettings {
+            candidate_ttl: Duration::from_secs(ttl),
+            ..settings()
+        };
+        planner.update(
+            &mut snap,
+            std::slice::from_ref(&tainted),
+            &mut [],
+            &ctx(&c),
+            &s,
+            now(),
+        );
+        planner.unneeded["n"].since
+    };
+    assert_eq!(run(0), now(), "off by default");
+    assert_eq!(
+        run(600),
+        now() - Duration::from_secs(300),
+        "restored from the taint"
+    );
+    assert_eq!(run(120), now(), "older than the TTL");
+}
+
+#[test]
+fn deletion_waits_ten_minutes_respects_min_size_and_budgets() {
+    let mut planner = Planner::default();
+    let u = |pods: usize| UnneededNode {
+        since: now(),
+        group: "g".into(),
+        pods_to_move: (0..pods)
+            .map(|i| pod(&format!("p{i}"), "x", "1", "1", json!({})).pod)
+            .collect(),
+        daemonset_pods: Vec::new(),
+        utilization: Utilization {
+            cpu: 0.0,
+            memory: 0.0,
+            gpu: 0.0,
+            resource: "cpu",
+            utilization: 0.0,
+        },
+        ready: true,
+        risky: false,
+    };
+    for (name, pods) in [("e1", 0), ("e2", 0), ("d1", 1), ("d2", 1)] {
+        planner.unneeded.insert(name.into(), u(pods));
+    }
+    let groups: BTreeMap<String, GroupSize> = [(
+        "g".to_string(),
+        GroupSize {
+            target: 10,
+            min: 1,
+            deleting: 0,
+            unneeded_time: Duration::from_secs(600),
+            unready_time: Duration::from_secs(1200),
+        },
+    )]
+    .into();
+    let budget = DeletionBudget {
+        total: 10,
+        drain: 1,
+    };
+    let early = select(
+        &planner,
+        &groups,
+        budget,
+        now() + Duration::from_secs(599),
+        |_| true,
+    );
+    assert!(early.empty.is_empty() && early.drain.is_empty());
+    assert_eq!(
+        early.kept["e1"],
+        Unremovable::Because(UnremovableReason::NotUnneededLongEnough)
+    );
+    let exactly = select(
+        &planner,
+        &groups,
+        budget,
+        now() + Duration::from_secs(600),
+        |_| true,
+    );
+    assert!(exactly.empty.is_empty(), "strictly after the unneeded time");
+    let later = select(
+        &planner,
+        &groups,
+        budget,
+        now() + Duration::from_secs(601),
+        |_| true,
+    );
+    assert_eq!(later.empty, ["e1", "e2"]);
+    assert_eq!(later.drain.len(), 1, "one drain at a time");
+    let small: BTreeMap<String, GroupSize> = [(
+        "g".to_string(),
+        GroupSize {
+            target: 3,
+            min: 1,
+            deleting: 0,
+            unneeded_time: Duration::from_secs(600),
+            unready_time: Duration::from_secs(1200),
+        },
+    )]
+    .into();
+    let capped = select(
+        &planner,
+        &small,
+        budget,
+        now() + Duration::from_secs(601),
+        |_| true,
+    );
+    assert_eq!(
+        capped.empty.len() + capped.drain.len(),
+        2,
+        "never below min"
+    );
+    assert!(
+        capped
+            .kept
+            .values()
+            .any(|r| *r == Unremovable::Because(UnremovableReason::NodeGroupMinSizeReached))
+    );
+    let limited = select(
+        &planner,
+        &groups,
+        budget,
+        now() + Duration::from_secs(601),
+        |n| n != "e1",
+    );
+    assert_eq!(
+        limited.kept["e1"],
+        Unremovable::Because(UnremovableReason::MinimalResourceLimitExceeded)
+    );
+}

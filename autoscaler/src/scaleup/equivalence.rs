@@ -1,0 +1,93 @@
+//! Pod equivalence groups (ca-compat §4.2, upstream's
+//! `core/scaleup/equivalence`): pods of one controller with the same labels
+//! and scheduling spec are checked once for the whole group.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::simulator::drainability::{controller_uid, is_daemonset_pod};
+
+/// Pods that are the same for scheduling: same controller, labels and
+/// (sanitised) spec. One check stands for the whole group.
+#[derive(Debug, Clone)]
+pub struct PodGroup {
+    /// The pods, oldest first.
+    pub pods: Vec<Arc<Pod>>,
+}
+
+impl PodGroup {
+    /// The pod checked for the group.
+    pub fn sample(&self) -> &Arc<Pod> {
+        &self.pods[0]
+    }
+}
+
+/// The spec compared for equivalence: env, hostname and projected volumes
+/// (with their mounts) removed, as upstream's `PodSpecSemanticallyEqual`.
+fn sanitized_spec(pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodSpec> {
+    let mut spec = pod.spec.clone()?;
+    let projected: Vec<String> = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| v.projected.is_some())
+        .map(|v| v.name.clone())
+        .collect();
+    spec.hostname = None;
+    spec.node_name = None;
+    if let Some(vs) = spec.volumes.as_mut() {
+        vs.retain(|v| v.projected.is_none());
+    }
+    for c in spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+    {
+        c.env = None;
+        if let Some(ms) = c.volume_mounts.as_mut() {
+            ms.retain(|m| !projected.contains(&m.name));
+        }
+    }
+    Some(spec)
+}
+
+/// Whether two pods are the same for scheduling: same controller, equal
+/// labels, and specs equal after sanitising (compared directly first, which
+/// is the common case and allocates nothing).
+pub fn equivalent(a: &Pod, b: &Pod) -> bool {
+    controller_uid(a).is_some()
+        && controller_uid(a) == controller_uid(b)
+        && a.metadata.labels == b.metadata.labels
+        && (a.spec == b.spec || sanitized_spec(a) == sanitized_spec(b))
+}
+
+/// Groups pods by equivalence (ca-compat §4.2): pods without a controller
+/// and DaemonSet pods are alone; at most 10 groups per controller, further
+/// distinct pods are alone.
+pub fn equivalence_groups(pods: &[Arc<Pod>]) -> Vec<PodGroup> {
+    let mut groups: Vec<PodGroup> = Vec::new();
+    // Per controller uid: the first pod of each of its groups.
+    let mut by_controller: HashMap<&str, Vec<(Arc<Pod>, usize)>> = HashMap::new();
+    for pod in pods {
+        let Some(uid) = controller_uid(pod).filter(|_| !is_daemonset_pod(pod)) else {
+            groups.push(PodGroup {
+                pods: vec![pod.clone()],
+            });
+            continue;
+        };
+        let known = by_controller.entry(uid).or_default();
+        if let Some((_, i)) = known.iter().find(|(rep, _)| equivalent(rep, pod)) {
+            groups[*i].pods.push(pod.clone());
+        } else {
+            if known.len() < 10 {
+                known.push((pod.clone(), groups.len()));
+            }
+            groups.push(PodGroup {
+                pods: vec![pod.clone()],
+            });
+        }
+    }
+    groups
+}

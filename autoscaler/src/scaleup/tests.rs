@@ -1,0 +1,324 @@
+//! Unit tests of scale-up planning.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::Pod;
+use predicates::NodeInfo;
+
+use crate::simulator::Snapshot;
+use serde_json::json;
+
+fn pod(name: &str, owner: Option<&str>, cpu: &str) -> Arc<Pod> {
+    let owners = owner.map(|o| json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": o, "uid": format!("uid-{o}"), "controller": true}]));
+    Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}, "ownerReferences": owners,
+            "creationTimestamp": "2027-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "POD", "value": name}], "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}))
+        .unwrap(),
+    )
+}
+
+fn template(cpu: &str) -> NodeInfo {
+    NodeInfo::new(Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": "t", "labels": {"pool": "a"}},
+            "status": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"}, "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}}}))
+        .unwrap(),
+    ))
+}
+
+#[test]
+fn equivalent_pods_share_a_group_despite_env() {
+    let pods = vec![
+        pod("a", Some("rs"), "1"),
+        pod("b", Some("rs"), "1"),
+        pod("c", Some("rs"), "2"),
+        pod("d", None, "1"),
+        pod("e", None, "1"),
+    ];
+    let groups = equivalence_groups(&pods);
+    let sizes: Vec<usize> = groups.iter().map(|g| g.pods.len()).collect();
+    assert_eq!(sizes, [2, 1, 1, 1]);
+}
+
+#[test]
+fn binpacking_counts_nodes() {
+    let pods: Vec<Arc<Pod>> = (0..10)
+        .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+        .collect();
+    let groups = equivalence_groups(&pods);
+    let refs: Vec<&PodGroup> = groups.iter().collect();
+    let mut snap = Snapshot::new(Vec::new());
+    // 4-CPU nodes take 4 pods each: 3 nodes for 10 pods.
+    let est = estimate(
+        &mut snap,
+        &template("4"),
+        &refs,
+        100,
+        "t",
+        Duration::from_secs(10),
+    );
+    assert_eq!((est.node_count, est.pods.len()), (3, 10));
+    assert_eq!(est.requests.0, 10_000);
+    assert!(snap.nodes().is_empty(), "the snapshot is restored");
+    // A limit of 2 nodes places 8 pods.
+    let est = estimate(
+        &mut snap,
+        &template("4"),
+        &refs,
+        2,
+        "t",
+        Duration::from_secs(10),
+    );
+    assert_eq!((est.node_count, est.pods.len()), (2, 8));
+    // Too big for the template: no node.
+    let big = equivalence_groups(&[pod("huge", Some("rs2"), "8")]);
+    let est = estimate(
+        &mut snap,
+        &template("4"),
+        &[&big[0]],
+        100,
+        "t",
+        Duration::from_secs(10),
+    );
+    assert_eq!(est.node_count, 0);
+}
+
+#[test]
+fn pods_fitting_existing_nodes_are_dropped() {
+    let mut node = template("2");
+    let n = Arc::make_mut(&mut node.node);
+    n.metadata.name = Some("n1".into());
+    let mut snap = Snapshot::new(vec![node]);
+    let pods: Vec<Arc<Pod>> = (0..5)
+        .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+        .collect();
+    let left = filter_out_schedulable(&mut snap, pods);
+    assert_eq!(left.len(), 3);
+    assert_eq!(snap.node(0).pods.len(), 2);
+}
+
+#[test]
+fn balancing_splits_evenly() {
+    let groups = vec![
+        ("a".to_string(), 3, 10),
+        ("b".to_string(), 1, 10),
+        ("c".to_string(), 5, 5),
+    ];
+    let infos = balance(&groups, 4);
+    assert_eq!(
+        infos,
+        [
+            ScaleUpInfo {
+                group: "b".into(),
+                current: 1,
+                new: 4,
+                max: 10
+            },
+            ScaleUpInfo {
+                group: "a".into(),
+                current: 3,
+                new: 4,
+                max: 10
+            },
+        ]
+    );
+}
+
+#[test]
+fn similarity_ignores_zone_labels_and_small_memory_differences() {
+    let cfg = Balancing {
+        enabled: true,
+        memory_ratio: 0.015,
+        allocatable_ratio: 0.05,
+        free_ratio: 0.05,
+        ..Default::default()
+    };
+    let mk = |zone: &str, mem: &str, pool: &str| {
+        NodeInfo::new(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": zone, "labels": {"topology.kubernetes.io/zone": zone, "pool": pool}},
+                "status": {"capacity": {"cpu": "4", "memory": mem}, "allocatable": {"cpu": "4", "memory": mem}}}))
+            .unwrap(),
+        ))
+    };
+    assert!(similar(
+        &mk("a", "16000Mi", "x"),
+        &mk("b", "16100Mi", "x"),
+        &cfg
+    ));
+    assert!(!similar(&mk("a", "16Gi", "x"), &mk("b", "20Gi", "x"), &cfg));
+    assert!(!similar(&mk("a", "16Gi", "x"), &mk("b", "16Gi", "y"), &cfg));
+    let by_label = Balancing {
+        labels: vec!["pool".into()],
+        ..cfg
+    };
+    assert!(similar(
+        &mk("a", "16Gi", "x"),
+        &mk("b", "20Gi", "x"),
+        &by_label
+    ));
+}
+
+#[test]
+fn young_pods_wait() {
+    let now = SystemTime::from(jiff::Timestamp::from_second(1_798_761_620).unwrap()); // 20 s after creation
+    let p = pod("p", None, "1");
+    assert!(old_enough(&p, Duration::ZERO, now));
+    assert!(!old_enough(&p, Duration::from_secs(30), now));
+    let mut annotated = (*p).clone();
+    annotated.metadata.annotations =
+        Some([(POD_SCALE_UP_DELAY.to_string(), "1m".to_string())].into());
+    assert!(!old_enough(&annotated, Duration::from_secs(10), now));
+    annotated.metadata.annotations =
+        Some([(POD_SCALE_UP_DELAY.to_string(), "5s".to_string())].into());
+    assert!(
+        !old_enough(&annotated, Duration::from_secs(30), now),
+        "a smaller annotation is ignored"
+    );
+}
+
+#[test]
+fn pending_pods_skip_nominated_and_expendable() {
+    let normal = pod("a", Some("rs"), "1");
+    let mut nominated = (*pod("b", Some("rs"), "1")).clone();
+    nominated.status.as_mut().unwrap().nominated_node_name = Some("n".into());
+    let mut expendable = (*pod("c", Some("rs"), "1")).clone();
+    expendable.spec.as_mut().unwrap().priority = Some(-100);
+    let mut fresh = (*pod("d", Some("rs"), "1")).clone();
+    fresh.status = None;
+    let all = [
+        normal,
+        Arc::new(nominated),
+        Arc::new(expendable),
+        Arc::new(fresh),
+    ];
+    let left = pending_pods(all.iter(), -10, &[]);
+    assert_eq!(left.len(), 1);
+    let mut bypassed = (*all[3]).clone();
+    bypassed.spec.as_mut().unwrap().scheduler_name = Some("custom".into());
+    let with = [Arc::new(bypassed)];
+    assert_eq!(
+        pending_pods(with.iter(), -10, &["custom".to_string()]).len(),
+        1
+    );
+}
+
+fn inputs<'a>(
+    pods: &'a [Arc<Pod>],
+    candidates: &'a [Candidate],
+    limits: &'a Limits,
+    skipped: &'a BTreeMap<String, String>,
+    balancing: &'a Balancing,
+) -> PlanInputs<'a> {
+    PlanInputs {
+        pods,
+        candidates,
+        skipped,
+        limits,
+        expanders: &[crate::config::ExpanderName::LeastWaste],
+        priorities: None,
+        balancing,
+        max_binpacking_time: Duration::from_secs(300),
+        max_group_binpacking_time: Duration::from_secs(10),
+    }
+}
+
+#[test]
+fn limits_cap_and_skip_groups() {
+    let pods: Vec<Arc<Pod>> = (0..10)
+        .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+        .collect();
+    let candidates = vec![Candidate {
+        id: "a".into(),
+        template: template("4"),
+        target: 0,
+        max: 10,
+    }];
+    let skipped = BTreeMap::new();
+    let balancing = Balancing::default();
+    let roomy = Limits {
+        max_nodes_total: 0,
+        nodes_now: 0,
+        cores: (320_000, 0),
+        memory: (i64::MAX, 0),
+        max_nodes_per_scaleup: 1000,
+    };
+    let mut snap = Snapshot::new(Vec::new());
+    let (mut n, mut hits) = (Vec::new(), Vec::new());
+    let Plan::ScaleUp { infos, .. } = plan(
+        &mut snap,
+        &inputs(&pods, &candidates, &roomy, &skipped, &balancing),
+        &mut n,
+        &mut hits,
+    ) else {
+        panic!("no scale-up")
+    };
+    assert_eq!(
+        infos,
+        [ScaleUpInfo {
+            group: "a".into(),
+            current: 0,
+            new: 3,
+            max: 10
+        }]
+    );
+    // --cores-total max of 8 with 2 cores in use: one more 4-core node.
+    let tight = Limits {
+        cores: (8, 2),
+        ..roomy.clone()
+    };
+    let Plan::ScaleUp { infos, .. } = plan(
+        &mut snap,
+        &inputs(&pods, &candidates, &tight, &skipped, &balancing),
+        &mut n,
+        &mut hits,
+    ) else {
+        panic!("no scale-up")
+    };
+    assert_eq!(infos[0].new, 1);
+    // No room at all: the group is skipped with upstream's reason.
+    let full = Limits {
+        cores: (8, 8),
+        ..roomy.clone()
+    };
+    let Plan::NoOptions { reasons, groups } = plan(
+        &mut snap,
+        &inputs(&pods, &candidates, &full, &skipped, &balancing),
+        &mut n,
+        &mut hits,
+    ) else {
+        panic!("scaled up past the limit")
+    };
+    assert_eq!(
+        reasons["default/p0"],
+        BTreeMap::from([(
+            "exceeded quota: \"cluster-wide\", resources: cpu".to_string(),
+            1
+        )])
+    );
+    let texts: Vec<String> = hits.iter().map(ToString::to_string).collect();
+    assert_eq!(texts, ["exceeded quota: \"cluster-wide\", resources: cpu"]);
+    assert_eq!(
+        groups["default/p0"]["a"],
+        "exceeded quota: \"cluster-wide\", resources: cpu"
+    );
+    // --max-nodes-total caps the count.
+    let capped = Limits {
+        max_nodes_total: 5,
+        nodes_now: 4,
+        ..roomy
+    };
+    let Plan::ScaleUp { infos, .. } = plan(
+        &mut snap,
+        &inputs(&pods, &candidates, &capped, &skipped, &balancing),
+        &mut n,
+        &mut hits,
+    ) else {
+        panic!("no scale-up")
+    };
+    assert_eq!(infos[0].new, 1);
+}
