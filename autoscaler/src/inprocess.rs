@@ -27,6 +27,20 @@ pub struct InProcess {
     pub endpoints: Endpoints,
 }
 
+/// Why the autoscaler could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum InProcessError {
+    /// The flags do not parse.
+    #[error("{0}")]
+    Parse(#[from] clap::Error),
+    /// A flag's value is refused.
+    #[error("{0}")]
+    Flag(#[from] crate::config::FlagError),
+    /// The kwok provider's configuration is refused.
+    #[error("building the kwok provider: {0}")]
+    Provider(crate::cloudprovider::CloudError),
+}
+
 /// Builds an autoscaler on `client` with `--cloud-provider=kwok` and the
 /// extra `args` (CA's syntax), the kwok ConfigMaps being in `kube-system`.
 /// Bad flags or provider configuration are errors naming what failed.
@@ -34,15 +48,15 @@ pub async fn kwok(
     client: Client,
     clock: simclock::Clock,
     args: &[String],
-) -> Result<InProcess, String> {
+) -> Result<InProcess, InProcessError> {
     let argv = [
         "cluster-autoscaler".to_string(),
         "--cloud-provider=kwok".to_string(),
     ]
     .into_iter()
     .chain(args.iter().cloned());
-    let flags = Flags::try_parse_from(normalize_args(argv)).map_err(|e| e.to_string())?;
-    let validated = flags.validate().map_err(|e| e.to_string())?;
+    let flags = Flags::try_parse_from(normalize_args(argv))?;
+    let validated = flags.validate()?;
     let (cache, _) = ClusterCache::start(client.clone());
     cache.wait_ready().await;
     let provider = KwokProvider::new(
@@ -54,7 +68,7 @@ pub async fn kwok(
         },
     )
     .await
-    .map_err(|e| format!("building the kwok provider: {e}"))?;
+    .map_err(InProcessError::Provider)?;
     let faults = provider.faults();
     let timeouts = (
         flags.max_inactivity,

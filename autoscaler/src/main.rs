@@ -88,19 +88,6 @@ fn check_provider(flags: &Flags, validated: &Validated) -> Result<ProviderName, 
     Ok(provider)
 }
 
-fn identity() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
-        .unwrap_or_else(|| "cluster-autoscaler".into());
-    format!("{host}_{:08x}", fastrand::u32(..))
-}
-
 async fn stop_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -153,7 +140,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         } else {
             flags.lease_resource_name.clone()
         },
-        identity: identity(),
+        identity: apimachinery::rand::holder_identity("cluster-autoscaler"),
         lease_duration: flags.leader_elect_lease_duration,
         renew_deadline: flags.leader_elect_renew_deadline,
         retry_period: flags.leader_elect_retry_period,

@@ -12,7 +12,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use crate::core::{Decisions, Liveness};
-use crate::metrics::{self, Metrics};
+use crate::metrics::{self, Metrics, Unhealthy};
 
 /// What the endpoints read.
 #[derive(Clone)]
@@ -56,7 +56,9 @@ impl Endpoints {
                     async move {
                         match verdict {
                             Ok(()) => (StatusCode::OK, "OK".to_string()).into_response(),
-                            Err(body) => (StatusCode::INTERNAL_SERVER_ERROR, body).into_response(),
+                            Err(e) => {
+                                (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
+                            }
                         }
                     }
                 }),
@@ -80,12 +82,12 @@ impl Endpoints {
             .unwrap_or_default()
     }
 
-    /// The `/health-check` verdict: `Ok` or the 500 body.
-    pub fn health(&self) -> Result<(), String> {
+    /// The `/health-check` verdict: `Ok`, or what the 500 body says.
+    pub fn health(&self) -> Result<(), Unhealthy> {
         let Some(l) = self.liveness.lock().ok().and_then(|o| o.clone()) else {
             return Ok(());
         };
-        let l = *l.lock().map_err(|e| e.to_string())?;
+        let l = *l.lock().unwrap_or_else(|e| e.into_inner());
         let (inactivity, failing, startup) = self.timeouts;
         metrics::health(
             self.clock.now(),

@@ -12,7 +12,6 @@ use harness::cluster::Cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::Api;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 struct Process(Child);
 
@@ -24,24 +23,9 @@ impl Drop for Process {
 }
 
 async fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+    harness::http_get(port, path)
         .await
-        .unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.unwrap();
-    let status = buf
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"))
 }
 
 /// The kwok provider's ConfigMaps: one group "pool" of 4-CPU nodes.

@@ -526,6 +526,45 @@ async fn enforce_node_group_min_size_raises_a_group_to_min() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_failed_min_size_increase_backs_off_with_the_providers_error_code() {
+    // Raising a group to its min goes through the same executor as a
+    // scale-up: the failure backs the group off with the provider's code.
+    let r = start(
+        &[template("grow", "4", json!({}))],
+        vec![],
+        &["--enforce-node-group-min-size"],
+    )
+    .await;
+    r.faults.set(
+        "grow",
+        Fault::IncreaseSizeFails(quota_exceeded("quota 'CPUS' exceeded")),
+    );
+    raise_min_to(&r, "2").await;
+    r.cluster.advance(2 * MINUTE).await;
+    assert!(group_nodes(&r.cluster, "grow").await.is_empty());
+    let s = status(&r.cluster).await;
+    let grow = s["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "grow")
+        .unwrap()
+        .clone();
+    assert_eq!(grow["scaleUp"]["status"], "Backoff", "{grow}");
+    assert_eq!(
+        grow["scaleUp"]["backoffInfo"]["errorCode"],
+        "QUOTA_EXCEEDED"
+    );
+    let failed = events(&r.cluster, "FailedToScaleUpGroup").await;
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.starts_with("Scale-up failed for group grow: ")),
+        "{failed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_broken_priority_config_map_is_reported_and_ignored() {
     let priorities = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
         "data": {"priorities": "ten:\n  - ^a$\n"}});

@@ -390,7 +390,7 @@ impl Running {
         match &self.autoscaler {
             Autoscaler::InProcess { endpoints, .. } => Ok(match endpoints.health() {
                 Ok(()) => (200, "OK".into()),
-                Err(body) => (500, body),
+                Err(e) => (500, e.to_string()),
             }),
             Autoscaler::Binary(b) => http_get(b.port, "/health-check").await,
         }
@@ -399,26 +399,9 @@ impl Running {
 
 /// A plain HTTP/1.0 GET on 127.0.0.1.
 async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let err = |e: std::io::Error| format!("GET http://127.0.0.1:{port}{path}: {e}");
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+    harness::http_get(port, path)
         .await
-        .map_err(err)?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await
-        .map_err(err)?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.map_err(err)?;
-    let code = buf
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((code, body))
+        .map_err(|e| format!("GET http://127.0.0.1:{port}{path}: {e}"))
 }
 
 /// The cucumber world.
@@ -668,8 +651,9 @@ pub fn priority_expander_config_map(
 }
 
 async fn start_in_process(cluster: &Cluster, flags: &[String]) -> Result<Autoscaler, String> {
-    let built =
-        autoscaler::inprocess::kwok(cluster.client(), cluster.clock().clone(), flags).await?;
+    let built = autoscaler::inprocess::kwok(cluster.client(), cluster.clock().clone(), flags)
+        .await
+        .map_err(|e| e.to_string())?;
     let endpoints = built.endpoints;
     let task = tokio::spawn(built.autoscaler.run());
     Ok(Autoscaler::InProcess { endpoints, task })

@@ -73,3 +73,24 @@ pub fn kwok_config_for_scale() -> kwok::Config {
 pub fn default_kubeconfig_path() -> PathBuf {
     std::env::temp_dir().join("testbed").join("kubeconfig")
 }
+
+/// A plain HTTP/1.0 GET on 127.0.0.1 (an autoscaler's `/metrics`,
+/// `/health-check` or `/decisions`): the status code and the body.
+pub async fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await?;
+    let code = buf
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
+}

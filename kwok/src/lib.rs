@@ -3,14 +3,16 @@
 //! kubeconfig).
 //!
 //! It follows kwok's design (`shared/spec/kwok-compat.md`): the controller
-//! ([`controller`]) holds no hard-coded lifecycle; every status change is a
+//! ([`controller`]: the event loop, with its config, jobs, leases and IP
+//! pool in files of their own) holds no hard-coded lifecycle; every status change is a
 //! Stage ([`stage`], `kwok.x-k8s.io/v1alpha1`) chosen by selector and weight,
 //! delayed (with jitter) and performed as steps (event, finalizers, status
 //! patch, delete). The default fast stage set ([`defaults`]) makes managed
 //! nodes Ready and bound pods Running, completes Job pods and finishes
 //! graceful deletion. Custom stages (YAML files) override them by weight:
-//! nodes that never become Ready, take minutes to, or fail later. Selectors
-//! use a jq subset ([`jq`]); status templates a documented subset of Go
+//! nodes that never become Ready, take minutes to, or fail later. Stage
+//! selectors use a jq subset ([`jq`]) (node selection by annotation uses
+//! the label selector grammar of the `apimachinery` crate); status templates a documented subset of Go
 //! templates ([`template`]). Leases in `kube-node-lease` are renewed for
 //! managed nodes (and gate them: a node whose lease another controller
 //! holds is left alone), pod IPs come from a per-CIDR pool. Stages can also

@@ -205,7 +205,7 @@ fn build_config(cli: &Cli, files: Files) -> Result<(Config, Vec<Compiled>), Stri
                 .or(o.node_lease_duration_seconds)
                 .unwrap_or(0),
         ),
-        identity: identity(),
+        identity: apimachinery::rand::holder_identity("kwok"),
         stages_from_cluster,
     };
     if !valid_cidr(&config.cidr) {
@@ -222,30 +222,6 @@ fn valid_cidr(s: &str) -> bool {
     s.split_once('/').is_some_and(|(ip, bits)| {
         ip.parse::<std::net::Ipv4Addr>().is_ok() && bits.parse::<u8>().is_ok_and(|b| b <= 32)
     })
-}
-
-/// `<hostname>_<random uuid>`, as upstream's controller identity.
-fn identity() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
-        .unwrap_or_else(|| "kwok".into());
-    let hex: String = (0..32)
-        .map(|_| char::from_digit(fastrand::u32(0..16), 16).unwrap_or('0'))
-        .collect();
-    format!(
-        "{host}_{}-{}-4{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[13..16],
-        &hex[16..20],
-        &hex[20..]
-    )
 }
 
 async fn client(cli: &Cli) -> Result<kube::Client, String> {

@@ -4,7 +4,8 @@
 //!
 //! - [`quantity`] and [`resources`]: requests and allocatable as integers,
 //!   with kube-scheduler's init-container, sidecar and overhead rules.
-//! - [`labels`]: label selectors, node selector terms, tolerations.
+//! - [`labels`]: node selector terms and tolerations (label selectors are
+//!   the `apimachinery` crate's, re-exported).
 //! - [`nodeinfo`]: a node with its pods ([`NodeInfo`]), the unit of work.
 //! - [`filters`]: the default filter plugins and their failure [`Reason`]s,
 //!   worded as kube-scheduler words them, and the `0/N nodes are available`

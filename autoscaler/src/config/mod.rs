@@ -28,15 +28,26 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::cloudprovider::builder::ProviderName;
 
-fn duration(s: &str) -> Result<Duration, String> {
-    simclock::parse_go_duration(s)
-        .ok_or_else(|| format!("{s:?} is not a Go duration (like 10s, 1m30s, 3h0m0s)"))
+/// A flag value clap's parsers refuse (the message names the value; clap
+/// adds the flag).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// Not a Go duration.
+    #[error("{0:?} is not a Go duration (like 10s, 1m30s, 3h0m0s)")]
+    Duration(String),
+    /// Not a non-negative number.
+    #[error("{0:?} is not a non-negative number")]
+    Ratio(String),
 }
 
-fn ratio(s: &str) -> Result<f64, String> {
+fn duration(s: &str) -> Result<Duration, ValueError> {
+    simclock::parse_go_duration(s).ok_or_else(|| ValueError::Duration(s.to_string()))
+}
+
+fn ratio(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a non-negative number")),
+        _ => Err(ValueError::Ratio(s.to_string())),
     }
 }
 

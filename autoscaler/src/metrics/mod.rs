@@ -376,7 +376,22 @@ impl Metrics {
     }
 }
 
-/// The `/health-check` verdict (ca-compat §8.3): `Ok(())` or the 500 body.
+/// The loop has been inactive or failing for too long: the 500 body of
+/// `/health-check`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Error: last activity more {} ago, last success more than {} ago",
+    simclock::format_go_duration(*.inactive),
+    simclock::format_go_duration(*.failing)
+)]
+pub struct Unhealthy {
+    /// Since the last loop started.
+    pub inactive: Duration,
+    /// Since the last loop succeeded (or the process started).
+    pub failing: Duration,
+}
+
+/// The `/health-check` verdict (ca-compat §8.3).
 pub fn health(
     now: SystemTime,
     last_activity: SystemTime,
@@ -385,7 +400,7 @@ pub fn health(
     max_inactivity: Duration,
     max_failing: Duration,
     max_startup: Duration,
-) -> Result<(), String> {
+) -> Result<(), Unhealthy> {
     let startup = max_startup.max(max_inactivity).max(max_failing);
     let (activity_timeout, success_timeout, success_since) = match last_success {
         Some(t) => (max_inactivity, max_failing, t),
@@ -394,11 +409,7 @@ pub fn health(
     let inactive = now.duration_since(last_activity).unwrap_or_default();
     let failing = now.duration_since(success_since).unwrap_or_default();
     if inactive > activity_timeout || failing > success_timeout {
-        return Err(format!(
-            "Error: last activity more {} ago, last success more than {} ago",
-            simclock::format_go_duration(inactive),
-            simclock::format_go_duration(failing)
-        ));
+        return Err(Unhealthy { inactive, failing });
     }
     Ok(())
 }
@@ -492,7 +503,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "Error: last activity more 0s ago, last success more than 16m0s ago"
         );
         assert!(

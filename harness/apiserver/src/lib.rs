@@ -16,8 +16,9 @@
 //! ```text
 //!  http.rs      routes, verbs, query parameters, watch streams, Tables
 //!     │
-//!  server.rs    operations: create / update / patch / apply / delete / scale
+//!  server/      operations, a file each: create / update (and patch) / apply / delete / scale
 //!     │  ├── admission.rs  defaults, Priority, DefaultTolerationSeconds, validation
+//!     │  │                 (reads the server only through `AdmissionContext`)
 //!     │  ├── normalize.rs  typed k8s-openapi round trip, strict field validation
 //!     │  ├── patch.rs      JSON, merge and strategic merge patch
 //!     │  └── pdb.rs        PodDisruptionBudget status, eviction, binding
@@ -29,7 +30,8 @@
 //! ```
 //!
 //! Every timestamp the server writes comes from one [`simclock::Clock`], so
-//! under paused tokio time the cluster's clock is virtual.
+//! under paused tokio time the cluster's clock is virtual. Label and field
+//! selectors and name validation are the shared `apimachinery` crate's.
 
 pub mod admission;
 pub mod discovery;

@@ -1,0 +1,401 @@
+//! The `kwok` cloud provider (ca-compat §10): node groups made of fake
+//! nodes. "Creating an instance" creates a Node object annotated
+//! `kwok.x-k8s.io/node: fake` (the kwok controller then makes it Ready);
+//! "deleting" deletes the Node object.
+//!
+//! Configuration is upstream's: ConfigMap `kwok-provider-config` (env
+//! `KWOK_PROVIDER_CONFIGMAP`) in `$POD_NAMESPACE`, key `config`, with
+//! `readNodesFrom: configmap|cluster`, grouping by `nodegroups.fromNodeLabelKey`
+//! or by an annotation, `nodes.skipTaint`, `nodes.gpuConfig`; templates in
+//! the ConfigMap `configmap.name`, key `templates` (a `v1 List` or a
+//! multi-document stream of Nodes). Sizes come from the template annotations
+//! `cluster-autoscaler.kwok.nodegroup/{min,max,desired}-count`.
+//!
+//! Upstream 1.29's bugs are fixed, each where it applies:
+//! - group names are the label/annotation value (or the `.../name`
+//!   annotation), without a per-node timestamp, so templates with the same
+//!   value always form one group;
+//! - `delete_nodes` lowers the target size;
+//! - `refresh` re-reads both ConfigMaps (new groups appear, removed ones go,
+//!   existing ones keep their target);
+//! - the annotation grouping key is accepted under all three spellings
+//!   (`fromNodeLabelAnnotation`, the documented `fromNodeAnnotation`, and
+//!   master's `fromNodeAnnotationKey`), and the `readNodesFrom` error names
+//!   the expected values;
+//! - the template is never mutated by a scale-up; new nodes get their own
+//!   hostname label.
+//!
+//! Fault injection ([`Faults`]) makes `increase_size` fail with an error
+//! class and code (quota, stock-out), or makes new instances never register
+//! (no Node object is created, so CA sees long-unregistered instances).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    CloudError, CloudProvider, ErrorClass, Instance, InstanceErrorInfo, InstanceState, NodeGroup,
+    NodeLister, TemplateNodeInfo,
+};
+
+mod config;
+mod faults;
+mod nodegroup;
+mod templates;
+#[cfg(test)]
+mod tests;
+
+use config::{Grouping, Parsed, parse_config, parse_templates};
+pub use faults::{FAULT_ANNOTATION, Fault, FaultError, Faults, parse_fault, quota_exceeded};
+pub use nodegroup::KwokNodeGroup;
+use templates::{annotation, group_of, kube_proxy_pod, prepare_template, size_annotation};
+
+/// Annotation that names a node's group.
+pub const GROUP_NAME_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/name";
+
+/// Template annotation: minimum size (default 0).
+pub const MIN_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/min-count";
+
+/// Template annotation: maximum size (default 200).
+pub const MAX_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/max-count";
+
+/// Template annotation: initial target (default min).
+pub const DESIRED_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/desired-count";
+
+/// kwok's marker annotation.
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+
+/// Taint added to templates unless `nodes.skipTaint`.
+pub const PROVIDER_TAINT: &str = "kwok-provider";
+
+/// Default max size of a group.
+pub const DEFAULT_MAX_COUNT: usize = 200;
+
+/// Where the provider finds its configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespace of the ConfigMaps (`$POD_NAMESPACE`).
+    pub namespace: String,
+    /// Name of the config ConfigMap (`$KWOK_PROVIDER_CONFIGMAP`).
+    pub config_map: String,
+}
+
+impl Settings {
+    /// From the environment, as upstream: `POD_NAMESPACE` (else the service
+    /// account's namespace file) and `KWOK_PROVIDER_CONFIGMAP`.
+    pub fn from_env() -> Result<Self, CloudError> {
+        let namespace = std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or_else(|| {
+                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                    .ok()
+                    .map(|s| s.trim().to_string())
+            })
+            .ok_or_else(|| {
+                CloudError::configuration(
+                    "kwok provider: POD_NAMESPACE is not set and there is no service account namespace file",
+                )
+            })?;
+        let config_map = std::env::var("KWOK_PROVIDER_CONFIGMAP")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "kwok-provider-config".into());
+        Ok(Self {
+            namespace,
+            config_map,
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One group's mutable state.
+#[derive(Debug, Clone)]
+struct GroupState {
+    template: Node,
+    min: usize,
+    max: usize,
+    target: usize,
+    /// Instances accepted but never registered (fault injection), by name.
+    phantom: BTreeSet<String>,
+    /// A fault from the template's annotation.
+    fault: Option<Fault>,
+    /// Instances that failed to be created, by name.
+    failed: BTreeMap<String, InstanceErrorInfo>,
+}
+
+struct Shared {
+    client: Client,
+    nodes: NodeLister,
+    settings: Settings,
+    faults: Arc<Faults>,
+    config: Mutex<Option<Parsed>>,
+    groups: Mutex<BTreeMap<String, GroupState>>,
+}
+
+/// The kwok provider.
+#[derive(Clone)]
+pub struct KwokProvider {
+    shared: Arc<Shared>,
+}
+
+impl KwokProvider {
+    /// Reads the ConfigMaps and builds the groups. `nodes` is the
+    /// autoscaler's node cache (a reflector store).
+    pub async fn new(
+        client: Client,
+        nodes: NodeLister,
+        settings: Settings,
+    ) -> Result<Self, CloudError> {
+        let provider = Self {
+            shared: Arc::new(Shared {
+                client,
+                nodes,
+                settings,
+                faults: Arc::new(Faults::default()),
+                config: Mutex::new(None),
+                groups: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        provider.load().await?;
+        provider.create_desired().await?;
+        Ok(provider)
+    }
+
+    /// The fault-injection hook.
+    pub fn faults(&self) -> Arc<Faults> {
+        self.shared.faults.clone()
+    }
+
+    async fn read_config_map(&self, name: &str) -> Result<ConfigMap, CloudError> {
+        let api: Api<ConfigMap> =
+            Api::namespaced(self.shared.client.clone(), &self.shared.settings.namespace);
+        api.get(name).await.map_err(|e| {
+            CloudError::configuration(format!(
+                "failed to get configmap '{name}' in namespace {}: {e}",
+                self.shared.settings.namespace
+            ))
+        })
+    }
+
+    /// (Re)reads the configuration and templates and rebuilds the groups;
+    /// existing groups keep their target size.
+    async fn load(&self) -> Result<(), CloudError> {
+        let name = self.shared.settings.config_map.clone();
+        let cm = self.read_config_map(&name).await?;
+        let text = cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get("config"))
+            .ok_or_else(|| {
+                CloudError::configuration(format!("configmap '{name}' doesn't have 'config' key"))
+            })?;
+        let parsed = parse_config(&name, text)?;
+        let templates: Vec<Node> = if parsed.from_cluster {
+            (self.shared.nodes)()
+                .iter()
+                .map(|n| (**n).clone())
+                .collect()
+        } else {
+            let tname = parsed.templates_config_map.clone();
+            let tcm = self.read_config_map(&tname).await?;
+            let data = tcm.data.unwrap_or_default();
+            let key =
+                if !parsed.templates_key.is_empty() && data.contains_key(&parsed.templates_key) {
+                    parsed.templates_key.clone()
+                } else {
+                    "templates".to_string()
+                };
+            let text = data
+                .get(&key)
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| {
+                    CloudError::configuration(format!(
+                        "configmap '{tname}' doesn't have 'templates' key"
+                    ))
+                })?;
+            parse_templates(&format!("ConfigMap {tname}, key {key}"), text)?
+        };
+        let mut built: BTreeMap<String, GroupState> = BTreeMap::new();
+        for t in &templates {
+            let Some(group) = group_of(t, &parsed.grouping) else {
+                continue;
+            };
+            if let Some(existing) = built.get_mut(&group) {
+                // Every further node of a group read from the cluster is
+                // one more member (ca-compat §10.5 step 3).
+                if parsed.from_cluster {
+                    existing.target += 1;
+                }
+                continue;
+            }
+            let min = size_annotation(t, MIN_COUNT_ANNOTATION, 0)?;
+            let max = size_annotation(t, MAX_COUNT_ANNOTATION, DEFAULT_MAX_COUNT)?;
+            let desired = size_annotation(t, DESIRED_COUNT_ANNOTATION, min)?;
+            let tname = t.metadata.name.as_deref().unwrap_or("");
+            if max < min {
+                return Err(CloudError::configuration(format!(
+                    "kwok provider: template node {tname:?}: max-count {max} is below min-count {min}"
+                )));
+            }
+            if desired < min || desired > max {
+                return Err(CloudError::configuration(format!(
+                    "kwok provider: template node {tname:?}: desired-count {desired} is outside [{min}, {max}]"
+                )));
+            }
+            let fault = annotation(t, FAULT_ANNOTATION)
+                .map(|v| {
+                    parse_fault(v).map_err(|e| {
+                        CloudError::configuration(format!(
+                            "kwok provider: template node {tname:?}: annotation {FAULT_ANNOTATION}: {e}"
+                        ))
+                    })
+                })
+                .transpose()?;
+            built.insert(
+                group.clone(),
+                GroupState {
+                    fault,
+                    failed: BTreeMap::new(),
+                    template: prepare_template(t, &group, parsed.skip_taint)?,
+                    min,
+                    max,
+                    target: if parsed.from_cluster { 1 } else { desired },
+                    phantom: BTreeSet::new(),
+                },
+            );
+        }
+        let existing = (self.shared.nodes)();
+        {
+            let mut groups = lock(&self.shared.groups);
+            for (id, g) in built.iter_mut() {
+                if let Some(old) = groups.get(id) {
+                    g.target = old.target;
+                    g.phantom = old.phantom.clone();
+                    g.failed = old.failed.clone();
+                } else if !parsed.from_cluster {
+                    // After a restart the group's nodes are already there:
+                    // they count towards the target.
+                    let members = existing
+                        .iter()
+                        .filter(|n| annotation(n, GROUP_NAME_ANNOTATION) == Some(id.as_str()))
+                        .count();
+                    g.target = g.target.max(members.min(g.max));
+                }
+            }
+            *groups = built;
+        }
+        *lock(&self.shared.config) = Some(parsed);
+        Ok(())
+    }
+
+    /// Creates the nodes that the initial targets ask for and that do not
+    /// exist yet (after a restart, the existing ones count).
+    async fn create_desired(&self) -> Result<(), CloudError> {
+        let ids: Vec<String> = lock(&self.shared.groups).keys().cloned().collect();
+        for id in ids {
+            let group = self.group(&id);
+            let missing = {
+                let groups = lock(&self.shared.groups);
+                let Some(g) = groups.get(&id) else { continue };
+                g.target.saturating_sub(group.registered().len())
+            };
+            if missing > 0 {
+                group.create_nodes(missing).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn group(&self, id: &str) -> KwokNodeGroup {
+        KwokNodeGroup {
+            shared: self.shared.clone(),
+            id: id.to_string(),
+        }
+    }
+}
+
+impl CloudProvider for KwokProvider {
+    fn name(&self) -> &str {
+        "kwok"
+    }
+
+    fn node_groups(&self) -> Vec<Arc<dyn NodeGroup>> {
+        lock(&self.shared.groups)
+            .keys()
+            .map(|id| Arc::new(self.group(id)) as Arc<dyn NodeGroup>)
+            .collect()
+    }
+
+    fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError> {
+        let kwok = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .is_some_and(|p| p.starts_with("kwok"));
+        if !kwok {
+            return Ok(None);
+        }
+        let grouping = lock(&self.shared.config)
+            .as_ref()
+            .map(|c| c.grouping.clone());
+        let Some(grouping) = grouping else {
+            return Ok(None);
+        };
+        let Some(id) = group_of(node, &grouping) else {
+            return Ok(None);
+        };
+        if !lock(&self.shared.groups).contains_key(&id) {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(self.group(&id))))
+    }
+
+    fn has_instance(&self, _node: &Node) -> Result<bool, CloudError> {
+        Ok(true)
+    }
+
+    fn gpu_label(&self) -> String {
+        lock(&self.shared.config)
+            .as_ref()
+            .map(|c| c.gpu_label.clone())
+            .unwrap_or_default()
+    }
+
+    fn available_gpu_types(&self) -> BTreeSet<String> {
+        lock(&self.shared.config)
+            .as_ref()
+            .map(|c| c.gpu_types.clone())
+            .unwrap_or_default()
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(self.load())
+    }
+
+    fn cleanup(&self) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(async move {
+            // As upstream: the fake nodes go with the autoscaler.
+            let ids: Vec<String> = lock(&self.shared.groups).keys().cloned().collect();
+            let api: Api<Node> = Api::all(self.shared.client.clone());
+            for id in ids {
+                for n in self.group(&id).registered() {
+                    let name = n.metadata.name.clone().unwrap_or_default();
+                    if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
+                        tracing::warn!("kwok provider cleanup: deleting node {name}: {e}");
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}

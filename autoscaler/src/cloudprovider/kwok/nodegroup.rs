@@ -1,0 +1,247 @@
+//! One kwok node group (upstream's `kwok_nodegroups.go`): creating an
+//! instance creates a fake Node, deleting one deletes it; the target size
+//! lives here.
+
+use super::*;
+
+/// A handle on one kwok node group.
+#[derive(Clone)]
+pub struct KwokNodeGroup {
+    pub(super) shared: Arc<Shared>,
+    pub(super) id: String,
+}
+
+impl std::fmt::Debug for KwokNodeGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KwokNodeGroup({})", self.id)
+    }
+}
+
+impl KwokNodeGroup {
+    /// Registered nodes of this group (from the autoscaler's node cache).
+    pub(super) fn registered(&self) -> Vec<Arc<Node>> {
+        (self.shared.nodes)()
+            .into_iter()
+            .filter(|n| annotation(n, GROUP_NAME_ANNOTATION) == Some(self.id.as_str()))
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_deref())
+                    .is_some_and(|p| p.starts_with("kwok"))
+            })
+            .collect()
+    }
+
+    /// The injected fault: the in-process handle's, else the template's.
+    pub(super) fn fault(&self) -> Option<Fault> {
+        self.shared
+            .faults
+            .get(&self.id)
+            .or_else(|| self.with_state(|g| g.fault.clone()).ok().flatten())
+    }
+
+    pub(super) fn with_state<R>(
+        &self,
+        f: impl FnOnce(&mut GroupState) -> R,
+    ) -> Result<R, CloudError> {
+        let mut groups = lock(&self.shared.groups);
+        let g = groups.get_mut(&self.id).ok_or_else(|| CloudError::Failed {
+            kind: crate::cloudprovider::ErrorType::NodeGroupDoesNotExist,
+            message: format!("kwok node group {} does not exist", self.id),
+            info: None,
+        })?;
+        Ok(f(g))
+    }
+
+    /// Creates `count` nodes from the template (or phantom instances when
+    /// the group is set never to register).
+    pub(super) async fn create_nodes(&self, count: usize) -> Result<(), CloudError> {
+        let template = self.with_state(|g| g.template.clone())?;
+        let fault = self.fault();
+        let api: Api<Node> = Api::all(self.shared.client.clone());
+        for _ in 0..count {
+            let name = format!("{}-{}", self.id, apimachinery::rand::suffix(5));
+            match &fault {
+                Some(Fault::NeverRegister) => {
+                    self.with_state(|g| g.phantom.insert(name.clone()))?;
+                    continue;
+                }
+                Some(Fault::CreationFails(info)) => {
+                    self.with_state(|g| g.failed.insert(name.clone(), info.clone()))?;
+                    continue;
+                }
+                _ => {}
+            }
+            let mut node = template.clone();
+            node.metadata.name = Some(name.clone());
+            node.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert("kubernetes.io/hostname".into(), name.clone());
+            node.spec.get_or_insert_with(Default::default).provider_id =
+                Some(format!("kwok:{name}"));
+            api.create(&PostParams::default(), &node)
+                .await
+                .map_err(|e| {
+                    CloudError::api(format!(
+                        "kwok node group {}: creating node {name}: {e}",
+                        self.id
+                    ))
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl NodeGroup for KwokNodeGroup {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn min_size(&self) -> usize {
+        self.with_state(|g| g.min).unwrap_or(0)
+    }
+
+    fn max_size(&self) -> usize {
+        self.with_state(|g| g.max).unwrap_or(0)
+    }
+
+    fn target_size(&self) -> Result<usize, CloudError> {
+        self.with_state(|g| g.target)
+    }
+
+    fn increase_size(&self, delta: usize) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(async move {
+            if delta == 0 {
+                return Err(CloudError::provider("size increase must be positive"));
+            }
+            let (target, max) = self.with_state(|g| (g.target, g.max))?;
+            if target + delta > max {
+                return Err(CloudError::provider(format!(
+                    "size increase too large, desired: {} max: {max}",
+                    target + delta
+                )));
+            }
+            if let Some(Fault::IncreaseSizeFails(info)) = self.fault() {
+                return Err(CloudError::Failed {
+                    kind: crate::cloudprovider::ErrorType::CloudProvider,
+                    message: format!("kwok node group {}: {}", self.id, info.message),
+                    info: Some(info),
+                });
+            }
+            self.create_nodes(delta).await?;
+            self.with_state(|g| g.target += delta)
+        })
+    }
+
+    fn delete_nodes(&self, nodes: Vec<Node>) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(async move {
+            let (target, min) = self.with_state(|g| (g.target, g.min))?;
+            if target <= min {
+                return Err(CloudError::provider(
+                    "min size reached, nodes will not be deleted",
+                ));
+            }
+            if target < min + nodes.len() {
+                return Err(CloudError::provider(
+                    "can't delete nodes because nodegroup size would go below min size",
+                ));
+            }
+            let api: Api<Node> = Api::all(self.shared.client.clone());
+            for node in &nodes {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                // Instances that never registered are handed over as fake
+                // nodes named after the instance.
+                let phantom = name.strip_prefix("kwok:").unwrap_or(&name).to_string();
+                if self.with_state(|g| {
+                    g.phantom.remove(&phantom) || g.failed.remove(&phantom).is_some()
+                })? {
+                    self.with_state(|g| g.target = g.target.saturating_sub(1))?;
+                    continue;
+                }
+                if annotation(node, KWOK_NODE_ANNOTATION) != Some("fake") {
+                    return Err(CloudError::provider(format!(
+                        "can't delete node '{name}' because it is not managed by kwok"
+                    )));
+                }
+                if let Some(Fault::DeleteFails(message)) = self.fault() {
+                    return Err(CloudError::provider(format!(
+                        "kwok node group {}: deleting node {name}: {message}",
+                        self.id
+                    )));
+                }
+                match api.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => {
+                        return Err(CloudError::api(format!(
+                            "kwok node group {}: deleting node {name}: {e}",
+                            self.id
+                        )));
+                    }
+                }
+                self.with_state(|g| g.target = g.target.saturating_sub(1))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn decrease_target_size(&self, delta: i64) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(async move {
+            if delta >= 0 {
+                return Err(CloudError::provider("size decrease must be negative"));
+            }
+            let existing = self.registered().len();
+            let target = self.target_size()?;
+            let decrease = usize::try_from(delta.unsigned_abs()).unwrap_or(usize::MAX);
+            if target < existing + decrease {
+                return Err(CloudError::provider(format!(
+                    "attempt to delete existing nodes, targetSize: {target} delta: {delta} existingNodes: {existing}"
+                )));
+            }
+            self.with_state(|g| {
+                g.target -= decrease;
+                // Phantom instances beyond the target are given up.
+                while g.phantom.len() > g.target.saturating_sub(existing) {
+                    g.phantom.pop_last();
+                }
+            })
+        })
+    }
+
+    fn nodes(&self) -> Result<Vec<Instance>, CloudError> {
+        let mut out: Vec<Instance> = self
+            .registered()
+            .iter()
+            .map(|n| Instance {
+                id: n
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.provider_id.clone())
+                    .unwrap_or_default(),
+                state: Some(InstanceState::Running),
+                error: None,
+            })
+            .collect();
+        let (phantom, failed) = self.with_state(|g| (g.phantom.clone(), g.failed.clone()))?;
+        out.extend(phantom.into_iter().map(|name| Instance {
+            id: format!("kwok:{name}"),
+            state: Some(InstanceState::Running),
+            error: None,
+        }));
+        out.extend(failed.into_iter().map(|(name, error)| Instance {
+            id: format!("kwok:{name}"),
+            state: Some(InstanceState::Creating),
+            error: Some(error),
+        }));
+        Ok(out)
+    }
+
+    fn template_node_info(&self) -> Result<TemplateNodeInfo, CloudError> {
+        let node = self.with_state(|g| g.template.clone())?;
+        Ok(TemplateNodeInfo {
+            pods: vec![kube_proxy_pod(&self.id)],
+            node,
+        })
+    }
+}

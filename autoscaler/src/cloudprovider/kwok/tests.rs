@@ -1,0 +1,122 @@
+//! Unit tests of the kwok provider.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+use super::*;
+
+#[test]
+fn config_errors_name_the_field() {
+    let err = |t: &str| {
+        parse_config("kwok-provider-config", t)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        err("readNodesFrom: label\nnodegroups: {fromNodeLabelKey: a}")
+            .contains("expected: 'configmap' or 'cluster'")
+    );
+    assert!(err("readNodesFrom: cluster").contains("'nodegroups' is missing"));
+    assert!(err("readNodesFrom: cluster\nnodegroups: {}").contains("please specify either"));
+    assert!(
+        err("readNodesFrom: cluster\nnodegroups: {fromNodeLabelKey: a, fromNodeAnnotation: b}")
+            .contains("not both")
+    );
+    assert!(
+        err("readNodesFrom: configmap\nnodegroups: {fromNodeLabelKey: a}")
+            .contains("'configmap.name' is required")
+    );
+    assert!(err("readNodesFrom: cluster\nnodegroups: {fromNodeLabelKey: a}\nnodes: {gpuConfig: {gpuLabelKey: x}}").contains("availableGPUTypes is empty"));
+    assert!(err("readNodesFrom: [").contains("not valid YAML"));
+    for key in [
+        "fromNodeLabelAnnotation",
+        "fromNodeAnnotation",
+        "fromNodeAnnotationKey",
+    ] {
+        let p = parse_config(
+            "c",
+            &format!("readNodesFrom: cluster\nnodegroups: {{{key}: eks/ng}}"),
+        )
+        .unwrap();
+        assert_eq!(p.grouping, Grouping::Annotation("eks/ng".into()), "{key}");
+    }
+}
+
+#[test]
+fn templates_parse_as_list_or_stream() {
+    let list = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: a}}\n- {apiVersion: v1, kind: Node, metadata: {name: b}}\n";
+    assert_eq!(parse_templates("t", list).unwrap().len(), 2);
+    let stream = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+    assert_eq!(parse_templates("t", stream).unwrap().len(), 1);
+    let bad =
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: a}}\n";
+    assert!(
+        parse_templates("t", bad)
+            .unwrap_err()
+            .to_string()
+            .contains("something other than nodes")
+    );
+}
+
+#[test]
+fn fault_annotations() {
+    assert_eq!(parse_fault("never-register"), Ok(Fault::NeverRegister));
+    assert_eq!(
+        parse_fault("delete-error=instance is protected"),
+        Ok(Fault::DeleteFails("instance is protected".into()))
+    );
+    assert!(parse_fault("delete-error=").is_err());
+    assert_eq!(
+        parse_fault("increase-size-error=OutOfResource:QUOTA_EXCEEDED:quota 'CPUS' exceeded: 8/8"),
+        Ok(Fault::IncreaseSizeFails(InstanceErrorInfo {
+            class: ErrorClass::OutOfResources,
+            code: "QUOTA_EXCEEDED".into(),
+            message: "quota 'CPUS' exceeded: 8/8".into(),
+        }))
+    );
+    assert!(
+        parse_fault("explode")
+            .unwrap_err()
+            .to_string()
+            .contains("is not never-register")
+    );
+    assert!(
+        parse_fault("increase-size-error=Weird:x:y")
+            .unwrap_err()
+            .to_string()
+            .contains("error class \"Weird\"")
+    );
+    assert!(
+        parse_fault("increase-size-error=Other")
+            .unwrap_err()
+            .to_string()
+            .contains("want <kind>=")
+    );
+}
+
+#[test]
+fn templates_are_prepared_as_upstream() {
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "m5", "uid": "u", "resourceVersion": "9", "labels": {"pool": "m5"}},
+        "spec": {"providerID": "aws:///i-1"},
+        "status": {"capacity": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    let t = prepare_template(&node, "m5", false).unwrap();
+    assert_eq!(t.metadata.name.as_deref(), Some("kwok-fake-m5"));
+    assert!(t.metadata.uid.is_none() && t.metadata.resource_version.is_none());
+    assert_eq!(annotation(&t, KWOK_NODE_ANNOTATION), Some("fake"));
+    assert_eq!(annotation(&t, GROUP_NAME_ANNOTATION), Some("m5"));
+    let taints = t.spec.as_ref().unwrap().taints.clone().unwrap();
+    assert_eq!(taints[0].key, PROVIDER_TAINT);
+    assert_eq!(taints[0].effect, "NoSchedule");
+    let status = t.status.unwrap();
+    assert!(status.conditions.is_none(), "kwok decides readiness");
+    assert_eq!(status.node_info.unwrap().kubelet_version, "fake");
+    assert!(
+        prepare_template(&node, "m5", true)
+            .unwrap()
+            .spec
+            .unwrap()
+            .taints
+            .is_none()
+    );
+}
