@@ -10,8 +10,9 @@
 //! | [`config`] | `config`, `main.go` flags | the flags (the FAQ's table is the contract) and the grouped `--help` |
 //! | [`cache`] | informers and listers | nodes, pods, PDBs and controllers from watches |
 //! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` holds the one list of implemented providers (`kwok` so far) |
-//! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health, and the notices it reports |
-//! | [`simulator`] | `simulator`, `processors/nodeinfosprovider` | the forkable snapshot, the drainability rules, template nodes |
+//! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health; the notices and cluster gauges it reports |
+//! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
+//! | [`processors`] | `processors/nodeinfosprovider` | template nodes of every group, with their DaemonSet pods |
 //! | [`scaleup`] | `core/scaleup`, `estimator`, `processors/nodegroupset` | pending pods, equivalence, estimator, limits, balancing, plan, the one executor, min-size enforcement |
 //! | [`expander`] | `expander` | choosing among options; the priority expander's ConfigMap |
 //! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
@@ -19,6 +20,7 @@
 //! | [`taints`] | `utils/taints` | ToBeDeleted, DeletionCandidate and startup taints |
 //! | [`events`], [`status`] | `utils/events`, `clusterstate/utils` | events with CA's typed reasons; the status ConfigMap |
 //! | [`metrics`], [`server`] | `metrics` | `/metrics`, `/health-check` and `/decisions` |
+//! | [`decisions`] | (none) | the decision record of a loop, served at `/decisions` |
 //! | [`leaderelection`] | client-go leader election | the Lease |
 //! | [`inprocess`] | (none) | the autoscaler as a library beside an embedded cluster (tests and the conformance suite) |
 //!
@@ -26,7 +28,14 @@
 //! [`scaledown::Unremovable`] and [`scaledown::UnremovableReason`],
 //! [`events::EventReason`], [`scaledown::actuation::DeletionError`]; each
 //! renders CA's text in one place. The predicates the scheduler and the
-//! simulator share are in the `predicates` crate.
+//! simulator share are in the `predicates` crate; label selectors and name
+//! rules in `apimachinery`; the clock in `simclock`.
+//!
+//! The modules form no cycle: the low ones (`config`, `cache`,
+//! `cloudprovider`, `simulator`, `taints`, `events`, `metrics`) know
+//! nothing of the loop; `context` gathers them; the steps (`clusterstate`,
+//! `processors`, `scaleup`, `scaledown`, `expander`) take a context; `core`
+//! calls the steps and writes the `decisions` record and the `status`.
 
 /// The upstream Cluster Autoscaler release whose behaviour (flags, defaults,
 /// texts) this autoscaler follows. Logged at start-up the way CA logs its
@@ -71,11 +80,13 @@ pub mod clusterstate;
 pub mod config;
 pub mod context;
 pub mod core;
+pub mod decisions;
 pub mod events;
 pub mod expander;
 pub mod inprocess;
 pub mod leaderelection;
 pub mod metrics;
+pub mod processors;
 pub mod scaledown;
 pub mod scaleup;
 pub mod server;

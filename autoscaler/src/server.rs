@@ -11,7 +11,8 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::core::{Decisions, Liveness};
+use crate::core::Liveness;
+use crate::decisions::Decisions;
 use crate::metrics::{self, Metrics, Unhealthy};
 
 /// What the endpoints read.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use autoscaler::cloudprovider::kwok::{Fault, Faults, quota_exceeded};
-use autoscaler::core::Decisions;
+use autoscaler::decisions::Decisions;
 use harness::cluster::Cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node};
 use kube::Api;

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use autoscaler::core::Decisions;
+use autoscaler::decisions::Decisions;
 use autoscaler::server::Endpoints;
 use harness::cluster::Cluster;
 use k8s_openapi::api::core::v1::{Namespace, Node};

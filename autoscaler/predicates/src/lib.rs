@@ -14,6 +14,12 @@
 //! - [`preemption`]: victims and node choice for a high-priority pod.
 //!
 //! [`find_node`] runs one scheduling cycle for a pod over a set of nodes.
+//!
+//! Upstream names: `filters` and `score` are kube-scheduler's
+//! `framework/plugins` (NodeResourcesFit, NodeAffinity, TaintToleration,
+//! PodTopologySpread, InterPodAffinity, NodePorts, NodeUnschedulable...),
+//! `nodeinfo` is `framework.NodeInfo`, `preemption` the DefaultPreemption
+//! plugin; CA's simulator calls the same code as its `PredicateChecker`.
 
 pub mod filters;
 pub mod labels;

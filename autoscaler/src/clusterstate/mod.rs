@@ -15,7 +15,9 @@ use crate::cloudprovider::{
 };
 use crate::taints::{self, TaintConfig};
 
+mod metrics;
 mod notices;
+pub use metrics::update_cluster_metrics;
 pub use notices::{Notice, report_notices};
 
 /// Where a registered node stands.

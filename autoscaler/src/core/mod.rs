@@ -21,21 +21,21 @@ use std::time::SystemTime;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use predicates::{NodeInfo, PodInfo};
-use serde::{Deserialize, Serialize};
 
 use crate::cache::ClusterCache;
 use crate::cloudprovider::{CloudError, CloudProvider, NodeGroupOptions, NodeLister};
 use crate::clusterstate::{self, Backoff, ClusterStateRegistry};
 use crate::config::{Flags, Validated};
 use crate::context::AutoscalingContext;
+use crate::decisions::Decisions;
 use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
-use crate::metrics::{self, Metrics};
+use crate::metrics::Metrics;
+use crate::processors::nodeinfosprovider::TemplateNodes;
 use crate::scaledown::actuation::{self, Actuator, DeletionError};
 use crate::scaledown::orchestrator::ScaleDown;
 use crate::scaleup::orchestrator::{ScaleUpInputs, scale_up};
 use crate::scaleup::{ScaleUpStatus, minsize};
 use crate::simulator::drainability::DrainRules;
-use crate::simulator::templates::TemplateNodes;
 use crate::simulator::{Snapshot, node_from_template};
 use crate::status::StatusWriter;
 use crate::taints::TaintConfig;
@@ -61,29 +61,6 @@ impl LoopError {
             Self::ScaleDown(_) => "cloudProviderError",
         }
     }
-}
-
-/// What one loop decided, as structured data (served at `/decisions`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Decisions {
-    /// Loop time (RFC 3339).
-    pub time: String,
-    /// How scale-up ended (absent when the loop stopped before it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scale_up: Option<ScaleUpStatus>,
-    /// Per pending pod: group id → why not (or `chosen`).
-    pub pods: BTreeMap<String, BTreeMap<String, String>>,
-    /// Options the expander chose among: group → node count.
-    pub options: BTreeMap<String, usize>,
-    /// Groups and sizes of the executed scale-up.
-    pub scaled_up: BTreeMap<String, String>,
-    /// Unneeded nodes: name → since (RFC 3339) and utilization.
-    pub unneeded: BTreeMap<String, String>,
-    /// Nodes that stay: name → reason (`BlockedByPod: ns/pod NotReplicated`...).
-    pub unremovable: BTreeMap<String, String>,
-    /// Nodes whose deletion started this loop.
-    pub scaled_down: Vec<String>,
 }
 
 /// When the loop last started and last succeeded (for `/health-check`).
@@ -327,7 +304,7 @@ impl Autoscaler {
         let notices = self.registry.update(&*self.ctx.provider, &nodes, now);
         self.metrics.observe("updateClusterState", t.elapsed());
         clusterstate::report_notices(notices, &self.ctx.events, &self.metrics);
-        metrics::update_cluster_metrics(&self.ctx, &self.registry, &nodes, now);
+        clusterstate::update_cluster_metrics(&self.ctx, &self.registry, &nodes, now);
 
         self.metrics.activity("autoscaling", now);
         let result = self.iterate(&nodes, now, &mut decisions).await;
@@ -402,21 +379,15 @@ impl Autoscaler {
             draining: &draining,
             now,
         };
-        let up = scale_up(
-            &self.ctx,
-            &mut self.registry,
-            &mut snapshot,
-            &inputs,
-            decisions,
-        )
-        .await;
+        let up = scale_up(&self.ctx, &mut self.registry, &mut snapshot, &inputs).await;
         self.metrics.observe("scaleUp", t.elapsed());
-        decisions.scale_up = Some(up.status);
+        let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
         let too_new = up.status == ScaleUpStatus::InCooldown;
         self.scale_down
             .cooldown()
-            .record_scale_up(too_new, &up.scaled_groups, now);
-        let acted_up = !up.scaled_groups.is_empty();
+            .record_scale_up(too_new, &scaled_groups, now);
+        decisions.record_scale_up(up);
+        let acted_up = !scaled_groups.is_empty();
 
         let acted_down = if self.ctx.flags.scale_down_enabled {
             let t = std::time::Instant::now();

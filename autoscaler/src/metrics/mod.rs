@@ -11,9 +11,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
 use prometheus_client::registry::Registry;
 
-mod cluster;
-pub use cluster::update_cluster_metrics;
-
 type Labels = Vec<(String, String)>;
 type FGauge = Gauge<f64, AtomicU64>;
 

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::clusterstate::{self, ClusterStateRegistry};
 use crate::context::AutoscalingContext;
-use crate::core::Decisions;
+use crate::decisions::Decisions;
 use crate::metrics::Metrics;
 use crate::simulator::Snapshot;
 use crate::simulator::drainability::{Context, DrainRules};

@@ -11,30 +11,35 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use predicates::NodeInfo;
 
-use super::{Balancing, Candidate, Limits, Plan, PlanInputs, ScaleUpStatus, executor};
+use super::{Balancing, Candidate, Limits, Plan, PlanInputs, ScaleUpInfo, ScaleUpStatus, executor};
 use crate::clusterstate::{self, ClusterStateRegistry};
 use crate::context::AutoscalingContext;
-use crate::core::Decisions;
 use crate::events::{EventReason, EventType, ObjectRef};
 use crate::expander::priority;
 use crate::metrics::Metrics;
 use crate::simulator::Snapshot;
 use crate::simulator::drainability::{is_daemonset_pod, is_mirror_pod};
 
-/// What the scale-up step did.
+/// What the scale-up step did, for the decision record and the cooldown.
 #[derive(Debug, Clone)]
 pub struct ScaleUpOutcome {
     /// How it ended.
     pub status: ScaleUpStatus,
-    /// The groups that were increased.
-    pub scaled_groups: Vec<String>,
+    /// Per pending pod: node group -> `chosen`, or why not.
+    pub pods: BTreeMap<String, BTreeMap<String, String>>,
+    /// The options the expander chose among: group -> node count.
+    pub options: BTreeMap<String, usize>,
+    /// The increases that succeeded.
+    pub scaled: Vec<ScaleUpInfo>,
 }
 
 impl ScaleUpOutcome {
     fn stopped(status: ScaleUpStatus) -> Self {
         Self {
             status,
-            scaled_groups: Vec::new(),
+            pods: BTreeMap::new(),
+            options: BTreeMap::new(),
+            scaled: Vec::new(),
         }
     }
 }
@@ -60,7 +65,6 @@ pub async fn scale_up(
     registry: &mut ClusterStateRegistry,
     snapshot: &mut Snapshot,
     inputs: &ScaleUpInputs<'_>,
-    decisions: &mut Decisions,
 ) -> ScaleUpOutcome {
     let f = &ctx.flags;
     let now = inputs.now;
@@ -177,7 +181,6 @@ pub async fn scale_up(
         .collect();
     match plan {
         Plan::NoOptions { reasons, groups } => {
-            decisions.pods = groups;
             for (key, rs) in reasons {
                 let text: Vec<String> = rs.iter().map(|(r, n)| format!("{n} {r}")).collect();
                 if let Some(p) = by_key.get(&key) {
@@ -189,7 +192,10 @@ pub async fn scale_up(
                     );
                 }
             }
-            ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
+            ScaleUpOutcome {
+                pods: groups,
+                ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
+            }
         }
         Plan::ScaleUp {
             infos,
@@ -197,21 +203,18 @@ pub async fn scale_up(
             considered,
             groups: verdicts,
         } => {
-            decisions.pods = verdicts;
-            decisions.options = considered
+            let options = considered
                 .iter()
                 .map(|o| (o.group.clone(), o.node_count))
                 .collect();
             if infos.is_empty() {
-                return ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable);
+                return ScaleUpOutcome {
+                    pods: verdicts,
+                    options,
+                    ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
+                };
             }
             let executed = executor::execute(ctx, registry, &infos, now).await;
-            for info in &executed.done {
-                decisions.scaled_up.insert(
-                    info.group.clone(),
-                    format!("{}->{}", info.current, info.new),
-                );
-            }
             if !executed.done.is_empty() {
                 let text: Vec<String> = executed
                     .done
@@ -236,7 +239,9 @@ pub async fn scale_up(
                 } else {
                     ScaleUpStatus::Successful
                 },
-                scaled_groups: executed.done.into_iter().map(|i| i.group).collect(),
+                pods: verdicts,
+                options,
+                scaled: executed.done,
             }
         }
     }

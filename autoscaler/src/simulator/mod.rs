@@ -10,7 +10,6 @@
 //! removed) stays in place as a topology domain but is no destination.
 
 pub mod drainability;
-pub mod templates;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -23,7 +23,7 @@ pub mod workloads;
 
 use std::time::Duration;
 
-use autoscaler::core::Decisions;
+use autoscaler::decisions::Decisions;
 
 use crate::world::CaWorld;
 

@@ -9,9 +9,9 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::Metrics;
-use crate::clusterstate::{self, ClusterStateRegistry};
+use super::{ClusterStateRegistry, cluster_resources};
 use crate::context::AutoscalingContext;
+use crate::metrics::Metrics;
 use crate::taints;
 
 /// Updates the cluster gauges from the registry and the nodes.
@@ -64,7 +64,7 @@ pub fn update_cluster_metrics(
     for (t, count) in taint_types {
         Metrics::set(&m.node_taints_count, &[("type", &t)], count as f64);
     }
-    let (cores, memory) = clusterstate::cluster_resources(nodes, now);
+    let (cores, memory) = cluster_resources(nodes, now);
     m.cpu_current_cores.set(cores as f64);
     m.memory_current_bytes.set(memory as f64);
     if ctx.flags.emit_per_nodegroup_metrics {

@@ -1,5 +1,5 @@
 //! Template nodes (ca-compat §4.9, upstream's
-//! `processors/nodeinfosprovider`): what a new node of each group would
+//! `processors/nodeinfosprovider`, the mixed provider): what a new node of each group would
 //! look like. A ready, schedulable node of the group is copied when there
 //! is one; else the copy cached within `--node-info-cache-expire-time`;
 //! else the provider's template. The DaemonSet pods that would run on it
