@@ -4,6 +4,7 @@
 //! [`EventReason`]; its text is rendered only here.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -11,6 +12,7 @@ use k8s_openapi::api::core::v1::Event;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 ca_names! {
     /// An event's type.
@@ -130,34 +132,64 @@ fn dedup_key(
     }
 }
 
-/// One event per key per five minutes; the memory of keys is bounded.
-fn allow(seen: &mut HashMap<String, SystemTime>, key: String, now: SystemTime) -> bool {
-    let window = Duration::from_secs(300);
-    if seen.get(&key).is_some_and(|t| *t + window > now) {
+/// The keys of recent events, for one event per key per five minutes.
+/// Keys older than the window are forgotten whenever the map has doubled
+/// since the last pruning, so a scale-up for tens of thousands of pods
+/// costs linear time.
+#[derive(Debug, Default)]
+struct Seen {
+    keys: HashMap<String, SystemTime>,
+    prune_at: usize,
+}
+
+const DEDUP_WINDOW: Duration = Duration::from_secs(300);
+
+/// Whether an event with this key may be written now (and remembers it).
+fn allow(seen: &mut Seen, key: String, now: SystemTime) -> bool {
+    if seen.keys.get(&key).is_some_and(|t| *t + DEDUP_WINDOW > now) {
         return false;
     }
-    seen.insert(key, now);
-    if seen.len() > 8192 {
-        seen.retain(|_, t| *t + window > now);
+    seen.keys.insert(key, now);
+    if seen.keys.len() > seen.prune_at.max(8192) {
+        seen.keys.retain(|_, t| *t + DEDUP_WINDOW > now);
+        seen.prune_at = 2 * seen.keys.len();
     }
     true
+}
+
+/// How many events may wait to be written; more are dropped, as
+/// client-go's event broadcaster does (`maxQueuedEvents`, drop if full). A
+/// scale-up for 30,000 pods thus writes what the API server takes, not one
+/// request per pod at once.
+pub const MAX_QUEUED_EVENTS: usize = 1000;
+
+/// An event accepted by the recorder, waiting to be written.
+struct Pending {
+    object: ObjectRef,
+    type_: EventType,
+    reason: EventReason,
+    message: String,
+    at: SystemTime,
 }
 
 /// Records events (source component `cluster-autoscaler`), one per
 /// (object, reason) per five minutes unless `--record-duplicated-events`;
 /// for the status ConfigMap the message is the key instead of the reason.
+/// Events are written by one task, in order, from a queue of at most
+/// [`MAX_QUEUED_EVENTS`].
 #[derive(Clone)]
 pub struct EventRecorder {
-    client: Client,
     clock: simclock::Clock,
     record_duplicates: bool,
     status_cm: ObjectRef,
     write_status: bool,
-    seen: Arc<Mutex<HashMap<String, SystemTime>>>,
+    seen: Arc<Mutex<Seen>>,
+    queue: mpsc::Sender<Pending>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl EventRecorder {
-    /// A recorder.
+    /// A recorder; its writer task runs on the current tokio runtime.
     pub fn new(
         client: Client,
         clock: simclock::Clock,
@@ -165,13 +197,16 @@ impl EventRecorder {
         status_cm: ObjectRef,
         write_status: bool,
     ) -> Self {
+        let (queue, inbox) = mpsc::channel(MAX_QUEUED_EVENTS);
+        tokio::spawn(write_events(client, inbox));
         Self {
-            client,
             clock,
             record_duplicates,
             status_cm,
             write_status,
-            seen: Arc::new(Mutex::new(HashMap::new())),
+            seen: Arc::new(Mutex::new(Seen::default())),
+            queue,
+            dropped: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -182,7 +217,13 @@ impl EventRecorder {
         }
     }
 
-    /// Records an event without waiting for the API.
+    /// Events dropped so far because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Records an event without waiting for the API: it is queued, or
+    /// dropped when [`MAX_QUEUED_EVENTS`] are already waiting.
     pub fn record(
         &self,
         object: &ObjectRef,
@@ -204,36 +245,50 @@ impl EventRecorder {
                 return;
             }
         }
-        let object = object.clone();
-        let (client, type_, reason) = (self.client.clone(), type_.as_str(), reason.as_str());
-        // Built and sent off the loop's path: a scale-up may emit an event
-        // for each of thousands of pods.
-        tokio::spawn(async move {
-            let ns = if object.namespace.is_empty() {
-                "default".to_string()
-            } else {
-                object.namespace.clone()
-            };
-            let ts = simclock::format_rfc3339(now);
-            let event = json!({
-                "metadata": {"generateName": format!("{}.", object.name), "namespace": ns},
-                "involvedObject": {"apiVersion": object.api_version, "kind": object.kind, "name": object.name,
-                    "namespace": if object.namespace.is_empty() { Value::Null } else { json!(object.namespace) },
-                    "uid": if object.uid.is_empty() { Value::Null } else { json!(object.uid) }},
-                "type": type_, "reason": reason, "message": message,
-                "source": {"component": "cluster-autoscaler"},
-                "reportingComponent": "cluster-autoscaler",
-                "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
-            });
-            let api: Api<Event> = Api::namespaced(client, &ns);
-            let result = match serde_json::from_value::<Event>(event) {
-                Ok(e) => api.create(&PostParams::default(), &e).await.map(|_| ()),
-                Err(e) => Err(kube::Error::SerdeError(e)),
-            };
-            if let Err(e) = result {
-                tracing::debug!("recording event {reason}: {e}");
+        let pending = Pending {
+            object: object.clone(),
+            type_,
+            reason,
+            message,
+            at: now,
+        };
+        if self.queue.try_send(pending).is_err() {
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::debug!("event queue full: {n} events dropped so far");
             }
+        }
+    }
+}
+
+/// The writer task: one event at a time, in the order recorded.
+async fn write_events(client: Client, mut inbox: mpsc::Receiver<Pending>) {
+    while let Some(p) = inbox.recv().await {
+        let object = &p.object;
+        let ns = if object.namespace.is_empty() {
+            "default".to_string()
+        } else {
+            object.namespace.clone()
+        };
+        let ts = simclock::format_rfc3339(p.at);
+        let event = json!({
+            "metadata": {"generateName": format!("{}.", object.name), "namespace": ns},
+            "involvedObject": {"apiVersion": object.api_version, "kind": object.kind, "name": object.name,
+                "namespace": if object.namespace.is_empty() { Value::Null } else { json!(object.namespace) },
+                "uid": if object.uid.is_empty() { Value::Null } else { json!(object.uid) }},
+            "type": p.type_.as_str(), "reason": p.reason.as_str(), "message": p.message,
+            "source": {"component": "cluster-autoscaler"},
+            "reportingComponent": "cluster-autoscaler",
+            "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
         });
+        let api: Api<Event> = Api::namespaced(client.clone(), &ns);
+        let result = match serde_json::from_value::<Event>(event) {
+            Ok(e) => api.create(&PostParams::default(), &e).await.map(|_| ()),
+            Err(e) => Err(kube::Error::SerdeError(e)),
+        };
+        if let Err(e) = result {
+            tracing::debug!("recording event {} on {}: {e}", p.reason, object.name);
+        }
     }
 }
 
@@ -252,7 +307,7 @@ mod tests {
             name: "p".into(),
             uid: "u".into(),
         };
-        let mut seen = HashMap::new();
+        let mut seen = Seen::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let k = |o: &ObjectRef, r: EventReason, m: &str| dedup_key(o, &cm, r, m);
         assert!(allow(
@@ -296,5 +351,27 @@ mod tests {
             k(&cm, EventReason::ScaledUpGroup, "setting 1"),
             t0 + Duration::from_secs(1)
         ));
+    }
+
+    #[test]
+    fn old_keys_are_forgotten_once_the_memory_doubles() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut seen = Seen::default();
+        for i in 0..40_000 {
+            assert!(allow(&mut seen, format!("a{i}"), t0));
+        }
+        // Nothing expired yet: pruning ran a few times (8k, 16k, 32k), not
+        // on every insert, and kept everything.
+        assert_eq!(seen.keys.len(), 40_000);
+        assert!(seen.prune_at > 40_000, "{}", seen.prune_at);
+        let later = t0 + DEDUP_WINDOW + Duration::from_secs(1);
+        for i in 0..40_000 {
+            assert!(allow(&mut seen, format!("b{i}"), later));
+        }
+        assert!(
+            seen.keys.values().all(|t| *t == later),
+            "the expired keys are gone"
+        );
+        assert_eq!(seen.keys.len(), 40_000);
     }
 }

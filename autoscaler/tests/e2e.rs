@@ -891,3 +891,41 @@ async fn daemonset_pods_count_on_new_nodes_when_critical_or_forced() {
         3
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn events_beyond_the_queue_are_dropped_as_client_go_drops_them() {
+    use autoscaler::events::{EventReason, EventRecorder, EventType, MAX_QUEUED_EVENTS, ObjectRef};
+    let cluster = Cluster::builder().start().await.unwrap();
+    let status_cm = ObjectRef::config_map("kube-system", "cluster-autoscaler-status");
+    let recorder = EventRecorder::new(
+        cluster.client(),
+        cluster.clock().clone(),
+        false,
+        status_cm,
+        true,
+    );
+    // 1,500 pods each trigger a scale-up in one loop, with no await in
+    // between: the queue takes 1,000, the rest are dropped.
+    let extra = 500;
+    for i in 0..MAX_QUEUED_EVENTS + extra {
+        let pod = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: "default".into(),
+            name: format!("p{i}"),
+            uid: format!("uid-{i}"),
+        };
+        recorder.record(
+            &pod,
+            EventType::Normal,
+            EventReason::TriggeredScaleUp,
+            "pod triggered scale-up: [{g 0->1 (max: 10)}]".into(),
+        );
+    }
+    assert_eq!(recorder.dropped(), extra as u64);
+    cluster.advance(MINUTE).await;
+    assert_eq!(
+        events(&cluster, "TriggeredScaleUp").await.len(),
+        MAX_QUEUED_EVENTS
+    );
+}

@@ -13,12 +13,17 @@
 //! status ConfigMap) or what the autoscaler publishes (metrics, health,
 //! decision records), never its internals.
 //!
+//! [`compare`] runs one scale scenario against one or two autoscaler
+//! binaries and reports what a user feels, with the ratios (`testbed
+//! compare`).
+//!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
 //! run` and the `conformance` test target both use it. The step library
 //! ([`steps`]) is meant for users' own feature files too.
 
 pub mod binary;
+pub mod compare;
 pub mod runner;
 pub mod steps;
 pub mod world;

@@ -203,6 +203,13 @@ impl GroupSpec {
     }
 }
 
+/// The kwok provider's configuration ConfigMap: groups by the
+/// `kwok-nodegroup` label, templates from [`TEMPLATES_CONFIG_MAP`].
+pub fn provider_config_map() -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
+        "data": {"config": KWOK_PROVIDER_CONFIG}})
+}
+
 /// The node group templates as the kwok provider's templates ConfigMap.
 pub fn templates_config_map(groups: &[GroupSpec]) -> Value {
     let templates: Vec<Value> = groups.iter().map(GroupSpec::template).collect();
@@ -463,8 +470,7 @@ impl CaWorld {
 
     async fn start(&self) -> Result<Running, String> {
         let cluster = Cluster::builder()
-            .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
-                "data": {"config": KWOK_PROVIDER_CONFIG}}))
+            .object(provider_config_map())
             .object(templates_config_map(&self.groups))
             .time_scale(time_scale())
             .start()

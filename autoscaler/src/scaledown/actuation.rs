@@ -334,6 +334,16 @@ impl Actuator {
         }
         for n in nodes {
             if n.drain {
+                tracing::info!(
+                    "Scale-down: removing node {}, utilization: {}, pods to reschedule: {}",
+                    n.name,
+                    n.utilization,
+                    n.pods.join(",")
+                );
+            } else {
+                tracing::info!("Scale-down: removing empty node {:?}", n.name);
+            }
+            if n.drain {
                 self.events.status(
                     EventType::Normal,
                     EventReason::ScaleDown,
@@ -404,6 +414,14 @@ impl Actuator {
                 })
             }
             Err(e) => {
+                if n.drain {
+                    tracing::error!(
+                        "Scale-down: couldn't delete node {:?} with drain, {e}",
+                        n.name
+                    );
+                } else {
+                    tracing::error!("Scale-down: couldn't delete empty node {:?}, {e}", n.name);
+                }
                 let message = if n.drain {
                     format!("failed to drain and delete node: {e}")
                 } else {

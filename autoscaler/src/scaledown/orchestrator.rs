@@ -195,7 +195,7 @@ impl ScaleDown {
     /// The deletions that ended since the last loop, and the evictions.
     fn report_finished(&mut self, ctx: &AutoscalingContext, now: SystemTime) {
         for done in self.actuator.take_finished() {
-            tracing::info!(
+            tracing::debug!(
                 "deletion of node {} in group {}: {:?}",
                 done.node,
                 done.group,

@@ -37,6 +37,7 @@ pub async fn execute(
             continue;
         };
         let (id, current, new, max) = (&info.group, info.current, info.new, info.max);
+        tracing::info!("Scale-up: setting group {id} size to {new}");
         ctx.events.status(
             EventType::Normal,
             EventReason::ScaledUpGroup,

@@ -221,6 +221,11 @@ pub async fn scale_up(
                     .iter()
                     .map(|i| format!("{{{} {}->{} (max: {})}}", i.group, i.current, i.new, i.max))
                     .collect();
+                tracing::info!(
+                    "Final scale-up plan: [{}], for {} pods",
+                    text.join(" "),
+                    option.pods.len()
+                );
                 let message = format!("pod triggered scale-up: [{}]", text.join(" "));
                 for key in &option.pods {
                     if let Some(p) = by_key.get(key) {

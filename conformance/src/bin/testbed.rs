@@ -6,6 +6,10 @@
 //! `--autoscaler-binary`; it prints a line per scenario and a summary table
 //! and writes `junit.xml` and `cucumber.json` under `target/conformance/`.
 //!
+//! `testbed compare --autoscaler-binary A [--autoscaler-binary B]` runs a
+//! scale-up from a backlog (`--nodes` × `--pods-per-node` pods) against
+//! each binary on a fresh cluster and prints a row each with the ratios.
+//!
 //! `testbed up` starts the embedded cluster (API server, scheduler,
 //! workload controllers, kwok) with optional fake nodes, serves it over TLS
 //! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
@@ -41,6 +45,10 @@ enum Command {
     },
     /// Start the embedded cluster and serve it until interrupted.
     Up(UpArgs),
+    /// Run a scale scenario against one or two autoscaler binaries and
+    /// compare them (time to all nodes and to all pods running, CPU, peak
+    /// memory, events, API requests).
+    Compare(conformance::compare::CompareArgs),
 }
 
 #[derive(clap::Args)]
@@ -96,6 +104,26 @@ fn main() -> ExitCode {
                 Ok(_) => ExitCode::FAILURE,
                 Err(e) => {
                     eprintln!("testbed run: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Compare(args) => {
+            init_logging();
+            let rt = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("testbed: starting the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match rt.block_on(conformance::compare::run(&args)) {
+                Ok(rows) => {
+                    print!("{}", conformance::compare::render(&rows));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("testbed compare: {e}");
                     ExitCode::from(2)
                 }
             }

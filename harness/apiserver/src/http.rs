@@ -82,6 +82,7 @@ async fn auth(State(st): State<AppState>, req: Request, next: Next) -> Response 
         if !ok {
             return ApiError::unauthorized().into_response();
         }
+        st.server.count_tls_request();
     }
     next.run(req).await
 }

@@ -108,6 +108,11 @@ impl ApiServer {
         kube::Client::new(service, "default")
     }
 
+    /// Requests served over TLS so far (clients outside the process).
+    pub fn tls_requests(&self) -> u64 {
+        self.server.tls_requests()
+    }
+
     /// Serves the API over TLS with a bearer token on `addr` (port 0 picks one).
     pub async fn serve_tls(&self, addr: SocketAddr) -> Result<TlsEndpoint, ServeError> {
         let server = self.server.clone();

@@ -3,6 +3,10 @@
 //! lives here.
 
 use super::*;
+use futures::StreamExt;
+
+/// Node creations in flight at once during a scale-up.
+pub const CREATE_CONCURRENCY: usize = 32;
 
 /// A handle on one kwok node group.
 #[derive(Clone)]
@@ -55,10 +59,15 @@ impl KwokNodeGroup {
 
     /// Creates `count` nodes from the template (or phantom instances when
     /// the group is set never to register).
+    /// Creates `count` fake nodes, [`CREATE_CONCURRENCY`] requests at a
+    /// time (a scale-up of hundreds of nodes is one `IncreaseSize` for a
+    /// real cloud; here it is as many Node creations). The first failure
+    /// is returned after the requests in flight finish.
     pub(super) async fn create_nodes(&self, count: usize) -> Result<(), CloudError> {
         let template = self.with_state(|g| g.template.clone())?;
         let fault = self.fault();
         let api: Api<Node> = Api::all(self.shared.client.clone());
+        let mut nodes = Vec::new();
         for _ in 0..count {
             let name = format!("{}-{}", self.id, apimachinery::rand::suffix(5));
             match &fault {
@@ -80,16 +89,28 @@ impl KwokNodeGroup {
                 .insert("kubernetes.io/hostname".into(), name.clone());
             node.spec.get_or_insert_with(Default::default).provider_id =
                 Some(format!("kwok:{name}"));
-            api.create(&PostParams::default(), &node)
-                .await
-                .map_err(|e| {
-                    CloudError::api(format!(
-                        "kwok node group {}: creating node {name}: {e}",
-                        self.id
-                    ))
-                })?;
+            nodes.push(node);
         }
-        Ok(())
+        let results: Vec<Result<(), CloudError>> = futures::stream::iter(nodes)
+            .map(|node| {
+                let api = api.clone();
+                async move {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    api.create(&PostParams::default(), &node)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| {
+                            CloudError::api(format!(
+                                "kwok node group {}: creating node {name}: {e}",
+                                self.id
+                            ))
+                        })
+                }
+            })
+            .buffer_unordered(CREATE_CONCURRENCY)
+            .collect()
+            .await;
+        results.into_iter().collect()
     }
 }
 

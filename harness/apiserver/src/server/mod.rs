@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -191,6 +191,7 @@ pub struct Server {
     /// The clock for every timestamp the server writes.
     pub clock: Clock,
     next_ip: AtomicU32,
+    tls_requests: AtomicU64,
 }
 
 const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -204,6 +205,7 @@ impl Server {
             registry: Registry::with_builtins(),
             clock,
             next_ip: AtomicU32::new(1),
+            tls_requests: AtomicU64::new(0),
         });
         let opts = WriteOptions::default();
         for ns in SYSTEM_NAMESPACES {
@@ -241,6 +243,17 @@ impl Server {
             &opts,
         )?;
         Ok(s)
+    }
+
+    /// Counts an authenticated request served over TLS (from a client
+    /// outside the process: kubectl, an autoscaler binary).
+    pub fn count_tls_request(&self) {
+        self.tls_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests served over TLS so far.
+    pub fn tls_requests(&self) -> u64 {
+        self.tls_requests.load(Ordering::Relaxed)
     }
 
     /// The definition of a built-in or registered resource.

@@ -1,0 +1,455 @@
+//! `testbed compare`: one scale scenario against one or two autoscaler
+//! binaries, each on a fresh embedded cluster, one after the other, and
+//! what a user feels: time until every node is requested and until every
+//! pod runs, the autoscaler's CPU time and peak memory, the events it
+//! wrote and the API requests it made; with the ratio of the second binary
+//! to the first.
+//!
+//! The scenario is a backlog: one node group of `--pods-per-node`-CPU
+//! nodes with one Ready node, then a Deployment of `nodes × pods-per-node`
+//! pods requesting one CPU each, so exactly `--nodes` nodes are needed.
+//! Time is real; CPU and memory are read from `/proc` (Linux). A pod's
+//! latency is from its creation to the creation of the node it runs on (the
+//! kwok providers create the Node when the group is increased), in the API's
+//! whole seconds.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use harness::cluster::Cluster;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::Api;
+use kube::api::ListParams;
+use serde_json::json;
+
+use crate::binary::{self, BinaryInfo};
+use crate::world::{GroupSpec, provider_config_map, templates_config_map};
+
+/// The flags every binary gets (as in the reference run): client
+/// rate limits that do not throttle a 1,000-node scale-up, one scale-up may
+/// add every node, and no scale-down.
+pub const SCENARIO_FLAGS: [&str; 4] = [
+    "--kube-client-qps=1000",
+    "--kube-client-burst=2000",
+    "--max-nodes-per-scaleup=10000",
+    "--scale-down-enabled=false",
+];
+
+/// `testbed compare` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// An autoscaler binary with the kwok provider; give it twice to
+    /// compare two (the ratios are second / first).
+    #[arg(long = "autoscaler-binary", required = true)]
+    pub binaries: Vec<PathBuf>,
+    /// Nodes the backlog needs.
+    #[arg(long, default_value_t = 1000)]
+    pub nodes: usize,
+    /// Pods per node: each node has this many CPUs, each pod asks one.
+    #[arg(long, default_value_t = 30)]
+    pub pods_per_node: usize,
+    /// An extra flag for every binary (repeatable).
+    #[arg(long = "autoscaler-arg", allow_hyphen_values = true)]
+    pub extra: Vec<String>,
+    /// Give up on a binary after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    pub timeout: u64,
+}
+
+/// What one binary did.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The binary.
+    pub binary: PathBuf,
+    /// Its version line.
+    pub version: String,
+    /// From the Deployment's creation until all its pods existed (the
+    /// controllers' pace, the same for every binary).
+    pub all_pods: Option<Duration>,
+    /// From the Deployment's creation until every node existed.
+    pub all_nodes: Option<Duration>,
+    /// Until every pod of the Deployment was ready.
+    pub all_running: Option<Duration>,
+    /// User + system CPU time of the autoscaler process.
+    pub cpu: Duration,
+    /// Peak resident memory (`VmHWM`), KiB.
+    pub peak_rss_kib: u64,
+    /// Per pod that needed a new node: from the pod's creation to the
+    /// creation of the node it runs on (whole seconds: the API's
+    /// timestamps), p50 and p99.
+    pub latency: Option<(Duration, Duration)>,
+    /// Events whose source is `cluster-autoscaler`.
+    pub events: usize,
+    /// API requests the binary made.
+    pub requests: u64,
+}
+
+/// Runs the scenario against every binary, one after the other.
+pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
+    if args.binaries.len() > 2 {
+        return Err("give --autoscaler-binary once or twice".into());
+    }
+    if args.nodes == 0 || args.pods_per_node == 0 {
+        return Err("--nodes and --pods-per-node must be at least 1".into());
+    }
+    let mut rows = Vec::new();
+    for path in &args.binaries {
+        let info = BinaryInfo::probe(path)?;
+        eprintln!(
+            "compare: {} ({}), {} nodes x {} pods",
+            path.display(),
+            version_of(&info),
+            args.nodes,
+            args.pods_per_node
+        );
+        rows.push(measure(&info, args).await?);
+    }
+    Ok(rows)
+}
+
+fn version_of(info: &BinaryInfo) -> String {
+    info.version
+        .as_ref()
+        .map_or_else(|| "version unknown".into(), ToString::to_string)
+}
+
+async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
+    let cpu = args.pods_per_node.to_string();
+    let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, args.nodes);
+    group.initial = 1;
+    let cluster = Cluster::builder()
+        .object(provider_config_map())
+        .object(templates_config_map(std::slice::from_ref(&group)))
+        .object(group.starting_node(0))
+        .start()
+        .await
+        .map_err(|e| format!("starting the cluster: {e}"))?;
+    cluster
+        .wait_nodes_ready(1, Duration::from_secs(60))
+        .await
+        .map_err(|e| format!("the starting node: {e}"))?;
+    let api = cluster
+        .api_server()
+        .ok_or("compare needs the embedded API server")?;
+    let endpoint = api
+        .serve_tls(([127, 0, 0, 1], 0).into())
+        .await
+        .map_err(|e| format!("serving the API server over TLS: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| format!("creating a temp dir: {e}"))?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    endpoint
+        .write_kubeconfig(&kubeconfig)
+        .map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("picking a port for --address: {e}"))?;
+    // Kept for reading afterwards: `target/compare/<binary name>.log`.
+    let logs = PathBuf::from("target/compare");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
+    let name = info
+        .path
+        .file_name()
+        .map_or_else(|| "autoscaler".into(), |n| n.to_string_lossy().to_string());
+    let log = logs.join(format!("{name}.log"));
+    eprintln!("compare: {} logs to {}", info.path.display(), log.display());
+    let log_file =
+        std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
+    let flags: Vec<String> = SCENARIO_FLAGS.iter().map(|f| f.to_string()).collect();
+    let mut child = binary::command(info, &kubeconfig, port, &flags, &args.extra, 1.0)?
+        .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
+        .stderr(log_file)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", info.path.display()))?;
+    let pid = child.id().ok_or("the autoscaler exited at once")?;
+    // Let it finish its first loop on the idle cluster.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let replicas = args.nodes * args.pods_per_node;
+    let requests_before = api.tls_requests();
+    let started = Instant::now();
+    cluster
+        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "backlog", "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "backlog"}},
+                "template": {"metadata": {"labels": {"app": "backlog"}},
+                    "spec": {"containers": [{"name": "c", "image": "pause",
+                        "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
+        .await
+        .map_err(|e| format!("creating the Deployment: {e}"))?;
+    let deadline = started + Duration::from_secs(args.timeout);
+    let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
+    while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "{} exited ({status}); its log: {}",
+                info.path.display(),
+                tail(&log)
+            ));
+        }
+        if all_nodes.is_none() && count_nodes(&cluster).await? >= args.nodes {
+            all_nodes = Some(started.elapsed());
+        }
+        let (created, ready) = replica_counts(&cluster).await?;
+        if all_pods.is_none() && created >= replicas {
+            all_pods = Some(started.elapsed());
+        }
+        if all_running.is_none() && ready >= replicas {
+            all_running = Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let (cpu, peak_rss_kib) = process_usage(pid);
+    let requests = api.tls_requests() - requests_before;
+    let _ = child.kill().await;
+    let events = count_events(&cluster).await?;
+    let latency = pod_latencies(&cluster, &group.starting_node(0)).await?;
+    Ok(Row {
+        binary: info.path.clone(),
+        version: version_of(info),
+        all_pods,
+        all_nodes,
+        all_running,
+        cpu,
+        peak_rss_kib,
+        latency,
+        events,
+        requests,
+    })
+}
+
+/// p50 and p99 of "pod created → the node it runs on created", over the
+/// pods that run on a node the autoscaler added.
+async fn pod_latencies(
+    cluster: &Cluster,
+    starting_node: &serde_json::Value,
+) -> Result<Option<(Duration, Duration)>, String> {
+    let start_name = starting_node["metadata"]["name"].as_str().unwrap_or("");
+    let nodes: Api<Node> = Api::all(cluster.client());
+    let created: std::collections::HashMap<String, i64> = nodes
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing nodes: {e}"))?
+        .items
+        .into_iter()
+        .filter_map(|n| {
+            let at = n.metadata.creation_timestamp?.0.as_millisecond();
+            Some((n.metadata.name?, at))
+        })
+        .collect();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pods = pods
+        .list(&ListParams::default().labels("app=backlog"))
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?
+        .items;
+    let mut latencies: Vec<Duration> = pods
+        .iter()
+        .filter_map(|p| {
+            let node = p.spec.as_ref()?.node_name.as_deref()?;
+            if node == start_name {
+                return None;
+            }
+            let pod_created = p.metadata.creation_timestamp.as_ref()?.0.as_millisecond();
+            let node_created = created.get(node)?;
+            let millis = u64::try_from(node_created - pod_created).unwrap_or(0);
+            Some(Duration::from_millis(millis))
+        })
+        .collect();
+    Ok(percentiles(&mut latencies))
+}
+
+/// p50 and p99 of a sample (none when empty).
+fn percentiles(sample: &mut [Duration]) -> Option<(Duration, Duration)> {
+    if sample.is_empty() {
+        return None;
+    }
+    sample.sort();
+    let at = |q: f64| sample[((sample.len() - 1) as f64 * q).round() as usize];
+    Some((at(0.50), at(0.99)))
+}
+
+async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {
+    let nodes: Api<Node> = Api::all(cluster.client());
+    nodes
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items.len())
+        .map_err(|e| format!("listing nodes: {e}"))
+}
+
+/// The Deployment's pods created so far, and those ready.
+async fn replica_counts(cluster: &Cluster) -> Result<(usize, usize), String> {
+    let api: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let d = api
+        .get("backlog")
+        .await
+        .map_err(|e| format!("reading the Deployment: {e}"))?;
+    let status = d.status.unwrap_or_default();
+    let count = |n: Option<i32>| usize::try_from(n.unwrap_or(0)).unwrap_or(0);
+    Ok((count(status.replicas), count(status.ready_replicas)))
+}
+
+async fn count_events(cluster: &Cluster) -> Result<usize, String> {
+    let api: Api<Event> = Api::all(cluster.client());
+    let events = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing events: {e}"))?;
+    Ok(events
+        .items
+        .iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("cluster-autoscaler")
+        })
+        .count())
+}
+
+/// CPU time and peak RSS of a live process, from `/proc` (zero elsewhere).
+fn process_usage(pid: u32) -> (Duration, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after ')'.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    // The kernel's USER_HZ is 100 on Linux.
+    let cpu = Duration::from_millis(ticks * 10);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    (cpu, peak)
+}
+
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+fn secs(d: Option<Duration>) -> String {
+    d.map_or_else(|| "timeout".into(), |d| format!("{:.1} s", d.as_secs_f64()))
+}
+
+/// The report: a row per binary and, for two, the ratio second / first
+/// (below 1: the second is faster or leaner).
+pub fn render(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let header = [
+        "binary",
+        "all pods created",
+        "all nodes",
+        "all running",
+        "pod latency p50 / p99",
+        "CPU",
+        "peak RSS",
+        "events",
+        "API requests",
+    ];
+    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&format!("|{}\n", " --- |".repeat(header.len())));
+    for r in rows {
+        out.push_str(&format!(
+            "| {} ({}) | {} | {} | {} | {} | {:.1} s | {} MiB | {} | {} |\n",
+            r.binary.display(),
+            r.version,
+            secs(r.all_pods),
+            secs(r.all_nodes),
+            secs(r.all_running),
+            r.latency.map_or_else(
+                || "-".into(),
+                |(p50, p99)| format!("{} s / {} s", p50.as_secs(), p99.as_secs())
+            ),
+            r.cpu.as_secs_f64(),
+            r.peak_rss_kib / 1024,
+            r.events,
+            r.requests
+        ));
+    }
+    if let [a, b] = rows {
+        let ratio = |x: f64, y: f64| {
+            if x > 0.0 {
+                format!("{:.2}", y / x)
+            } else {
+                "-".into()
+            }
+        };
+        let dur = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64());
+        out.push_str(&format!(
+            "| second / first | | {} | {} | {} | {} | {} | {} | {} |\n",
+            ratio(dur(a.all_nodes), dur(b.all_nodes)),
+            ratio(dur(a.all_running), dur(b.all_running)),
+            ratio(
+                a.latency.map_or(0.0, |l| l.1.as_secs_f64()),
+                b.latency.map_or(0.0, |l| l.1.as_secs_f64())
+            ),
+            ratio(a.cpu.as_secs_f64(), b.cpu.as_secs_f64()),
+            ratio(a.peak_rss_kib as f64, b.peak_rss_kib as f64),
+            ratio(a.events as f64, b.events as f64),
+            ratio(a.requests as f64, b.requests as f64),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(nodes: u64, events: usize) -> Row {
+        Row {
+            binary: PathBuf::from("ca"),
+            version: "1.30.7".into(),
+            all_pods: Some(Duration::from_secs(5)),
+            all_nodes: Some(Duration::from_secs(nodes)),
+            all_running: None,
+            cpu: Duration::from_secs(4),
+            peak_rss_kib: 2048,
+            latency: Some((Duration::from_secs(2), Duration::from_secs(8))),
+            events,
+            requests: 10,
+        }
+    }
+
+    #[test]
+    fn the_report_has_a_row_each_and_the_ratio() {
+        let text = render(&[row(100, 2000), row(10, 1000)]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(
+            lines[2]
+                .contains("| 5.0 s | 100.0 s | timeout | 2 s / 8 s | 4.0 s | 2 MiB | 2000 | 10 |"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[4],
+            "| second / first | | 0.10 | - | 1.00 | 1.00 | 1.00 | 0.50 | 1.00 |"
+        );
+    }
+
+    #[test]
+    fn percentiles_of_a_sample() {
+        let mut s: Vec<Duration> = (1..=100).map(Duration::from_secs).collect();
+        assert_eq!(
+            percentiles(&mut s),
+            Some((Duration::from_secs(51), Duration::from_secs(99)))
+        );
+        assert_eq!(percentiles(&mut []), None);
+    }
+
+    #[test]
+    fn process_usage_reads_this_process() {
+        let (_, peak) = process_usage(std::process::id());
+        if std::path::Path::new("/proc/self/status").exists() {
+            assert!(peak > 0, "VmHWM of a live process");
+        }
+    }
+}
