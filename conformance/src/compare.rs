@@ -24,7 +24,9 @@ use kube::api::ListParams;
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
-use crate::world::{GroupSpec, provider_config_map, templates_config_map};
+use crate::world::{
+    GroupSpec, Served, provider_config_map, serve_for_binary, templates_config_map,
+};
 
 /// The flags every binary gets (as in the reference run): client
 /// rate limits that do not throttle a 1,000-node scale-up, one scale-up may
@@ -132,19 +134,12 @@ async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
     let api = cluster
         .api_server()
         .ok_or("compare needs the embedded API server")?;
-    let endpoint = api
-        .serve_tls(([127, 0, 0, 1], 0).into())
-        .await
-        .map_err(|e| format!("serving the API server over TLS: {e}"))?;
-    let dir = tempfile::tempdir().map_err(|e| format!("creating a temp dir: {e}"))?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    endpoint
-        .write_kubeconfig(&kubeconfig)
-        .map_err(|e| e.to_string())?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("picking a port for --address: {e}"))?;
+    let Served {
+        endpoint: _endpoint,
+        dir: _dir,
+        kubeconfig,
+        port,
+    } = serve_for_binary(&cluster).await?;
     // Kept for reading afterwards: `target/compare/<binary name>.log`.
     let logs = PathBuf::from("target/compare");
     std::fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;

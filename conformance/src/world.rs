@@ -709,16 +709,24 @@ async fn wait_initial_nodes(
         .map_err(|e| format!("the initial nodes: {e}"))
 }
 
-async fn start_binary(
-    cluster: &Cluster,
-    info: &BinaryInfo,
-    flags: &[String],
-    extra: &[String],
-    time_scale: f64,
-) -> Result<Autoscaler, String> {
+/// The embedded API server served over TLS for an autoscaler binary: its
+/// kubeconfig in a temp dir, and a free port for its `--address`.
+pub struct Served {
+    /// The TLS endpoint (served while held).
+    pub endpoint: harness::TlsEndpoint,
+    /// Holds the kubeconfig.
+    pub dir: tempfile::TempDir,
+    /// The kubeconfig's path.
+    pub kubeconfig: std::path::PathBuf,
+    /// A free port on 127.0.0.1.
+    pub port: u16,
+}
+
+/// Serves the cluster's API server over TLS for a binary.
+pub async fn serve_for_binary(cluster: &Cluster) -> Result<Served, String> {
     let api = cluster
         .api_server()
-        .ok_or("binary mode needs the embedded API server")?;
+        .ok_or("an autoscaler binary needs the embedded API server")?;
     let endpoint = api
         .serve_tls(([127, 0, 0, 1], 0).into())
         .await
@@ -732,6 +740,27 @@ async fn start_binary(
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("picking a port for --address: {e}"))?;
+    Ok(Served {
+        endpoint,
+        dir,
+        kubeconfig,
+        port,
+    })
+}
+
+async fn start_binary(
+    cluster: &Cluster,
+    info: &BinaryInfo,
+    flags: &[String],
+    extra: &[String],
+    time_scale: f64,
+) -> Result<Autoscaler, String> {
+    let Served {
+        endpoint,
+        dir,
+        kubeconfig,
+        port,
+    } = serve_for_binary(cluster).await?;
     // Kept after the scenario, for failures: the runner prints the path.
     static LOGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = LOGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
