@@ -213,7 +213,7 @@ impl EventRecorder {
     /// An event on the status ConfigMap (only with `--write-status-configmap`).
     pub fn status(&self, type_: EventType, reason: EventReason, message: String) {
         if self.write_status {
-            self.record(&self.status_cm.clone(), type_, reason, message);
+            self.record(&self.status_cm, type_, reason, message);
         }
     }
 

@@ -16,11 +16,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use harness::cluster::Cluster;
+use harness::cluster::{Cluster, list};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::Api;
-use kube::api::ListParams;
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
@@ -220,24 +219,15 @@ async fn pod_latencies(
     starting_node: &serde_json::Value,
 ) -> Result<Option<(Duration, Duration)>, String> {
     let start_name = starting_node["metadata"]["name"].as_str().unwrap_or("");
-    let nodes: Api<Node> = Api::all(cluster.client());
-    let created: std::collections::HashMap<String, i64> = nodes
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("listing nodes: {e}"))?
-        .items
+    let created: std::collections::HashMap<String, i64> = list::<Node>(&cluster.client(), "")
+        .await?
         .into_iter()
         .filter_map(|n| {
             let at = n.metadata.creation_timestamp?.0.as_millisecond();
             Some((n.metadata.name?, at))
         })
         .collect();
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let pods = pods
-        .list(&ListParams::default().labels("app=backlog"))
-        .await
-        .map_err(|e| format!("listing pods: {e}"))?
-        .items;
+    let pods = list::<Pod>(&cluster.client(), "app=backlog").await?;
     let mut latencies: Vec<Duration> = pods
         .iter()
         .filter_map(|p| {
@@ -265,12 +255,7 @@ fn percentiles(sample: &mut [Duration]) -> Option<(Duration, Duration)> {
 }
 
 async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {
-    let nodes: Api<Node> = Api::all(cluster.client());
-    nodes
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items.len())
-        .map_err(|e| format!("listing nodes: {e}"))
+    Ok(list::<Node>(&cluster.client(), "").await?.len())
 }
 
 /// The Deployment's pods created so far, and those ready.
@@ -286,13 +271,8 @@ async fn replica_counts(cluster: &Cluster) -> Result<(usize, usize), String> {
 }
 
 async fn count_events(cluster: &Cluster) -> Result<usize, String> {
-    let api: Api<Event> = Api::all(cluster.client());
-    let events = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("listing events: {e}"))?;
+    let events = list::<Event>(&cluster.client(), "").await?;
     Ok(events
-        .items
         .iter()
         .filter(|e| {
             e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("cluster-autoscaler")
