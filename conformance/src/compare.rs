@@ -9,32 +9,39 @@
 //! nodes with one Ready node, then a Deployment of `nodes × pods-per-node`
 //! pods requesting one CPU each, so exactly `--nodes` nodes are needed.
 //! Time is real; CPU and memory are read from `/proc` (Linux). A pod's
-//! latency is from its creation to the creation of the node it runs on (the
-//! kwok providers create the Node when the group is increased), in the API's
-//! whole seconds.
+//! latency is the FAQ's: from when the scheduler first marked it
+//! unschedulable to the creation of the node it runs on (the kwok providers
+//! create the Node when the group is increased), in the API's whole
+//! seconds ([`crate::latency`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::cluster::{Cluster, list};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node};
 use kube::Api;
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
+use crate::latency::{LatencySummary, scale_up_latencies};
 use crate::world::{
     GroupSpec, Served, provider_config_map, serve_for_binary, templates_config_map,
 };
 
 /// The flags every binary gets (as in the reference run): client
 /// rate limits that do not throttle a 1,000-node scale-up, one scale-up may
-/// add every node, and no scale-down.
-pub const SCENARIO_FLAGS: [&str; 4] = [
+/// add every node, and no scale-down; plus upstream's own
+/// `--frequent-loops-enabled` (CA 1.29+), which starts a loop when a pod
+/// becomes unschedulable instead of waiting out `--scan-interval`: the
+/// setting for scale-up latency, on both binaries. `--extra` adds more
+/// (`--extra=--frequent-loops-enabled=false` measures the timer alone).
+pub const SCENARIO_FLAGS: [&str; 5] = [
     "--kube-client-qps=1000",
     "--kube-client-burst=2000",
     "--max-nodes-per-scaleup=10000",
     "--scale-down-enabled=false",
+    "--frequent-loops-enabled=true",
 ];
 
 /// `testbed compare` arguments.
@@ -197,7 +204,7 @@ async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
     let requests = api.tls_requests() - requests_before;
     let _ = child.kill().await;
     let events = count_events(&cluster).await?;
-    let latency = pod_latencies(&cluster, &group.starting_node(0)).await?;
+    let latency = pod_latencies(&cluster).await?;
     Ok(Row {
         binary: info.path.clone(),
         version: version_of(info),
@@ -212,46 +219,12 @@ async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
     })
 }
 
-/// p50 and p99 of "pod created → the node it runs on created", over the
-/// pods that run on a node the autoscaler added.
-async fn pod_latencies(
-    cluster: &Cluster,
-    starting_node: &serde_json::Value,
-) -> Result<Option<(Duration, Duration)>, String> {
-    let start_name = starting_node["metadata"]["name"].as_str().unwrap_or("");
-    let created: std::collections::HashMap<String, i64> = list::<Node>(&cluster.client(), "")
+/// p50 and p99 of the pods' scale-up latency ([`crate::latency`]).
+async fn pod_latencies(cluster: &Cluster) -> Result<Option<(Duration, Duration)>, String> {
+    let measured = scale_up_latencies(&cluster.client(), "app=backlog")
         .await?
-        .into_iter()
-        .filter_map(|n| {
-            let at = n.metadata.creation_timestamp?.0.as_millisecond();
-            Some((n.metadata.name?, at))
-        })
-        .collect();
-    let pods = list::<Pod>(&cluster.client(), "app=backlog").await?;
-    let mut latencies: Vec<Duration> = pods
-        .iter()
-        .filter_map(|p| {
-            let node = p.spec.as_ref()?.node_name.as_deref()?;
-            if node == start_name {
-                return None;
-            }
-            let pod_created = p.metadata.creation_timestamp.as_ref()?.0.as_millisecond();
-            let node_created = created.get(node)?;
-            let millis = u64::try_from(node_created - pod_created).unwrap_or(0);
-            Some(Duration::from_millis(millis))
-        })
-        .collect();
-    Ok(percentiles(&mut latencies))
-}
-
-/// p50 and p99 of a sample (none when empty).
-fn percentiles(sample: &mut [Duration]) -> Option<(Duration, Duration)> {
-    if sample.is_empty() {
-        return None;
-    }
-    sample.sort();
-    let at = |q: f64| sample[((sample.len() - 1) as f64 * q).round() as usize];
-    Some((at(0.50), at(0.99)))
+        .measured;
+    Ok(LatencySummary::of(measured).map(|s| (s.p50, s.p99)))
 }
 
 async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {
@@ -408,16 +381,6 @@ mod tests {
             lines[4],
             "| second / first | | 0.10 | - | 1.00 | 1.00 | 1.00 | 0.50 | 1.00 |"
         );
-    }
-
-    #[test]
-    fn percentiles_of_a_sample() {
-        let mut s: Vec<Duration> = (1..=100).map(Duration::from_secs).collect();
-        assert_eq!(
-            percentiles(&mut s),
-            Some((Duration::from_secs(51), Duration::from_secs(99)))
-        );
-        assert_eq!(percentiles(&mut []), None);
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //!
 //! [`compare`] runs one scale scenario against one or two autoscaler
 //! binaries and reports what a user feels, with the ratios (`testbed
-//! compare`).
+//! compare`). [`latency`] measures each pod's scale-up latency as the FAQ
+//! defines it, for `compare` and for the objective's step.
 //!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
@@ -24,6 +25,7 @@
 
 pub mod binary;
 pub mod compare;
+pub mod latency;
 pub mod runner;
 pub mod steps;
 pub mod world;

@@ -36,6 +36,10 @@ const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// kube-scheduler's `podMaxInUnschedulablePodsDuration`.
 const MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
+/// The least time between two scheduling passes.
+const PASS_GAP: Duration = Duration::from_millis(20);
+/// How many Unschedulable status patches are in flight at once.
+const MARK_CONCURRENCY: usize = 32;
 
 enum Change {
     Pod(Box<Event<Pod>>),
@@ -55,6 +59,27 @@ struct Pending {
     last_message: Option<String>,
     /// The node its preemption made room on (`status.nominatedNodeName`).
     nominated: Option<String>,
+    /// Its scheduling equivalence class ([`equivalence_class`]).
+    class: Option<u64>,
+    /// Queue order: higher priority first, then older.
+    order: (i32, i64),
+}
+
+/// A pod's place in the queue: priority (highest first), then age.
+fn queue_order(pod: &Pod) -> (i32, i64) {
+    let prio = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+    let created = pod
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(0, |t| t.0.as_millisecond());
+    (-prio, created)
+}
+
+/// A status patch that marks a pod unschedulable, written after the pass.
+struct Mark {
+    key: String,
+    status: serde_json::Value,
 }
 
 /// The scheduler's state.
@@ -73,6 +98,8 @@ pub struct Scheduler {
     assumed: HashSet<String>,
     /// The scheduler's own waits are divided by this (1 normally).
     time_scale: f64,
+    /// The cluster changed since the last pass: unpark the pending pods.
+    changed: bool,
 }
 
 impl Scheduler {
@@ -88,6 +115,7 @@ impl Scheduler {
             budgets: HashMap::new(),
             assumed: HashSet::new(),
             time_scale: 1.0,
+            changed: false,
         }
     }
 
@@ -126,6 +154,7 @@ impl Scheduler {
             .filter_map(|e| async move { e.ok().map(|e| Change::Budget(Box::new(e))) })
             .boxed();
         let mut changes = futures::stream::select_all([pods, nodes, budgets]);
+        let mut last_pass: Option<Instant> = None;
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
@@ -135,20 +164,28 @@ impl Scheduler {
                 },
                 () = sleep_until(deadline) => {}
             }
+            // Passes are at least PASS_GAP apart: a burst of changes is
+            // taken in one pass, not one pass each.
+            if let Some(last) = last_pass {
+                tokio::time::sleep_until(last + PASS_GAP).await;
+            }
             // Take every change already delivered before scheduling.
             while let Some(Some(c)) = changes.next().now_or_never() {
                 self.apply(c);
             }
             self.schedule_ready().await;
+            last_pass = Some(Instant::now());
         }
     }
 
     fn next_deadline(&self) -> Option<Instant> {
+        let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
+        let changed = self.changed;
         self.pending
             .values()
             .map(|p| {
-                if p.parked {
-                    p.ready_at + self.scaled(MAX_UNSCHEDULABLE)
+                if p.parked && !changed {
+                    p.ready_at + max_unschedulable
                 } else {
                     p.ready_at
                 }
@@ -279,9 +316,15 @@ impl Scheduler {
                     self.pending.remove(&key);
                     return;
                 }
+                let class = equivalence_class(&pod);
+                let order = queue_order(&pod);
                 let pod = Arc::new(pod);
                 match self.pending.get_mut(&key) {
-                    Some(p) => p.pod = pod,
+                    Some(p) => {
+                        p.pod = pod;
+                        p.class = class;
+                        p.order = order;
+                    }
                     None => {
                         self.pending.insert(
                             key,
@@ -292,6 +335,8 @@ impl Scheduler {
                                 parked: false,
                                 last_message: None,
                                 nominated: None,
+                                class,
+                                order,
                             },
                         );
                     }
@@ -312,18 +357,21 @@ impl Scheduler {
         }
     }
 
-    /// A change that may make unschedulable pods fit: unpark them (they
-    /// still honour their backoff).
+    /// A change that may make unschedulable pods fit: the next pass
+    /// unparks them (they still honour their backoff).
     fn cluster_changed(&mut self) {
-        for p in self.pending.values_mut() {
-            p.parked = false;
-        }
+        self.changed = true;
     }
 
     async fn schedule_ready(&mut self) {
+        if std::mem::take(&mut self.changed) {
+            for p in self.pending.values_mut() {
+                p.parked = false;
+            }
+        }
         let now = Instant::now();
         let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
-        let mut ready: Vec<(i32, String, String)> = self
+        let mut ready: Vec<((i32, i64), String)> = self
             .pending
             .iter()
             .filter(|(_, p)| {
@@ -333,27 +381,29 @@ impl Scheduler {
                     now >= p.ready_at
                 }
             })
-            .map(|(k, p)| {
-                let prio = p.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-                let created = p
-                    .pod
-                    .metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map(|t| simclock::format_rfc3339(t.0.into()))
-                    .unwrap_or_default();
-                (-prio, created, k.clone())
-            })
+            .map(|(k, p)| (p.order, k.clone()))
             .collect();
         ready.sort();
         let nodes_vec: Vec<String> = self.nodes.keys().cloned().collect();
         let mut infos: Vec<NodeInfo> = std::mem::take(&mut self.nodes).into_values().collect();
-        for (_, _, key) in ready {
+        // Within one pass nodes only gain pods, so a pod that fit nowhere
+        // (and could preempt nothing) is followed by every pod of its
+        // equivalence class: they get its message without another cycle.
+        let mut failed: HashMap<u64, String> = HashMap::new();
+        let mut marks = Vec::new();
+        let mut nominated = self.nominated_pods(&nodes_vec);
+        for (_, key) in ready {
             let Some(pending) = self.pending.get(&key) else {
                 continue;
             };
             let pod = PodInfo::new(pending.pod.clone());
-            let reserved = self.with_nominated_pods(&key, &pod, &nodes_vec, &infos);
+            let reserved = with_nominated_pods(&key, &pod, &nominated, &infos);
+            let class = pending.class.filter(|_| reserved.is_none());
+            if let Some(message) = class.and_then(|c| failed.get(&c)) {
+                let message = message.clone();
+                marks.extend(self.mark_unschedulable(&key, &message, None));
+                continue;
+            }
             match find_node(&pod, reserved.as_deref().unwrap_or(&infos)) {
                 Ok(i) => {
                     let node = nodes_vec[i].clone();
@@ -361,6 +411,7 @@ impl Scheduler {
                         let message = format!("Successfully assigned {key} to {node}");
                         self.record_event(&pod.pod, "Normal", "Scheduled", message);
                         self.pending.remove(&key);
+                        nominated.retain(|(k, _, _)| *k != key);
                         self.assumed.insert(key.clone());
                         self.bound.insert(key, node);
                         let mut assumed = (*pod.pod).clone();
@@ -374,7 +425,7 @@ impl Scheduler {
                 }
                 Err(fit) => {
                     let budgets: Vec<Budget> = self.budgets.values().cloned().collect();
-                    let nominated = match preempt(&pod, &infos, &fit.failures, &budgets) {
+                    let node = match preempt(&pod, &infos, &fit.failures, &budgets) {
                         Some(p) => {
                             for v in &p.victims {
                                 self.delete_victim(v).await;
@@ -383,7 +434,7 @@ impl Scheduler {
                         }
                         None => None,
                     };
-                    let message = if nominated.is_some() {
+                    let message = if node.is_some() {
                         fit.message.clone()
                     } else {
                         format!(
@@ -393,42 +444,36 @@ impl Scheduler {
                             preemption_summary(&fit.failures, infos.len())
                         )
                     };
-                    self.mark_unschedulable(&key, &message, nominated).await;
+                    match (&node, class) {
+                        (Some(n), _) => {
+                            if let Some(i) = nodes_vec.iter().position(|x| x == n) {
+                                nominated.retain(|(k, _, _)| *k != key);
+                                nominated.push((key.clone(), i, pod.clone()));
+                            }
+                        }
+                        (None, Some(c)) => {
+                            failed.insert(c, message.clone());
+                        }
+                        (None, None) => {}
+                    }
+                    marks.extend(self.mark_unschedulable(&key, &message, node));
                 }
             }
         }
         self.nodes = nodes_vec.into_iter().zip(infos).collect();
+        self.write_marks(marks).await;
     }
 
-    /// The nodes as `pod` sees them when other pending pods of at least its
-    /// priority are nominated to some of them: with those pods added, so
-    /// that the room a preemption made stays reserved for the preemptor
-    /// (kube-scheduler's `addNominatedPods`). `None` when no pod is.
-    fn with_nominated_pods(
-        &self,
-        key: &str,
-        pod: &PodInfo,
-        names: &[String],
-        infos: &[NodeInfo],
-    ) -> Option<Vec<NodeInfo>> {
-        let nominated: Vec<(usize, PodInfo)> = self
-            .pending
+    /// The pending pods nominated to a node (after their preemption):
+    /// (key, node index, pod).
+    fn nominated_pods(&self, names: &[String]) -> Vec<(String, usize, PodInfo)> {
+        self.pending
             .iter()
-            .filter(|(k, _)| k.as_str() != key)
-            .filter_map(|(_, p)| {
+            .filter_map(|(k, p)| {
                 let node = names.iter().position(|n| Some(n) == p.nominated.as_ref())?;
-                let info = PodInfo::new(p.pod.clone());
-                (info.priority >= pod.priority).then_some((node, info))
+                Some((k.clone(), node, PodInfo::new(p.pod.clone())))
             })
-            .collect();
-        if nominated.is_empty() {
-            return None;
-        }
-        let mut out = infos.to_vec();
-        for (node, info) in nominated {
-            out[node].add_pod(info);
-        }
-        Some(out)
+            .collect()
     }
 
     /// Counts a failed attempt and puts the pod's next try off by its backoff.
@@ -505,11 +550,16 @@ impl Scheduler {
         }
     }
 
-    async fn mark_unschedulable(&mut self, key: &str, message: &str, nominated: Option<String>) {
+    /// Records `key` as unschedulable with `message` (backoff, parked) and
+    /// returns the status patch to write, if its condition changes.
+    fn mark_unschedulable(
+        &mut self,
+        key: &str,
+        message: &str,
+        nominated: Option<String>,
+    ) -> Option<Mark> {
         self.backoff(key);
-        let Some(p) = self.pending.get_mut(key) else {
-            return;
-        };
+        let p = self.pending.get_mut(key)?;
         if nominated.is_some() {
             p.nominated.clone_from(&nominated);
         }
@@ -528,12 +578,11 @@ impl Scheduler {
                 })
             });
         if already || (current == Some(true) && nominated.is_none()) {
-            return;
+            return None;
         }
         p.last_message = Some(message.to_string());
         let pod = p.pod.clone();
         self.record_event(&pod, "Warning", "FailedScheduling", message.to_string());
-        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
         let mut status = json!({"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
             "message": message, "lastProbeTime": null,
@@ -542,18 +591,78 @@ impl Scheduler {
         if let Some(n) = nominated {
             status["nominatedNodeName"] = json!(n);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        if let Err(e) = api
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(json!({"status": status})),
-            )
-            .await
-        {
-            tracing::debug!("marking pod {key} unschedulable failed: {e}");
+        Some(Mark {
+            key: key.to_string(),
+            status,
+        })
+    }
+
+    /// Writes a pass's Unschedulable conditions, `MARK_CONCURRENCY` at a
+    /// time (kube-scheduler writes them from its own goroutines too).
+    async fn write_marks(&self, marks: Vec<Mark>) {
+        let client = self.client.clone();
+        futures::stream::iter(marks)
+            .for_each_concurrent(MARK_CONCURRENCY, |m| {
+                let client = client.clone();
+                async move {
+                    let (ns, name) = m.key.split_once('/').unwrap_or(("default", &m.key));
+                    let api: Api<Pod> = Api::namespaced(client, ns);
+                    let patch = Patch::Strategic(json!({"status": m.status}));
+                    if let Err(e) = api
+                        .patch_status(name, &PatchParams::default(), &patch)
+                        .await
+                    {
+                        tracing::debug!("marking pod {} unschedulable failed: {e}", m.key);
+                    }
+                }
+            })
+            .await;
+    }
+}
+
+/// A pod's scheduling equivalence class: pods with the same namespace,
+/// labels, priority and spec get the same scheduling result on the same
+/// nodes. `None` for pods with required pod affinity, whose result can
+/// change as pods are placed (the first pod of a self-affine group).
+fn equivalence_class(pod: &Pod) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let spec = pod.spec.as_ref()?;
+    let affine = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_affinity.as_ref())
+        .is_some_and(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+                .is_some_and(|t| !t.is_empty())
+        });
+    if affine {
+        return None;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pod.metadata.namespace.hash(&mut h);
+    pod.metadata.labels.hash(&mut h);
+    serde_json::to_string(spec).ok()?.hash(&mut h);
+    Some(h.finish())
+}
+
+/// The nodes as `pod` sees them when other pending pods of at least its
+/// priority are nominated to some of them: with those pods added, so that
+/// the room a preemption made stays reserved for the preemptor
+/// (kube-scheduler's `addNominatedPods`). `None` when no pod is.
+fn with_nominated_pods(
+    key: &str,
+    pod: &PodInfo,
+    nominated: &[(String, usize, PodInfo)],
+    infos: &[NodeInfo],
+) -> Option<Vec<NodeInfo>> {
+    let mut out: Option<Vec<NodeInfo>> = None;
+    for (k, node, info) in nominated {
+        if k != key && info.priority >= pod.priority {
+            out.get_or_insert_with(|| infos.to_vec())[*node].add_pod(info.clone());
         }
     }
+    out
 }
 
 /// The preemption part of the message when no victims help.
@@ -582,5 +691,66 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => futures::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, cpu: &str, extra: serde_json::Value) -> Pod {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "pause",
+                "resources": {"requests": {"cpu": cpu}}}]}});
+        if let (Some(spec), Some(extra)) = (p["spec"].as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        serde_json::from_value(p).expect("a pod")
+    }
+
+    #[test]
+    fn pods_of_one_shape_share_a_class_and_others_do_not() {
+        let a = equivalence_class(&pod("a", "1", json!({})));
+        let b = equivalence_class(&pod("b", "1", json!({})));
+        let bigger = equivalence_class(&pod("c", "2", json!({})));
+        assert!(a.is_some());
+        assert_eq!(a, b, "the name is not part of the class");
+        assert_ne!(a, bigger);
+        let mut other_labels = pod("d", "1", json!({}));
+        other_labels.metadata.labels = Some([("app".into(), "db".into())].into());
+        assert_ne!(a, equivalence_class(&other_labels));
+    }
+
+    #[test]
+    fn pods_with_required_pod_affinity_have_no_class() {
+        let affine = pod(
+            "a",
+            "1",
+            json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+        );
+        assert_eq!(equivalence_class(&affine), None);
+    }
+
+    #[test]
+    fn the_queue_puts_higher_priority_then_older_pods_first() {
+        let mut high = pod("high", "1", json!({"priority": 100}));
+        let mut old = pod("old", "1", json!({}));
+        let mut new = pod("new", "1", json!({}));
+        let at = |s: &str| {
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                s.parse().expect("a timestamp"),
+            ))
+        };
+        high.metadata.creation_timestamp = at("2026-01-01T00:00:09Z");
+        old.metadata.creation_timestamp = at("2026-01-01T00:00:01Z");
+        new.metadata.creation_timestamp = at("2026-01-01T00:00:05Z");
+        let mut order = [queue_order(&new), queue_order(&old), queue_order(&high)];
+        order.sort();
+        assert_eq!(
+            order,
+            [queue_order(&high), queue_order(&old), queue_order(&new)]
+        );
     }
 }

@@ -12,12 +12,14 @@
 //! - [`time`]: "When N minutes pass", "When the autoscaler finds a node
 //!   unneeded";
 //! - [`assertions`]: node counts, pods, events, taints, the status
-//!   ConfigMap, metrics, health, decisions.
+//!   ConfigMap, metrics, health, decisions;
+//! - [`scalability`]: the FAQ's scale-up latency objective, per pod.
 //!
 //! `conformance/README.md` lists every step with an example.
 
 pub mod assertions;
 pub mod cluster;
+pub mod scalability;
 pub mod time;
 pub mod workloads;
 

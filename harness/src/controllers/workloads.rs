@@ -57,6 +57,26 @@ fn is_ready(p: &Pod) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// The pods one controller owns, and how many are active and ready.
+#[derive(Default)]
+struct Owned {
+    keys: BTreeSet<String>,
+    active: usize,
+    ready: usize,
+}
+
+impl Owned {
+    /// Adds (`sign` 1) or takes away (-1) `p` from the counts.
+    fn count(&mut self, p: &Pod, sign: isize) {
+        if is_active(p) {
+            self.active = self.active.saturating_add_signed(sign);
+            if is_ready(p) {
+                self.ready = self.ready.saturating_add_signed(sign);
+            }
+        }
+    }
+}
+
 fn phase(p: &Pod) -> &str {
     p.status
         .as_ref()
@@ -77,6 +97,9 @@ pub struct Controllers {
     client: Client,
     clock: Clock,
     pods: BTreeMap<String, Pod>,
+    /// What each controller owns, by its uid: kept as pods change, so
+    /// that a controller's sync does not scan every pod.
+    owned_by: HashMap<String, Owned>,
     nodes: BTreeMap<String, Node>,
     replicasets: BTreeMap<String, ReplicaSet>,
     deployments: BTreeMap<String, Deployment>,
@@ -94,6 +117,7 @@ impl Controllers {
             client,
             clock,
             pods: BTreeMap::new(),
+            owned_by: HashMap::new(),
             nodes: BTreeMap::new(),
             replicasets: BTreeMap::new(),
             deployments: BTreeMap::new(),
@@ -166,11 +190,11 @@ impl Controllers {
             Change::Pod(ev) => match ev {
                 Event::Apply(p) | Event::InitApply(p) => {
                     self.mark_owner(&p);
-                    self.pods.insert(key(&p), p);
+                    self.insert_pod(p);
                 }
                 Event::Delete(p) => {
                     self.mark_owner(&p);
-                    self.pods.remove(&key(&p));
+                    self.remove_pod(&key(&p));
                 }
                 _ => {}
             },
@@ -202,6 +226,39 @@ impl Controllers {
             Change::StatefulSet(ev) => cache!(statefulsets, ev, Owner::StatefulSet),
             Change::Job(ev) => cache!(jobs, ev, Owner::Job),
         }
+    }
+
+    fn insert_pod(&mut self, p: Pod) {
+        let k = key(&p);
+        self.remove_pod(&k);
+        if let Some(o) = controller_of(&p) {
+            let owned = self.owned_by.entry(o.uid.clone()).or_default();
+            owned.keys.insert(k.clone());
+            owned.count(&p, 1);
+        }
+        self.pods.insert(k, p);
+    }
+
+    fn remove_pod(&mut self, k: &str) {
+        let Some(old) = self.pods.remove(k) else {
+            return;
+        };
+        if let Some(o) = controller_of(&old)
+            && let Some(owned) = self.owned_by.get_mut(&o.uid)
+        {
+            owned.keys.remove(k);
+            owned.count(&old, -1);
+            if owned.keys.is_empty() {
+                self.owned_by.remove(&o.uid);
+            }
+        }
+    }
+
+    /// (active, ready) pods of the controller with `uid`.
+    fn owned_counts(&self, uid: &str) -> (usize, usize) {
+        self.owned_by
+            .get(uid)
+            .map_or((0, 0), |o| (o.active, o.ready))
     }
 
     fn mark_owner(&mut self, p: &Pod) {
@@ -266,12 +323,12 @@ impl Controllers {
 
     /// The pods a controller owns (by controller ownerReference uid).
     fn owned(&self, ns: &str, uid: &str) -> Vec<&Pod> {
-        self.pods
-            .values()
-            .filter(|p| {
-                p.metadata.namespace.as_deref() == Some(ns)
-                    && controller_of(p).is_some_and(|o| o.uid == uid)
-            })
+        self.owned_by
+            .get(uid)
+            .into_iter()
+            .flat_map(|o| &o.keys)
+            .filter_map(|k| self.pods.get(k))
+            .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
             .collect()
     }
 
@@ -294,7 +351,9 @@ impl Controllers {
             .await
         {
             Ok(created) => {
-                self.pods.insert(key(&created), created);
+                // Cached at once (the watch confirms later), so that the
+                // next sync does not create it again.
+                self.insert_pod(created);
                 true
             }
             Err(e) => {
@@ -315,11 +374,12 @@ impl Controllers {
             .await
         {
             Ok(_) => {
-                if let Some(p) = self.pods.get_mut(k) {
+                if let Some(mut p) = self.pods.get(k).cloned() {
                     p.metadata.deletion_timestamp =
                         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                             self.clock.timestamp(),
                         ));
+                    self.insert_pod(p);
                 }
             }
             Err(e) => tracing::debug!("deleting pod {k}: {e}"),
@@ -360,13 +420,7 @@ impl Controllers {
         let uid = rs.metadata.uid.clone().unwrap_or_default();
         let spec = rs.spec.clone().unwrap_or_default();
         let want = spec.replicas.unwrap_or(1);
-        let mut active: Vec<Pod> = self
-            .owned(&ns, &uid)
-            .into_iter()
-            .filter(|p| is_active(p))
-            .cloned()
-            .collect();
-        let have = i32::try_from(active.len()).unwrap_or(i32::MAX);
+        let have = i32::try_from(self.owned_counts(&uid).0).unwrap_or(i32::MAX);
         if have < want {
             let owner = owner_ref(&rs);
             for _ in have..want {
@@ -379,6 +433,11 @@ impl Controllers {
                     .await;
             }
         } else if have > want {
+            let mut active: Vec<&Pod> = self
+                .owned(&ns, &uid)
+                .into_iter()
+                .filter(|p| is_active(p))
+                .collect();
             // Delete the least useful first: unscheduled, pending, not ready, newest.
             active.sort_by_key(|p| {
                 let bound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
@@ -389,21 +448,18 @@ impl Controllers {
                     std::cmp::Reverse(p.metadata.creation_timestamp.clone().map(|t| t.0)),
                 )
             });
-            for p in active
+            let doomed: Vec<String> = active
                 .iter()
                 .take(usize::try_from(have - want).unwrap_or(0))
-            {
-                self.delete_pod(&key(p), None).await;
+                .map(|p| key(*p))
+                .collect();
+            for k in doomed {
+                self.delete_pod(&k, None).await;
             }
         }
-        let owned: Vec<&Pod> = self
-            .owned(&ns, &uid)
-            .into_iter()
-            .filter(|p| is_active(p))
-            .collect();
-        let ready = owned.iter().filter(|p| is_ready(p)).count();
+        let (active, ready) = self.owned_counts(&uid);
         let status = json!({
-            "replicas": owned.len(), "fullyLabeledReplicas": owned.len(),
+            "replicas": active, "fullyLabeledReplicas": active,
             "readyReplicas": ready, "availableReplicas": ready,
             "observedGeneration": rs.metadata.generation,
         });
@@ -414,7 +470,7 @@ impl Controllers {
                 s.observed_generation,
             )
         });
-        if current != Some((owned.len() as i32, ready as i32, rs.metadata.generation)) {
+        if current != Some((active as i32, ready as i32, rs.metadata.generation)) {
             self.patch_status(&rs, status).await;
         }
     }
