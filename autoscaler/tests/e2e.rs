@@ -288,8 +288,17 @@ async fn a_pod_not_safe_to_evict_keeps_its_node() {
         .name
         .clone()
         .unwrap();
-    let d = r.decisions.lock().unwrap().clone();
-    let reason = &d.unremovable[&node_a];
+    // A node found unremovable is rechecked only after
+    // --unremovable-node-recheck-timeout (5 min); loops in between record
+    // it as RecentlyUnremovable. Wait for a loop that rechecked it.
+    let mut reason = String::new();
+    for _ in 0..40 {
+        reason = r.decisions.lock().unwrap().unremovable[&node_a].clone();
+        if reason != "RecentlyUnremovable" {
+            break;
+        }
+        r.cluster.advance(Duration::from_secs(10)).await;
+    }
     assert!(
         reason.starts_with("BlockedByPod: default/pinned-")
             && reason.ends_with("NotSafeToEvictAnnotation"),

@@ -34,8 +34,8 @@ use crate::world::{
 /// add every node, and no scale-down; plus upstream's own
 /// `--frequent-loops-enabled` (CA 1.29+), which starts a loop when a pod
 /// becomes unschedulable instead of waiting out `--scan-interval`: the
-/// setting for scale-up latency, on both binaries. `--extra` adds more
-/// (`--extra=--frequent-loops-enabled=false` measures the timer alone).
+/// setting for scale-up latency, on both binaries. `--autoscaler-arg` adds more
+/// (`--autoscaler-arg=--frequent-loops-enabled=false` measures the timer alone).
 pub const SCENARIO_FLAGS: [&str; 5] = [
     "--kube-client-qps=1000",
     "--kube-client-burst=2000",
@@ -43,6 +43,21 @@ pub const SCENARIO_FLAGS: [&str; 5] = [
     "--scale-down-enabled=false",
     "--frequent-loops-enabled=true",
 ];
+
+/// The backlog scenario's shape and limits, shared by `testbed compare`
+/// and `testbed bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ScenarioArgs {
+    /// Pods per node: each node has this many CPUs, each pod asks one.
+    #[arg(long, default_value_t = 30)]
+    pub pods_per_node: usize,
+    /// An extra flag for every binary (repeatable).
+    #[arg(long = "autoscaler-arg", allow_hyphen_values = true)]
+    pub extra: Vec<String>,
+    /// Give up on a binary after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    pub timeout: u64,
+}
 
 /// `testbed compare` arguments.
 #[derive(clap::Args, Debug, Clone)]
@@ -54,15 +69,9 @@ pub struct CompareArgs {
     /// Nodes the backlog needs.
     #[arg(long, default_value_t = 1000)]
     pub nodes: usize,
-    /// Pods per node: each node has this many CPUs, each pod asks one.
-    #[arg(long, default_value_t = 30)]
-    pub pods_per_node: usize,
-    /// An extra flag for every binary (repeatable).
-    #[arg(long = "autoscaler-arg", allow_hyphen_values = true)]
-    pub extra: Vec<String>,
-    /// Give up on a binary after this many seconds.
-    #[arg(long, default_value_t = 900)]
-    pub timeout: u64,
+    /// Pods per node, extra flags, timeout.
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
 }
 
 /// What one binary did.
@@ -83,8 +92,8 @@ pub struct Row {
     pub cpu: Duration,
     /// Peak resident memory (`VmHWM`), KiB.
     pub peak_rss_kib: u64,
-    /// Per pod that needed a new node: from the pod's creation to the
-    /// creation of the node it runs on (whole seconds: the API's
+    /// The FAQ's per-pod latency ([`crate::latency`]: first marked
+    /// unschedulable → its node created; whole seconds, the API's
     /// timestamps), p50 and p99.
     pub latency: Option<(Duration, Duration)>,
     /// Events whose source is `cluster-autoscaler`.
@@ -98,7 +107,7 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
     if args.binaries.len() > 2 {
         return Err("give --autoscaler-binary once or twice".into());
     }
-    if args.nodes == 0 || args.pods_per_node == 0 {
+    if args.nodes == 0 || args.scenario.pods_per_node == 0 {
         return Err("--nodes and --pods-per-node must be at least 1".into());
     }
     let mut rows = Vec::new();
@@ -109,7 +118,7 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
             path.display(),
             version_of(&info),
             args.nodes,
-            args.pods_per_node
+            args.scenario.pods_per_node
         );
         rows.push(measure(&info, args).await?);
     }
@@ -122,8 +131,10 @@ fn version_of(info: &BinaryInfo) -> String {
         .map_or_else(|| "version unknown".into(), ToString::to_string)
 }
 
-async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
-    let cpu = args.pods_per_node.to_string();
+/// The scenario against one binary on a fresh cluster (`args.binaries` is
+/// not read: `info` is the binary).
+pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
+    let cpu = args.scenario.pods_per_node.to_string();
     let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, args.nodes);
     group.initial = 1;
     let cluster = Cluster::builder()
@@ -158,7 +169,7 @@ async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
     let flags: Vec<String> = SCENARIO_FLAGS.iter().map(|f| f.to_string()).collect();
-    let mut child = binary::command(info, &kubeconfig, port, &flags, &args.extra, 1.0)?
+    let mut child = binary::command(info, &kubeconfig, port, &flags, &args.scenario.extra, 1.0)?
         .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
         .stderr(log_file)
         .spawn()
@@ -166,7 +177,7 @@ async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
     let pid = child.id().ok_or("the autoscaler exited at once")?;
     // Let it finish its first loop on the idle cluster.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let replicas = args.nodes * args.pods_per_node;
+    let replicas = args.nodes * args.scenario.pods_per_node;
     let requests_before = api.tls_requests();
     let started = Instant::now();
     cluster
@@ -178,7 +189,7 @@ async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
                         "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
         .await
         .map_err(|e| format!("creating the Deployment: {e}"))?;
-    let deadline = started + Duration::from_secs(args.timeout);
+    let deadline = started + Duration::from_secs(args.scenario.timeout);
     let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
     while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
         if let Ok(Some(status)) = child.try_wait() {
@@ -283,7 +294,16 @@ fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-fn secs(d: Option<Duration>) -> String {
+/// A latency pair as a table cell: `p50 s / p99 s`.
+pub(crate) fn latency_cell(latency: Option<(Duration, Duration)>) -> String {
+    latency.map_or_else(
+        || "-".into(),
+        |(p50, p99)| format!("{} s / {} s", p50.as_secs(), p99.as_secs()),
+    )
+}
+
+/// A duration as a table cell (`timeout` when there is none).
+pub(crate) fn secs(d: Option<Duration>) -> String {
     d.map_or_else(|| "timeout".into(), |d| format!("{:.1} s", d.as_secs_f64()))
 }
 
@@ -312,10 +332,7 @@ pub fn render(rows: &[Row]) -> String {
             secs(r.all_pods),
             secs(r.all_nodes),
             secs(r.all_running),
-            r.latency.map_or_else(
-                || "-".into(),
-                |(p50, p99)| format!("{} s / {} s", p50.as_secs(), p99.as_secs())
-            ),
+            latency_cell(r.latency),
             r.cpu.as_secs_f64(),
             r.peak_rss_kib / 1024,
             r.events,

@@ -16,13 +16,16 @@
 //! [`compare`] runs one scale scenario against one or two autoscaler
 //! binaries and reports what a user feels, with the ratios (`testbed
 //! compare`). [`latency`] measures each pod's scale-up latency as the FAQ
-//! defines it, for `compare` and for the objective's step.
+//! defines it, for `compare` and for the objective's step. [`bench`] runs
+//! the `compare` scenario at several scales for one binary and writes a
+//! table and an SVG plot (`testbed bench`).
 //!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
 //! run` and the `conformance` test target both use it. The step library
 //! ([`steps`]) is meant for users' own feature files too.
 
+pub mod bench;
 pub mod binary;
 pub mod compare;
 pub mod latency;

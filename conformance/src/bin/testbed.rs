@@ -10,6 +10,10 @@
 //! scale-up from a backlog (`--nodes` × `--pods-per-node` pods) against
 //! each binary on a fresh cluster and prints a row each with the ratios.
 //!
+//! `testbed bench [--autoscaler-binary B] [--nodes 100,1000]` runs that
+//! scenario for one binary at each scale and writes `target/bench/scale.md`
+//! and `target/bench/scale.svg`.
+//!
 //! `testbed up` starts the embedded cluster (API server, scheduler,
 //! workload controllers, kwok) with optional fake nodes, serves it over TLS
 //! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
@@ -49,6 +53,9 @@ enum Command {
     /// compare them (time to all nodes and to all pods running, CPU, peak
     /// memory, events, API requests).
     Compare(conformance::compare::CompareArgs),
+    /// Run the compare scenario for one binary at several scales and write
+    /// a table and an SVG plot (`target/bench/scale.md`, `scale.svg`).
+    Bench(conformance::bench::BenchArgs),
 }
 
 #[derive(clap::Args)]
@@ -108,25 +115,21 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench(args) => {
+            init_logging();
+            report(
+                "testbed bench",
+                conformance::bench::run(&args),
+                |(_, table)| table,
+            )
+        }
         Command::Compare(args) => {
             init_logging();
-            let rt = match tokio::runtime::Runtime::new() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("testbed: starting the runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            match rt.block_on(conformance::compare::run(&args)) {
-                Ok(rows) => {
-                    print!("{}", conformance::compare::render(&rows));
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("testbed compare: {e}");
-                    ExitCode::from(2)
-                }
-            }
+            report(
+                "testbed compare",
+                conformance::compare::run(&args),
+                |rows| conformance::compare::render(&rows),
+            )
         }
         Command::Up(up) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(serve(up)),
@@ -135,6 +138,32 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// Runs `job` on a fresh runtime and prints what `render` makes of its
+/// result, or its error prefixed with `what`.
+fn report<T>(
+    what: &str,
+    job: impl std::future::Future<Output = Result<T, String>>,
+    render: impl FnOnce(T) -> String,
+) -> ExitCode {
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{what}: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(job) {
+        Ok(out) => {
+            print!("{}", render(out));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -1,0 +1,314 @@
+//! `testbed bench`: the [`crate::compare`] scenario (a backlog of
+//! `nodes × pods-per-node` pods on an embedded cluster, in real time) for
+//! one autoscaler binary at several scales, written as a Markdown table and
+//! an SVG plot under `target/bench/`: time until every node is requested
+//! and every pod runs, the FAQ's per-pod latency (p50, p99), and the
+//! autoscaler's CPU time and peak memory, per scale.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::binary::BinaryInfo;
+use crate::compare::{self, CompareArgs, Row, ScenarioArgs, latency_cell, secs};
+
+/// `testbed bench` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// The autoscaler binary (with the kwok provider).
+    #[arg(
+        long = "autoscaler-binary",
+        default_value = "target/release/cluster-autoscaler"
+    )]
+    pub binary: PathBuf,
+    /// The scales: nodes the backlog needs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    pub nodes: Vec<usize>,
+    /// Pods per node, extra flags, timeout.
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Where to write `scale.md` and `scale.svg`.
+    #[arg(long, default_value = "target/bench")]
+    pub out: PathBuf,
+}
+
+/// One scale's result.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// Nodes the backlog needed.
+    pub nodes: usize,
+    /// What the binary did.
+    pub row: Row,
+}
+
+/// Runs every scale, smallest first, each on a fresh cluster, and writes
+/// the table and the plot. Returns the points and the table.
+pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
+    if args.nodes.is_empty() || args.nodes.contains(&0) {
+        return Err("--nodes needs one or more scales of at least 1 node".into());
+    }
+    let info = BinaryInfo::probe(&args.binary)?;
+    let mut scales = args.nodes.clone();
+    scales.sort_unstable();
+    scales.dedup();
+    let mut points = Vec::new();
+    for nodes in scales {
+        eprintln!(
+            "bench: {} at {nodes} nodes x {} pods",
+            args.binary.display(),
+            args.scenario.pods_per_node
+        );
+        let scenario = CompareArgs {
+            binaries: vec![args.binary.clone()],
+            nodes,
+            scenario: args.scenario.clone(),
+        };
+        let row = compare::measure(&info, &scenario).await?;
+        points.push(Point { nodes, row });
+    }
+    let table = table(&points, args.scenario.pods_per_node);
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
+    for (name, text) in [
+        ("scale.md", table.clone()),
+        ("scale.svg", svg(&points, args.scenario.pods_per_node)),
+    ] {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        eprintln!("bench: wrote {}", path.display());
+    }
+    Ok((points, table))
+}
+
+/// The Markdown table: a row per scale.
+pub fn table(points: &[Point], pods_per_node: usize) -> String {
+    let mut out = String::from(
+        "| nodes | pods | all nodes | all running | latency p50 / p99 | CPU | peak RSS |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for p in points {
+        let r = &p.row;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.1} s | {} MiB |",
+            p.nodes,
+            p.nodes * pods_per_node,
+            secs(r.all_nodes),
+            secs(r.all_running),
+            latency_cell(r.latency),
+            r.cpu.as_secs_f64(),
+            r.peak_rss_kib / 1024
+        );
+    }
+    out
+}
+
+/// A series of the plot: its name, colour and value per point.
+type Series = (&'static str, &'static str, Vec<f64>);
+
+/// The plot: time to all nodes, time to all running and the latency
+/// percentiles (seconds) on the left; peak memory (MiB) on the right; one
+/// column per scale.
+pub fn svg(points: &[Point], pods_per_node: usize) -> String {
+    let dur = |d: Option<std::time::Duration>| d.map_or(0.0, |d| d.as_secs_f64());
+    let seconds: Vec<Series> = vec![
+        (
+            "all nodes requested",
+            "#1f77b4",
+            points.iter().map(|p| dur(p.row.all_nodes)).collect(),
+        ),
+        (
+            "all pods running",
+            "#2ca02c",
+            points.iter().map(|p| dur(p.row.all_running)).collect(),
+        ),
+        (
+            "pod latency p99",
+            "#d62728",
+            points
+                .iter()
+                .map(|p| p.row.latency.map_or(0.0, |l| l.1.as_secs_f64()))
+                .collect(),
+        ),
+        (
+            "pod latency p50",
+            "#ff7f0e",
+            points
+                .iter()
+                .map(|p| p.row.latency.map_or(0.0, |l| l.0.as_secs_f64()))
+                .collect(),
+        ),
+    ];
+    let memory: Vec<Series> = vec![(
+        "peak RSS",
+        "#9467bd",
+        points
+            .iter()
+            .map(|p| p.row.peak_rss_kib as f64 / 1024.0)
+            .collect(),
+    )];
+    let labels: Vec<String> = points
+        .iter()
+        .map(|p| format!("{} nodes", p.nodes))
+        .collect();
+    let mut out = String::from(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"320\" \
+         font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"760\" height=\"320\" fill=\"white\"/>\n",
+    );
+    let _ = writeln!(
+        out,
+        "<text x=\"380\" y=\"18\" text-anchor=\"middle\" font-size=\"13\">\
+         Scale-up from a backlog ({pods_per_node} pods per node)</text>"
+    );
+    panel(&mut out, 50.0, "seconds", &labels, &seconds);
+    panel(&mut out, 470.0, "MiB", &labels, &memory);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Plot geometry: panel width and height, top margin.
+const W: f64 = 240.0;
+const H: f64 = 200.0;
+const TOP: f64 = 40.0;
+
+/// A panel at `x0`: axes, a line and dots per series, a legend.
+fn panel(out: &mut String, x0: f64, unit: &str, labels: &[String], series: &[Series]) {
+    let max = series
+        .iter()
+        .flat_map(|s| s.2.iter().copied())
+        .fold(0.0_f64, f64::max);
+    let top = nice_ceiling(max);
+    let n = labels.len().max(1);
+    let x = |i: usize| x0 + W * (i as f64 + 0.5) / n as f64;
+    let y = |v: f64| TOP + H - H * (v / top);
+    let _ = writeln!(
+        out,
+        "<line x1=\"{x0}\" y1=\"{TOP}\" x2=\"{x0}\" y2=\"{b}\" stroke=\"black\"/>\n\
+         <line x1=\"{x0}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"black\"/>",
+        b = TOP + H,
+        r = x0 + W
+    );
+    for k in 0..=4 {
+        let v = top * f64::from(k) / 4.0;
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            x0 - 4.0,
+            y(v) + 4.0,
+            trim(v)
+        );
+    }
+    let _ = writeln!(out, "<text x=\"{x0}\" y=\"{}\">{unit}</text>", TOP - 8.0);
+    for (i, l) in labels.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{l}</text>",
+            x(i),
+            TOP + H + 16.0
+        );
+    }
+    for (k, (name, colour, values)) in series.iter().enumerate() {
+        let pts: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(*v)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>",
+            pts.join(" ")
+        );
+        for (i, v) in values.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"><title>{name}: {}</title></circle>",
+                x(i),
+                y(*v),
+                trim(*v)
+            );
+        }
+        let ly = TOP + H + 34.0 + 14.0 * k as f64;
+        let _ = writeln!(
+            out,
+            "<rect x=\"{x0}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"{ly}\">{name}</text>",
+            ly - 9.0,
+            x0 + 14.0
+        );
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at least `v` (1 for nothing).
+fn nice_ceiling(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|c| *c >= v)
+        .unwrap_or(10.0 * p)
+}
+
+fn trim(v: f64) -> String {
+    if v >= 10.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn point(nodes: usize, all_nodes: u64, rss_mib: u64) -> Point {
+        Point {
+            nodes,
+            row: Row {
+                binary: PathBuf::from("ca"),
+                version: "1.30.7".into(),
+                all_pods: Some(Duration::from_secs(1)),
+                all_nodes: Some(Duration::from_secs(all_nodes)),
+                all_running: Some(Duration::from_secs(all_nodes + 5)),
+                cpu: Duration::from_secs(2),
+                peak_rss_kib: rss_mib * 1024,
+                latency: Some((Duration::from_secs(1), Duration::from_secs(3))),
+                events: 0,
+                requests: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_scale() {
+        let t = table(&[point(100, 4, 50), point(1000, 31, 251)], 30);
+        assert!(t.contains("| 100 | 3000 | 4.0 s | 9.0 s | 1 s / 3 s | 2.0 s | 50 MiB |"));
+        assert!(t.contains("| 1000 | 30000 | 31.0 s | 36.0 s |"));
+    }
+
+    #[test]
+    fn the_plot_puts_the_largest_value_on_the_nice_ceiling() {
+        let s = svg(&[point(100, 4, 50), point(1000, 36, 251)], 30);
+        // Seconds: the largest value is 41 s (all running at 1,000 nodes),
+        // so the axis tops at 50; memory's 251 MiB tops at 500.
+        assert!(s.contains(">50</text>"), "{s}");
+        assert!(s.contains(">500</text>"), "{s}");
+        assert!(s.contains("all nodes requested: 36"), "{s}");
+        assert!(s.contains("peak RSS: 251"), "{s}");
+        assert_eq!(s.matches("<polyline").count(), 5);
+        assert!(s.contains("1000 nodes"));
+    }
+
+    #[test]
+    fn nice_ceilings() {
+        assert_eq!(nice_ceiling(0.0), 1.0);
+        assert_eq!(nice_ceiling(41.0), 50.0);
+        assert_eq!(nice_ceiling(100.0), 100.0);
+        assert_eq!(nice_ceiling(101.0), 200.0);
+        assert_eq!(nice_ceiling(0.3), 0.5);
+    }
+}
