@@ -316,16 +316,20 @@ impl Scheduler {
                     self.pending.remove(&key);
                     return;
                 }
-                let class = equivalence_class(&pod);
-                let order = queue_order(&pod);
-                let pod = Arc::new(pod);
                 match self.pending.get_mut(&key) {
                     Some(p) => {
-                        p.pod = pod;
-                        p.class = class;
-                        p.order = order;
+                        // Most updates are status writes: the class and the
+                        // queue order follow from the spec and labels only.
+                        if p.pod.spec != pod.spec || p.pod.metadata.labels != pod.metadata.labels {
+                            p.class = equivalence_class(&pod);
+                            p.order = queue_order(&pod);
+                        }
+                        p.pod = Arc::new(pod);
                     }
                     None => {
+                        let class = equivalence_class(&pod);
+                        let order = queue_order(&pod);
+                        let pod = Arc::new(pod);
                         self.pending.insert(
                             key,
                             Pending {

@@ -239,10 +239,9 @@ impl Controllers {
         self.pods.insert(k, p);
     }
 
-    fn remove_pod(&mut self, k: &str) {
-        let Some(old) = self.pods.remove(k) else {
-            return;
-        };
+    /// Takes `k` out of the cache and the index; returns the pod it was.
+    fn remove_pod(&mut self, k: &str) -> Option<Pod> {
+        let old = self.pods.remove(k)?;
         if let Some(o) = controller_of(&old)
             && let Some(owned) = self.owned_by.get_mut(&o.uid)
         {
@@ -252,6 +251,7 @@ impl Controllers {
                 self.owned_by.remove(&o.uid);
             }
         }
+        Some(old)
     }
 
     /// (active, ready) pods of the controller with `uid`.
@@ -374,7 +374,7 @@ impl Controllers {
             .await
         {
             Ok(_) => {
-                if let Some(mut p) = self.pods.get(k).cloned() {
+                if let Some(mut p) = self.remove_pod(k) {
                     p.metadata.deletion_timestamp =
                         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                             self.clock.timestamp(),
