@@ -2,7 +2,8 @@
 Feature: Scalability at 1,000 nodes
   "We declare that Cluster Autoscaler scales to 1000 nodes with 30 pods per node."
   The six scenarios of upstream's scalability tests (cluster-autoscaler/proposals/
-  scalability_tests.md), each with its expected result, and the FAQ's objective:
+  scalability_tests.md) and three more (many node groups, an idle large cluster, a mixed
+  scale-up and scale-down), each with its expected result, and the FAQ's objective:
   "the latency time measured from the time a pod is marked as unschedulable (by K8S
   scheduler) to the time CA issues scale-up request to the cloud provider": "No more than
   30 sec latency on small clusters (less than 100 nodes with up to 30 pods each), with the
@@ -162,3 +163,73 @@ Feature: Scalability at 1,000 nodes
     Examples:
       | impossible | pods  | nodes |
       | 1000       | 30000 | 1001  |
+
+  Scenario Outline: Scales up across many node groups: <groups> groups of <max> nodes
+    "Scale-up with many node groups": each group holds a tenth or less of the backlog.
+    With --balance-similar-node-groups, the setting for many equal groups, one scale-up
+    spreads the nodes over all of them. (Without it one loop grows one group, and a
+    loop every 10 s cannot meet the objective past six groups.)
+    Given the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup"
+    And node groups "pool-1" to "pool-<groups>" of nodes with 30 CPU and 256Gi memory, min 0 and max <max>
+    When a deployment "backlog" of <pods> pods requesting 990m CPU is created
+    Then all <pods> pods of "backlog" are running within 10 minutes
+    And each of the node groups "pool-1" to "pool-<groups>" has <max> nodes
+    And every pod of "backlog" got a new node within 60 seconds of being marked unschedulable
+
+    Examples:
+      | groups | max | pods |
+      | 10     | 10  | 3000 |
+
+    @scale-1000
+    Examples:
+      | groups | max | pods  |
+      | 50     | 20  | 30000 |
+
+  Scenario Outline: An idle large cluster stays as it is: <nodes> busy nodes
+    "Idle large cluster": every node 90% full and nothing pending, so nothing is to be
+    done; the autoscaler keeps every node and its loop stays well inside the 10 s scan
+    interval.
+    Given a node group "pool" of nodes with 30 CPU and 256Gi memory, min 0 and max <nodes>
+    And the node group "pool" starts with <nodes> nodes
+    When a deployment "steady" of <nodes> pods requesting 27 CPU is created
+    Then all <nodes> pods of "steady" are running within 5 minutes
+    And the node group "pool" keeps <nodes> nodes for 15 minutes
+    And the autoscaler's main loop took 5 seconds or less on average
+    And all <nodes> pods of "steady" are running within 1 minute
+
+    Examples:
+      | nodes |
+      | 100   |
+
+    @scale-1000
+    Examples:
+      | nodes |
+      | 1000  |
+
+  Scenario Outline: Mixed: scales one group up and another down: <pods> new pods, <light> light nodes
+    "Mixed": a backlog needs new nodes in one group while another group has
+    underutilized nodes; the scale-up comes first and the scale-down follows once
+    --scale-down-delay-after-add has passed.
+    # The light group's pods are at 30% (9 CPU of 30 per node) and its minimum lets a
+    # tenth of it go. The backlog stays on its own group, which starts with one node.
+    Given a node group "pool" of nodes with 30 CPU and 256Gi memory, min 1 and max <nodes>
+    And a node group "light" of nodes with 30 CPU and 256Gi memory, min <min> and max <light>
+    And the node group "light" starts with <light> nodes
+    When a deployment "spread" of <spread> pods requesting 1 CPU on node group "light" is created
+    Then all <spread> pods of "spread" are running within 5 minutes
+    When a deployment "backlog" of <pods> pods requesting 990m CPU on node group "pool" is created
+    Then all <pods> pods of "backlog" are running within 10 minutes
+    And the node group "pool" has <nodes> nodes
+    And every pod of "backlog" got a new node within 60 seconds of being marked unschedulable
+    And the node group "light" reaches <min> nodes within 30 minutes
+    And all <spread> pods of "spread" are running within 5 minutes
+    And the node group "pool" has <nodes> nodes
+
+    Examples:
+      | pods | nodes | light | min | spread |
+      | 2100 | 70    | 30    | 27  | 270    |
+
+    @scale-1000
+    Examples:
+      | pods  | nodes | light | min | spread |
+      | 21000 | 700   | 300   | 270 | 2700   |

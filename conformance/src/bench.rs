@@ -2,14 +2,15 @@
 //! `nodes × pods-per-node` pods on an embedded cluster, in real time) for
 //! one autoscaler binary at several scales, written as a Markdown table and
 //! an SVG plot under `target/bench/`: time until every node is requested
-//! and every pod runs, the FAQ's per-pod latency (p50, p99), and the
-//! autoscaler's CPU time and peak memory, per scale.
+//! and every pod runs, the FAQ's per-pod latency (p50, p99), the main
+//! loop's mean duration, and the autoscaler's CPU time and peak memory, per
+//! scale.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::binary::BinaryInfo;
-use crate::compare::{self, CompareArgs, Row, ScenarioArgs, latency_cell, secs};
+use crate::compare::{self, CompareArgs, Row, ScenarioArgs, latency_cell, loops_cell, secs};
 
 /// `testbed bench` arguments.
 #[derive(clap::Args, Debug, Clone)]
@@ -82,19 +83,21 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
 /// The Markdown table: a row per scale.
 pub fn table(points: &[Point], pods_per_node: usize) -> String {
     let mut out = String::from(
-        "| nodes | pods | all nodes | all running | latency p50 / p99 | CPU | peak RSS |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| nodes | pods | all pods created | all nodes | all running | latency p50 / p99 | loop mean (loops) | CPU | peak RSS |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for p in points {
         let r = &p.row;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.1} s | {} MiB |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} s | {} MiB |",
             p.nodes,
             p.nodes * pods_per_node,
+            secs(r.all_pods),
             secs(r.all_nodes),
             secs(r.all_running),
             latency_cell(r.latency),
+            loops_cell(r.loops),
             r.cpu.as_secs_f64(),
             r.peak_rss_kib / 1024
         );
@@ -105,8 +108,8 @@ pub fn table(points: &[Point], pods_per_node: usize) -> String {
 /// A series of the plot: its name, colour and value per point.
 type Series = (&'static str, &'static str, Vec<f64>);
 
-/// The plot: time to all nodes, time to all running and the latency
-/// percentiles (seconds) on the left; peak memory (MiB) on the right; one
+/// The plot: time to all nodes, time to all running, the latency
+/// percentiles and the main loop's mean (seconds) on the left; peak memory (MiB) on the right; one
 /// column per scale.
 pub fn svg(points: &[Point], pods_per_node: usize) -> String {
     let dur = |d: Option<std::time::Duration>| d.map_or(0.0, |d| d.as_secs_f64());
@@ -137,6 +140,14 @@ pub fn svg(points: &[Point], pods_per_node: usize) -> String {
                 .map(|p| p.row.latency.map_or(0.0, |l| l.0.as_secs_f64()))
                 .collect(),
         ),
+        (
+            "main loop mean",
+            "#8c564b",
+            points
+                .iter()
+                .map(|p| p.row.loops.map_or(0.0, |l| l.mean.as_secs_f64()))
+                .collect(),
+        ),
     ];
     let memory: Vec<Series> = vec![(
         "peak RSS",
@@ -151,9 +162,9 @@ pub fn svg(points: &[Point], pods_per_node: usize) -> String {
         .map(|p| format!("{} nodes", p.nodes))
         .collect();
     let mut out = String::from(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"320\" \
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"340\" \
          font-family=\"sans-serif\" font-size=\"11\">\n\
-         <rect width=\"760\" height=\"320\" fill=\"white\"/>\n",
+         <rect width=\"760\" height=\"340\" fill=\"white\"/>\n",
     );
     let _ = writeln!(
         out,
@@ -277,6 +288,10 @@ mod tests {
                 cpu: Duration::from_secs(2),
                 peak_rss_kib: rss_mib * 1024,
                 latency: Some((Duration::from_secs(1), Duration::from_secs(3))),
+                loops: Some(compare::LoopTime {
+                    count: 7,
+                    mean: Duration::from_millis(500),
+                }),
                 events: 0,
                 requests: 0,
             },
@@ -286,8 +301,10 @@ mod tests {
     #[test]
     fn the_table_has_a_row_per_scale() {
         let t = table(&[point(100, 4, 50), point(1000, 31, 251)], 30);
-        assert!(t.contains("| 100 | 3000 | 4.0 s | 9.0 s | 1 s / 3 s | 2.0 s | 50 MiB |"));
-        assert!(t.contains("| 1000 | 30000 | 31.0 s | 36.0 s |"));
+        assert!(t.contains(
+            "| 100 | 3000 | 1.0 s | 4.0 s | 9.0 s | 1 s / 3 s | 0.50 s (7) | 2.0 s | 50 MiB |"
+        ));
+        assert!(t.contains("| 1000 | 30000 | 1.0 s | 31.0 s | 36.0 s |"));
     }
 
     #[test]
@@ -299,7 +316,8 @@ mod tests {
         assert!(s.contains(">500</text>"), "{s}");
         assert!(s.contains("all nodes requested: 36"), "{s}");
         assert!(s.contains("peak RSS: 251"), "{s}");
-        assert_eq!(s.matches("<polyline").count(), 5);
+        assert!(s.contains("main loop mean: 0.5"), "{s}");
+        assert_eq!(s.matches("<polyline").count(), 6);
         assert!(s.contains("1000 nodes"));
     }
 

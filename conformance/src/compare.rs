@@ -1,8 +1,8 @@
 //! `testbed compare`: one scale scenario against one or two autoscaler
 //! binaries, each on a fresh embedded cluster, one after the other, and
 //! what a user feels: time until every node is requested and until every
-//! pod runs, the autoscaler's CPU time and peak memory, the events it
-//! wrote and the API requests it made; with the ratio of the second binary
+//! pod runs, the autoscaler's main-loop time (its own metric), CPU time
+//! and peak memory, the events it wrote and the API requests it made; with the ratio of the second binary
 //! to the first.
 //!
 //! The scenario is a backlog: one node group of `--pods-per-node`-CPU
@@ -96,10 +96,47 @@ pub struct Row {
     /// unschedulable → its node created; whole seconds, the API's
     /// timestamps), p50 and p99.
     pub latency: Option<(Duration, Duration)>,
+    /// The autoscaler's main loop over the run, from its own
+    /// `cluster_autoscaler_function_duration_seconds{function="main"}`.
+    pub loops: Option<LoopTime>,
     /// Events whose source is `cluster-autoscaler`.
     pub events: usize,
     /// API requests the binary made.
     pub requests: u64,
+}
+
+/// The main loop's count and mean duration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoopTime {
+    /// Loops the histogram counted.
+    pub count: u64,
+    /// Their mean duration.
+    pub mean: Duration,
+}
+
+impl LoopTime {
+    /// From a `/metrics` text: the `function="main"` series of
+    /// `cluster_autoscaler_function_duration_seconds` (`None` if absent or
+    /// empty).
+    pub fn from_metrics(text: &str) -> Option<Self> {
+        let value = |suffix: &str| {
+            let name = format!("cluster_autoscaler_function_duration_seconds_{suffix}{{");
+            text.lines().find_map(|l| {
+                let rest = l.strip_prefix(&name)?;
+                let (labels, value) = rest.split_once("} ")?;
+                labels
+                    .split(',')
+                    .any(|kv| kv == "function=\"main\"")
+                    .then(|| value.trim().parse::<f64>().ok())?
+            })
+        };
+        let count = value("count")?;
+        let sum = value("sum")?;
+        (count >= 1.0).then(|| Self {
+            count: count as u64,
+            mean: Duration::from_secs_f64(sum / count),
+        })
+    }
 }
 
 /// Runs the scenario against every binary, one after the other.
@@ -213,6 +250,10 @@ pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, Strin
     }
     let (cpu, peak_rss_kib) = process_usage(pid);
     let requests = api.tls_requests() - requests_before;
+    let loops = match harness::http_get(port, "/metrics").await {
+        Ok((200, text)) => LoopTime::from_metrics(&text),
+        _ => None,
+    };
     let _ = child.kill().await;
     let events = count_events(&cluster).await?;
     let latency = pod_latencies(&cluster).await?;
@@ -225,6 +266,7 @@ pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, Strin
         cpu,
         peak_rss_kib,
         latency,
+        loops,
         events,
         requests,
     })
@@ -302,6 +344,14 @@ pub(crate) fn latency_cell(latency: Option<(Duration, Duration)>) -> String {
     )
 }
 
+/// Loop time as a table cell: `mean s (loops)`.
+pub(crate) fn loops_cell(loops: Option<LoopTime>) -> String {
+    loops.map_or_else(
+        || "-".into(),
+        |l| format!("{:.2} s ({})", l.mean.as_secs_f64(), l.count),
+    )
+}
+
 /// A duration as a table cell (`timeout` when there is none).
 pub(crate) fn secs(d: Option<Duration>) -> String {
     d.map_or_else(|| "timeout".into(), |d| format!("{:.1} s", d.as_secs_f64()))
@@ -317,6 +367,7 @@ pub fn render(rows: &[Row]) -> String {
         "all nodes",
         "all running",
         "pod latency p50 / p99",
+        "loop mean (loops)",
         "CPU",
         "peak RSS",
         "events",
@@ -326,13 +377,14 @@ pub fn render(rows: &[Row]) -> String {
     out.push_str(&format!("|{}\n", " --- |".repeat(header.len())));
     for r in rows {
         out.push_str(&format!(
-            "| {} ({}) | {} | {} | {} | {} | {:.1} s | {} MiB | {} | {} |\n",
+            "| {} ({}) | {} | {} | {} | {} | {} | {:.1} s | {} MiB | {} | {} |\n",
             r.binary.display(),
             r.version,
             secs(r.all_pods),
             secs(r.all_nodes),
             secs(r.all_running),
             latency_cell(r.latency),
+            loops_cell(r.loops),
             r.cpu.as_secs_f64(),
             r.peak_rss_kib / 1024,
             r.events,
@@ -349,12 +401,16 @@ pub fn render(rows: &[Row]) -> String {
         };
         let dur = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64());
         out.push_str(&format!(
-            "| second / first | | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| second / first | | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             ratio(dur(a.all_nodes), dur(b.all_nodes)),
             ratio(dur(a.all_running), dur(b.all_running)),
             ratio(
                 a.latency.map_or(0.0, |l| l.1.as_secs_f64()),
                 b.latency.map_or(0.0, |l| l.1.as_secs_f64())
+            ),
+            ratio(
+                a.loops.map_or(0.0, |l| l.mean.as_secs_f64()),
+                b.loops.map_or(0.0, |l| l.mean.as_secs_f64())
             ),
             ratio(a.cpu.as_secs_f64(), b.cpu.as_secs_f64()),
             ratio(a.peak_rss_kib as f64, b.peak_rss_kib as f64),
@@ -379,6 +435,10 @@ mod tests {
             cpu: Duration::from_secs(4),
             peak_rss_kib: 2048,
             latency: Some((Duration::from_secs(2), Duration::from_secs(8))),
+            loops: Some(LoopTime {
+                count: 4,
+                mean: Duration::from_millis(250),
+            }),
             events,
             requests: 10,
         }
@@ -390,14 +450,35 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 5, "{text}");
         assert!(
-            lines[2]
-                .contains("| 5.0 s | 100.0 s | timeout | 2 s / 8 s | 4.0 s | 2 MiB | 2000 | 10 |"),
+            lines[2].contains(
+                "| 5.0 s | 100.0 s | timeout | 2 s / 8 s | 0.25 s (4) | 4.0 s | 2 MiB | 2000 | 10 |"
+            ),
             "{text}"
         );
         assert_eq!(
             lines[4],
-            "| second / first | | 0.10 | - | 1.00 | 1.00 | 1.00 | 0.50 | 1.00 |"
+            "| second / first | | 0.10 | - | 1.00 | 1.00 | 1.00 | 1.00 | 0.50 | 1.00 |"
         );
+    }
+
+    #[test]
+    fn loop_time_is_the_main_series_mean() {
+        let text = "# TYPE cluster_autoscaler_function_duration_seconds histogram\n\
+            cluster_autoscaler_function_duration_seconds_sum{function=\"scaleUp\"} 9.0\n\
+            cluster_autoscaler_function_duration_seconds_count{function=\"scaleUp\"} 1\n\
+            cluster_autoscaler_function_duration_seconds_sum{function=\"main\"} 3.0\n\
+            cluster_autoscaler_function_duration_seconds_count{function=\"main\"} 12\n";
+        assert_eq!(
+            LoopTime::from_metrics(text),
+            Some(LoopTime {
+                count: 12,
+                mean: Duration::from_millis(250)
+            })
+        );
+        assert_eq!(LoopTime::from_metrics("up 1\n"), None);
+        let none = "cluster_autoscaler_function_duration_seconds_sum{function=\"main\"} 0\n\
+            cluster_autoscaler_function_duration_seconds_count{function=\"main\"} 0\n";
+        assert_eq!(LoopTime::from_metrics(none), None);
     }
 
     #[test]

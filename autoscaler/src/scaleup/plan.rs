@@ -76,17 +76,10 @@ pub fn plan(
             g.insert(id.clone(), vec![reason.clone()]);
         }
     }
-    let mut options = Vec::new();
-    let mut schedulable_on: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let started = std::time::Instant::now();
+    // First, which pod groups fit each group's template at all, and how
+    // many nodes the limits allow it.
+    let mut probed: Vec<(&Candidate, usize, Vec<usize>)> = Vec::new();
     for c in inputs.candidates {
-        if started.elapsed() > inputs.max_binpacking_time {
-            tracing::warn!(
-                "--max-binpacking-time reached: node group {} and the ones after it are not estimated",
-                c.id
-            );
-            break;
-        }
         let remaining = c.max.saturating_sub(c.target);
         if remaining == 0 {
             for g in per_group.iter_mut() {
@@ -104,7 +97,6 @@ pub fn plan(
                 continue;
             }
         };
-        // Which pod groups can run on this template at all.
         snapshot.fork();
         let probe = snapshot.add_node(node_from_template(
             &c.template,
@@ -120,12 +112,47 @@ pub fn plan(
             }
         }
         snapshot.revert();
-        if fitting.is_empty() {
-            continue;
+        if !fitting.is_empty() {
+            probed.push((c, allowed, fitting));
         }
-        let limit = remaining
+    }
+    // Similar groups (with --balance-similar-node-groups): those whose
+    // templates are alike and that fit every pod group this one fits.
+    let similar_to = |c: &Candidate, fitting: &[usize]| -> Vec<&Candidate> {
+        if !inputs.balancing.enabled {
+            return Vec::new();
+        }
+        probed
+            .iter()
+            .filter(|(o, _, o_fitting)| {
+                o.id != c.id
+                    && fitting.iter().all(|i| o_fitting.contains(i))
+                    && similar(&c.template, &o.template, inputs.balancing)
+            })
+            .map(|(o, _, _)| *o)
+            .collect()
+    };
+    let mut options = Vec::new();
+    let mut similar_groups: BTreeMap<String, Vec<&Candidate>> = BTreeMap::new();
+    let started = std::time::Instant::now();
+    for (c, allowed, fitting) in &probed {
+        if started.elapsed() > inputs.max_binpacking_time {
+            tracing::warn!(
+                "--max-binpacking-time reached: node group {} and the ones after it are not estimated",
+                c.id
+            );
+            break;
+        }
+        // The estimate may fill this group and its similar ones (upstream's
+        // estimator limits binpacking by their joint remaining capacity).
+        let similar = similar_to(c, fitting);
+        let capacity: usize = std::iter::once(*c)
+            .chain(similar.iter().copied())
+            .map(|g| g.max.saturating_sub(g.target))
+            .sum();
+        let limit = capacity
             .min(inputs.limits.max_nodes_per_scaleup)
-            .min(allowed);
+            .min(*allowed);
         let refs: Vec<&PodGroup> = fitting.iter().map(|&i| &groups[i]).collect();
         let est = estimate(
             snapshot,
@@ -135,7 +162,7 @@ pub fn plan(
             &format!("template-node-for-{}", c.id),
             inputs.max_group_binpacking_time,
         );
-        for &i in &fitting {
+        for &i in fitting {
             let placed = groups[i]
                 .pods
                 .iter()
@@ -150,7 +177,7 @@ pub fn plan(
         if est.node_count == 0 || est.pods.is_empty() {
             continue;
         }
-        schedulable_on.insert(c.id.clone(), fitting);
+        similar_groups.insert(c.id.clone(), similar);
         let cap = predicates::resources::Resources::from_list(
             c.template
                 .node
@@ -214,17 +241,11 @@ pub fn plan(
     let infos = match chosen {
         None => Vec::new(),
         Some(c) if inputs.balancing.enabled => {
-            let pod_groups = schedulable_on.get(&c.id).cloned().unwrap_or_default();
-            let mut similar_groups = vec![(c.id.clone(), c.target, c.max)];
-            for other in inputs.candidates.iter().filter(|o| o.id != c.id) {
-                let same_pods = schedulable_on
-                    .get(&other.id)
-                    .is_some_and(|g| pod_groups.iter().all(|i| g.contains(i)));
-                if same_pods && similar(&c.template, &other.template, inputs.balancing) {
-                    similar_groups.push((other.id.clone(), other.target, other.max));
-                }
-            }
-            balance(&similar_groups, count)
+            let groups: Vec<(String, usize, usize)> = std::iter::once(c)
+                .chain(similar_groups.remove(&c.id).unwrap_or_default())
+                .map(|g| (g.id.clone(), g.target, g.max))
+                .collect();
+            balance(&groups, count)
         }
         Some(c) => vec![ScaleUpInfo {
             group: c.id.clone(),

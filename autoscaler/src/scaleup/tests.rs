@@ -227,6 +227,17 @@ fn inputs<'a>(
     }
 }
 
+/// Limits that hold nothing back.
+fn roomy_limits() -> Limits {
+    Limits {
+        max_nodes_total: 0,
+        nodes_now: 0,
+        cores: (320_000, 0),
+        memory: (i64::MAX, 0),
+        max_nodes_per_scaleup: 1000,
+    }
+}
+
 #[test]
 fn limits_cap_and_skip_groups() {
     let pods: Vec<Arc<Pod>> = (0..10)
@@ -240,13 +251,7 @@ fn limits_cap_and_skip_groups() {
     }];
     let skipped = BTreeMap::new();
     let balancing = Balancing::default();
-    let roomy = Limits {
-        max_nodes_total: 0,
-        nodes_now: 0,
-        cores: (320_000, 0),
-        memory: (i64::MAX, 0),
-        max_nodes_per_scaleup: 1000,
-    };
+    let roomy = roomy_limits();
     let mut snap = Snapshot::new(Vec::new());
     let (mut n, mut hits) = (Vec::new(), Vec::new());
     let Plan::ScaleUp { infos, .. } = plan(
@@ -321,4 +326,44 @@ fn limits_cap_and_skip_groups() {
         panic!("no scale-up")
     };
     assert_eq!(infos[0].new, 1);
+}
+
+#[test]
+fn balancing_estimates_up_to_the_similar_groups_joint_room() {
+    // 20 one-CPU pods need five 4-CPU nodes; each group takes 2 at most.
+    let pods: Vec<Arc<Pod>> = (0..20)
+        .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+        .collect();
+    let candidates: Vec<Candidate> = ["a", "b", "c"]
+        .into_iter()
+        .map(|id| Candidate {
+            id: id.into(),
+            template: template("4"),
+            target: 0,
+            max: 2,
+        })
+        .collect();
+    let skipped = BTreeMap::new();
+    let limits = roomy_limits();
+    let (mut n, mut hits) = (Vec::new(), Vec::new());
+    let mut total = |balancing: &Balancing| {
+        let mut snap = Snapshot::new(Vec::new());
+        let Plan::ScaleUp { infos, .. } = plan(
+            &mut snap,
+            &inputs(&pods, &candidates, &limits, &skipped, balancing),
+            &mut n,
+            &mut hits,
+        ) else {
+            panic!("no scale-up")
+        };
+        infos.iter().map(|i| i.new - i.current).sum::<usize>()
+    };
+    // Alone, a group's estimate stops at its own max.
+    assert_eq!(total(&Balancing::default()), 2);
+    // With balancing, the three groups' joint room of 6 bounds it: 5 nodes.
+    let balancing = Balancing {
+        enabled: true,
+        ..Balancing::default()
+    };
+    assert_eq!(total(&balancing), 5);
 }

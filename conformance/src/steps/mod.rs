@@ -82,13 +82,30 @@ pub async fn watch_decisions(
     Ok(Err(r.decisions().await?))
 }
 
-/// The quoted names in `"a", "b" and "c"`.
+/// The quoted names in `"a", "b" and "c"`; a numbered range
+/// `"pool-1" to "pool-50"` stands for every name from the first to the last.
 pub fn quoted_list(text: &str) -> Vec<String> {
-    text.split('"')
+    let parts: Vec<&str> = text.split('"').collect();
+    if let [_, first, " to ", last, _] = parts.as_slice()
+        && let (Some((prefix, from)), Some((last_prefix, to))) = (numbered(first), numbered(last))
+        && prefix == last_prefix
+        && from <= to
+    {
+        return (from..=to).map(|i| format!("{prefix}{i}")).collect();
+    }
+    parts
+        .iter()
         .enumerate()
         .filter(|(i, _)| i % 2 == 1)
         .map(|(_, s)| s.to_string())
         .collect()
+}
+
+/// `pool-12` as (`pool-`, 12).
+fn numbered(name: &str) -> Option<(&str, u32)> {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (prefix, number) = name.split_at(name.len() - digits);
+    Some((prefix, number.parse().ok()?))
 }
 
 /// `key=value:Effect` (value optional) as a taint or toleration object.
@@ -181,6 +198,12 @@ mod tests {
     #[test]
     fn quoted_lists_and_taints_parse() {
         assert_eq!(quoted_list(r#""a", "b" and "c""#), ["a", "b", "c"]);
+        assert_eq!(
+            quoted_list(r#""pool-1" to "pool-3""#),
+            ["pool-1", "pool-2", "pool-3"]
+        );
+        assert_eq!(quoted_list(r#""a-1" to "b-3""#), ["a-1", "b-3"]);
+        assert_eq!(quoted_list(r#""a" and "b""#), ["a", "b"]);
         assert_eq!(
             parse_taint("dedicated=gpu:NoSchedule").unwrap(),
             serde_json::json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})
