@@ -64,6 +64,57 @@ async fn a_deployment_spreads_over_the_nodes_and_runs() {
     }
 }
 
+#[tokio::test(start_paused = true)]
+async fn pods_of_a_deleted_node_are_collected_and_replaced() {
+    let cluster = Cluster::builder()
+        .nodes(2, &NodeTemplate::new("node", "4", "16Gi"))
+        .object(deployment("web", 4, "100m"))
+        .start()
+        .await
+        .unwrap();
+    cluster.wait_nodes_ready(2, MINUTE).await.unwrap();
+    let pods = cluster
+        .wait_pods_running("app=web", 4, MINUTE)
+        .await
+        .unwrap();
+    let gone = pods[0].spec.as_ref().unwrap().node_name.clone().unwrap();
+    Api::<Node>::all(cluster.client())
+        .delete(&gone, &Default::default())
+        .await
+        .unwrap();
+    cluster.wait_node_gone(&gone, MINUTE).await.unwrap();
+    let pods = cluster
+        .wait_until("the pods to run on the other node", MINUTE, |client| {
+            let gone = gone.clone();
+            async move {
+                let pods: Vec<Pod> = list(&client, "app=web").await.map_err(|e| e.to_string())?;
+                let moved = pods.iter().all(|p| {
+                    p.spec
+                        .as_ref()
+                        .unwrap()
+                        .node_name
+                        .as_deref()
+                        .is_some_and(|n| n != gone)
+                        && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                });
+                if pods.len() == 4 && moved {
+                    Ok(pods)
+                } else {
+                    Err(format!("{:?}", nodes_of_bound(&pods)))
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(nodes_of(&pods).len(), 1, "{:?}", nodes_of(&pods));
+}
+
+fn nodes_of_bound(pods: &[Pod]) -> Vec<Option<String>> {
+    pods.iter()
+        .map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()))
+        .collect()
+}
+
 fn condition(p: &Pod, type_: &str) -> Option<(String, String, String)> {
     p.status
         .as_ref()?

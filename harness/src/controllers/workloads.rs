@@ -108,6 +108,10 @@ pub struct Controllers {
     jobs: BTreeMap<String, Job>,
     dirty: BTreeSet<Owner>,
     nodes_synced: bool,
+    /// Pod GC's work: pods seen bound to a node not in the cache, and
+    /// whether a node went away (then every pod is checked).
+    orphan_candidates: BTreeSet<String>,
+    orphan_scan_all: bool,
 }
 
 impl Controllers {
@@ -126,6 +130,8 @@ impl Controllers {
             jobs: BTreeMap::new(),
             dirty: BTreeSet::new(),
             nodes_synced: false,
+            orphan_candidates: BTreeSet::new(),
+            orphan_scan_all: false,
         }
     }
 
@@ -190,6 +196,9 @@ impl Controllers {
             Change::Pod(ev) => match ev {
                 Event::Apply(p) | Event::InitApply(p) => {
                     self.mark_owner(&p);
+                    if self.bound_to_missing_node(&p) {
+                        self.orphan_candidates.insert(key(&p));
+                    }
                     self.insert_pod(p);
                 }
                 Event::Delete(p) => {
@@ -205,8 +214,12 @@ impl Controllers {
                     }
                     Event::Delete(n) => {
                         self.nodes.remove(&n.name_any());
+                        self.orphan_scan_all = true;
                     }
-                    Event::InitDone => self.nodes_synced = true,
+                    Event::InitDone => {
+                        self.nodes_synced = true;
+                        self.orphan_scan_all = true;
+                    }
                     Event::Init => {}
                 }
                 let all: Vec<String> = self.daemonsets.keys().cloned().collect();
@@ -302,20 +315,37 @@ impl Controllers {
         }
     }
 
+    /// Whether `p` is bound to a node the cache does not have.
+    fn bound_to_missing_node(&self, p: &Pod) -> bool {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty() && !self.nodes.contains_key(n))
+            && p.metadata.deletion_timestamp.is_none()
+    }
+
     /// Pod GC: pods bound to a node that no longer exists are deleted.
+    /// Only the pods that may be orphans are checked: all of them after a
+    /// node went away, else those seen bound to an unknown node (a scan of
+    /// every pod on every change is quadratic at 30,000 pods).
     async fn collect_orphan_pods(&mut self) {
-        let orphans: Vec<String> = self
-            .pods
-            .iter()
-            .filter(|(_, p)| {
-                p.spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .is_some_and(|n| !n.is_empty() && !self.nodes.contains_key(n))
-                    && p.metadata.deletion_timestamp.is_none()
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
+        let candidates = std::mem::take(&mut self.orphan_candidates);
+        let orphans: Vec<String> = if std::mem::take(&mut self.orphan_scan_all) {
+            self.pods
+                .iter()
+                .filter(|(_, p)| self.bound_to_missing_node(p))
+                .map(|(k, _)| k.clone())
+                .collect()
+        } else {
+            candidates
+                .into_iter()
+                .filter(|k| {
+                    self.pods
+                        .get(k)
+                        .is_some_and(|p| self.bound_to_missing_node(p))
+                })
+                .collect()
+        };
         for k in orphans {
             self.delete_pod(&k, Some(0)).await;
         }
