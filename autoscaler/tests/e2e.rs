@@ -938,3 +938,47 @@ async fn events_beyond_the_queue_are_dropped_as_client_go_drops_them() {
         MAX_QUEUED_EVENTS
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_frequent_loops_new_pods_wait_only_until_they_are_not_new() {
+    let r = start(
+        &[template(
+            "pool",
+            "4",
+            json!({"cluster-autoscaler.kwok.nodegroup/max-count": "10"}),
+        )],
+        Vec::new(),
+        &["--frequent-loops-enabled=true"],
+    )
+    .await;
+    r.cluster.advance(Duration::from_secs(15)).await;
+    let created = r.cluster.clock().now();
+    r.cluster
+        .create(deployment("web", 8, "900m", json!({}), json!({})))
+        .await
+        .unwrap();
+    // The pods are marked unschedulable at once, so the first loop finds
+    // them all under 2 s old and waits; the next one starts when they are
+    // 2 s old, not at the 10 s timer.
+    let requested = r
+        .cluster
+        .wait_until("a node of pool", MINUTE, |client| async move {
+            let nodes = Api::<Node>::all(client)
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            if nodes.items.is_empty() {
+                Err("no node".into())
+            } else {
+                Ok(())
+            }
+        })
+        .await
+        .map(|()| r.cluster.clock().now());
+    let waited = requested.unwrap().duration_since(created).unwrap();
+    assert!(
+        waited < Duration::from_secs(5),
+        "the scale-up came {waited:?} after the pods"
+    );
+    assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 2);
+}

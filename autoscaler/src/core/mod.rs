@@ -83,6 +83,9 @@ pub struct Autoscaler {
     templates: TemplateNodes,
     sizes: housekeeping::SizeFixer,
     cleaned_up: bool,
+    /// Set by a loop that left every pending pod for being very new: when
+    /// the oldest of them stops being new.
+    pods_new_until: Option<SystemTime>,
     /// The last loop's decisions.
     pub decisions: Arc<Mutex<Decisions>>,
     /// Loop liveness.
@@ -196,6 +199,7 @@ impl Autoscaler {
             templates: TemplateNodes::default(),
             sizes: housekeeping::SizeFixer::default(),
             cleaned_up: false,
+            pods_new_until: None,
             decisions: Arc::new(Mutex::new(Decisions::default())),
             liveness: Arc::new(Mutex::new(Liveness {
                 started: now,
@@ -249,7 +253,7 @@ impl Autoscaler {
             if frequent && acted {
                 continue;
             }
-            let sleep = tokio::time::sleep(self.ctx.flags.scan_interval);
+            let sleep = tokio::time::sleep(self.next_loop_in(frequent));
             tokio::select! {
                 _ = &mut stop => break,
                 _ = sleep => {}
@@ -257,6 +261,22 @@ impl Autoscaler {
             }
         }
         self.shutdown().await;
+    }
+
+    /// How long to wait for the next loop: `--scan-interval`; with
+    /// `--frequent-loops-enabled`, no longer than until the pods the last
+    /// loop found too new stop being new. (Upstream waits for another pod
+    /// or the timer, up to 10 s more for the same decision; starting at
+    /// once is the point of the flag.)
+    fn next_loop_in(&mut self, frequent: bool) -> std::time::Duration {
+        let interval = self.ctx.flags.scan_interval;
+        match self.pods_new_until.take() {
+            Some(at) if frequent => at
+                .duration_since(self.ctx.clock.now())
+                .unwrap_or_default()
+                .min(interval),
+            _ => interval,
+        }
     }
 
     /// On graceful shutdown: delete the status ConfigMap and clean up the provider.
@@ -383,6 +403,7 @@ impl Autoscaler {
         self.metrics.observe("scaleUp", t.elapsed());
         let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
         let too_new = up.status == ScaleUpStatus::InCooldown;
+        self.pods_new_until = up.pods_new_until;
         self.scale_down
             .cooldown()
             .record_scale_up(too_new, &scaled_groups, now);

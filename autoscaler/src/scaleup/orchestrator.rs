@@ -31,6 +31,10 @@ pub struct ScaleUpOutcome {
     pub options: BTreeMap<String, usize>,
     /// The increases that succeeded.
     pub scaled: Vec<ScaleUpInfo>,
+    /// When every pending pod was too new (upstream's "Unschedulable pods
+    /// are very new, waiting one iteration for more"): the time the oldest
+    /// of them stops being new.
+    pub pods_new_until: Option<SystemTime>,
 }
 
 impl ScaleUpOutcome {
@@ -40,9 +44,14 @@ impl ScaleUpOutcome {
             pods: BTreeMap::new(),
             options: BTreeMap::new(),
             scaled: Vec::new(),
+            pods_new_until: None,
         }
     }
 }
+
+/// Pending pods younger than this are "very new": when all are, the loop
+/// waits for more before scaling up (upstream's unschedulablePodTimeBuffer).
+pub const NEW_POD_BUFFER: Duration = Duration::from_secs(2);
 
 /// What the loop hands the scale-up step.
 pub struct ScaleUpInputs<'a> {
@@ -120,8 +129,14 @@ pub async fn scale_up(
                     .map(|t| SystemTime::from(t.0))
             })
             .min();
-        if oldest.is_some_and(|t| t + Duration::from_secs(2) > now) {
-            return ScaleUpOutcome::stopped(ScaleUpStatus::InCooldown);
+        if let Some(oldest) = oldest
+            && oldest + NEW_POD_BUFFER > now
+        {
+            tracing::debug!("Unschedulable pods are very new, waiting one iteration for more");
+            return ScaleUpOutcome {
+                pods_new_until: Some(oldest + NEW_POD_BUFFER),
+                ..ScaleUpOutcome::stopped(ScaleUpStatus::InCooldown)
+            };
         }
     }
     let (candidates, skipped) = candidates(ctx, registry, inputs.templates, now);
@@ -247,6 +262,7 @@ pub async fn scale_up(
                 pods: verdicts,
                 options,
                 scaled: executed.done,
+                pods_new_until: None,
             }
         }
     }
