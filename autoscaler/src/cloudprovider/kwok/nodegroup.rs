@@ -81,30 +81,34 @@ impl KwokNodeGroup {
                 }
                 _ => {}
             }
-            let mut node = template.clone();
-            node.metadata.name = Some(name.clone());
-            node.metadata
-                .labels
-                .get_or_insert_with(Default::default)
-                .insert("kubernetes.io/hostname".into(), name.clone());
-            node.spec.get_or_insert_with(Default::default).provider_id =
-                Some(format!("kwok:{name}"));
-            nodes.push(node);
+            nodes.push(name);
         }
         let results: Vec<Result<(), CloudError>> = futures::stream::iter(nodes)
-            .map(|node| {
+            .map(|mut name| {
                 let api = api.clone();
+                let template = &template;
                 async move {
-                    let name = node.metadata.name.clone().unwrap_or_default();
-                    api.create(&PostParams::default(), &node)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| {
-                            CloudError::api(format!(
-                                "kwok node group {}: creating node {name}: {e}",
-                                self.id
-                            ))
-                        })
+                    // Five random characters collide about once in a
+                    // 5,000-node group: a taken name is drawn again.
+                    let mut attempts = 1;
+                    loop {
+                        let node = node_named(template, &name);
+                        match api.create(&PostParams::default(), &node).await {
+                            Ok(_) => return Ok(()),
+                            Err(kube::Error::Api(e))
+                                if e.code == 409 && attempts < NAME_ATTEMPTS =>
+                            {
+                                attempts += 1;
+                                name = format!("{}-{}", self.id, apimachinery::rand::suffix(5));
+                            }
+                            Err(e) => {
+                                return Err(CloudError::api(format!(
+                                    "kwok node group {}: creating node {name}: {e}",
+                                    self.id
+                                )));
+                            }
+                        }
+                    }
                 }
             })
             .buffer_unordered(CREATE_CONCURRENCY)
@@ -112,6 +116,21 @@ impl KwokNodeGroup {
             .await;
         results.into_iter().collect()
     }
+}
+
+/// How many names a new node may be given before its creation fails.
+const NAME_ATTEMPTS: usize = 5;
+
+/// The group's template as the node `name`.
+fn node_named(template: &Node, name: &str) -> Node {
+    let mut node = template.clone();
+    node.metadata.name = Some(name.to_string());
+    node.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("kubernetes.io/hostname".into(), name.to_string());
+    node.spec.get_or_insert_with(Default::default).provider_id = Some(format!("kwok:{name}"));
+    node
 }
 
 impl NodeGroup for KwokNodeGroup {
