@@ -22,7 +22,7 @@ pub struct BenchArgs {
     )]
     pub binary: PathBuf,
     /// The scales: nodes the backlog needs, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,5000")]
     pub nodes: Vec<usize>,
     /// Pods per node, extra flags, timeout.
     #[command(flatten)]
