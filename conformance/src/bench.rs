@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::binary::BinaryInfo;
-use crate::compare::{self, CompareArgs, Row, ScenarioArgs, latency_cell, loops_cell, secs};
+use crate::compare::{self, Row, ScenarioArgs, measured_cells};
 
 /// `testbed bench` arguments.
 #[derive(clap::Args, Debug, Clone)]
@@ -58,12 +58,7 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
             args.binary.display(),
             args.scenario.pods_per_node
         );
-        let scenario = CompareArgs {
-            binaries: vec![args.binary.clone()],
-            nodes,
-            scenario: args.scenario.clone(),
-        };
-        let row = compare::measure(&info, &scenario).await?;
+        let row = compare::measure(&info, nodes, &args.scenario).await?;
         points.push(Point { nodes, row });
     }
     let table = table(&points, args.scenario.pods_per_node);
@@ -87,19 +82,12 @@ pub fn table(points: &[Point], pods_per_node: usize) -> String {
          | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for p in points {
-        let r = &p.row;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} s | {} MiB |",
+            "| {} | {} | {} |",
             p.nodes,
             p.nodes * pods_per_node,
-            secs(r.all_pods),
-            secs(r.all_nodes),
-            secs(r.all_running),
-            latency_cell(r.latency),
-            loops_cell(r.loops),
-            r.cpu.as_secs_f64(),
-            r.peak_rss_kib / 1024
+            measured_cells(&p.row)
         );
     }
     out

@@ -2,8 +2,8 @@
 //! binaries, each on a fresh embedded cluster, one after the other, and
 //! what a user feels: time until every node is requested and until every
 //! pod runs, the autoscaler's main-loop time (its own metric), CPU time
-//! and peak memory, the events it wrote and the API requests it made; with the ratio of the second binary
-//! to the first.
+//! and peak memory, the events it wrote and the API requests it made; with
+//! the ratio of the second binary to the first.
 //!
 //! The scenario is a backlog: one node group of `--pods-per-node`-CPU
 //! nodes with one Ready node, then a Deployment of `nodes × pods-per-node`
@@ -157,7 +157,7 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
             args.nodes,
             args.scenario.pods_per_node
         );
-        rows.push(measure(&info, args).await?);
+        rows.push(measure(&info, args.nodes, &args.scenario).await?);
     }
     Ok(rows)
 }
@@ -168,11 +168,15 @@ fn version_of(info: &BinaryInfo) -> String {
         .map_or_else(|| "version unknown".into(), ToString::to_string)
 }
 
-/// The scenario against one binary on a fresh cluster (`args.binaries` is
-/// not read: `info` is the binary).
-pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, String> {
-    let cpu = args.scenario.pods_per_node.to_string();
-    let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, args.nodes);
+/// The scenario against one binary on a fresh cluster: a backlog that
+/// needs `nodes` nodes.
+pub async fn measure(
+    info: &BinaryInfo,
+    nodes: usize,
+    scenario: &ScenarioArgs,
+) -> Result<Row, String> {
+    let cpu = scenario.pods_per_node.to_string();
+    let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, nodes);
     group.initial = 1;
     let cluster = Cluster::builder()
         .object(provider_config_map())
@@ -206,7 +210,7 @@ pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, Strin
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
     let flags: Vec<String> = SCENARIO_FLAGS.iter().map(|f| f.to_string()).collect();
-    let mut child = binary::command(info, &kubeconfig, port, &flags, &args.scenario.extra, 1.0)?
+    let mut child = binary::command(info, &kubeconfig, port, &flags, &scenario.extra, 1.0)?
         .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
         .stderr(log_file)
         .spawn()
@@ -214,7 +218,7 @@ pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, Strin
     let pid = child.id().ok_or("the autoscaler exited at once")?;
     // Let it finish its first loop on the idle cluster.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let replicas = args.nodes * args.scenario.pods_per_node;
+    let replicas = nodes * scenario.pods_per_node;
     let requests_before = api.tls_requests();
     let started = Instant::now();
     cluster
@@ -226,7 +230,7 @@ pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, Strin
                         "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
         .await
         .map_err(|e| format!("creating the Deployment: {e}"))?;
-    let deadline = started + Duration::from_secs(args.scenario.timeout);
+    let deadline = started + Duration::from_secs(scenario.timeout);
     let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
     while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
         if let Ok(Some(status)) = child.try_wait() {
@@ -236,7 +240,7 @@ pub async fn measure(info: &BinaryInfo, args: &CompareArgs) -> Result<Row, Strin
                 tail(&log)
             ));
         }
-        if all_nodes.is_none() && count_nodes(&cluster).await? >= args.nodes {
+        if all_nodes.is_none() && count_nodes(&cluster).await? >= nodes {
             all_nodes = Some(started.elapsed());
         }
         let (created, ready) = replica_counts(&cluster).await?;
@@ -344,6 +348,21 @@ pub(crate) fn latency_cell(latency: Option<(Duration, Duration)>) -> String {
     )
 }
 
+/// The cells every report shows for a run: all pods created, all nodes,
+/// all running, latency, loop time, CPU, peak RSS (joined by ` | `).
+pub(crate) fn measured_cells(r: &Row) -> String {
+    format!(
+        "{} | {} | {} | {} | {} | {:.1} s | {} MiB",
+        secs(r.all_pods),
+        secs(r.all_nodes),
+        secs(r.all_running),
+        latency_cell(r.latency),
+        loops_cell(r.loops),
+        r.cpu.as_secs_f64(),
+        r.peak_rss_kib / 1024
+    )
+}
+
 /// Loop time as a table cell: `mean s (loops)`.
 pub(crate) fn loops_cell(loops: Option<LoopTime>) -> String {
     loops.map_or_else(
@@ -377,16 +396,10 @@ pub fn render(rows: &[Row]) -> String {
     out.push_str(&format!("|{}\n", " --- |".repeat(header.len())));
     for r in rows {
         out.push_str(&format!(
-            "| {} ({}) | {} | {} | {} | {} | {} | {:.1} s | {} MiB | {} | {} |\n",
+            "| {} ({}) | {} | {} | {} |\n",
             r.binary.display(),
             r.version,
-            secs(r.all_pods),
-            secs(r.all_nodes),
-            secs(r.all_running),
-            latency_cell(r.latency),
-            loops_cell(r.loops),
-            r.cpu.as_secs_f64(),
-            r.peak_rss_kib / 1024,
+            measured_cells(r),
             r.events,
             r.requests
         ));

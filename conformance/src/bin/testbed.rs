@@ -10,7 +10,7 @@
 //! scale-up from a backlog (`--nodes` × `--pods-per-node` pods) against
 //! each binary on a fresh cluster and prints a row each with the ratios.
 //!
-//! `testbed bench [--autoscaler-binary B] [--nodes 100,1000]` runs that
+//! `testbed bench [--autoscaler-binary B] [--nodes 100,1000,5000]` runs that
 //! scenario for one binary at each scale and writes `target/bench/scale.md`
 //! and `target/bench/scale.svg`.
 //!

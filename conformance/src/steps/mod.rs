@@ -13,7 +13,8 @@
 //!   unneeded";
 //! - [`assertions`]: node counts, pods, events, taints, the status
 //!   ConfigMap, metrics, health, decisions;
-//! - [`scalability`]: the FAQ's scale-up latency objective, per pod.
+//! - [`scalability`]: the FAQ's scale-up latency objective, per pod, and
+//!   the main loop's mean time.
 //!
 //! `conformance/README.md` lists every step with an example.
 
