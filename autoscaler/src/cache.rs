@@ -6,8 +6,11 @@
 //!
 //! Pods in phase Succeeded or Failed are invisible (ca-compat §0.2);
 //! expendable pods (priority below `--expendable-pods-priority-cutoff`) do
-//! not enter the snapshot. A pod that becomes Unschedulable notifies
-//! [`ClusterCache::unschedulable_pod`], so the loop can start at once.
+//! not enter the snapshot. An unbound pod added or updated within
+//! [`RECENT_UNSCHEDULABLE`] of being marked Unschedulable notifies
+//! [`ClusterCache::unschedulable_pod`], so the loop can start at once
+//! (upstream's `UnschedulablePodObserver`: a re-mark with a new message,
+//! after the scheduler's backoff, triggers a loop too).
 //!
 //! Bound pods are kept compact: their scheduling facts (requests, ports,
 //! priority, anti-affinity) are computed once into a [`PodInfo`] when the
@@ -17,6 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, SystemTime};
 
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
@@ -27,6 +31,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource, ResourceExt};
 use predicates::{NodeInfo, PodInfo};
+use simclock::Clock;
 use tokio::sync::{Notify, watch};
 
 use crate::simulator::drainability::{Budget, ControllerState, Controllers, controller_uid};
@@ -41,16 +46,33 @@ pub fn is_active(pod: &Pod) -> bool {
 
 /// Whether the scheduler marked the pod `PodScheduled=False/Unschedulable`.
 pub fn is_unschedulable(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| {
-            c.iter().any(|c| {
-                c.type_ == "PodScheduled"
-                    && c.status == "False"
-                    && c.reason.as_deref() == Some("Unschedulable")
-            })
-        })
+    unschedulable_condition(pod).is_some()
+}
+
+/// The pod's `PodScheduled=False/Unschedulable` condition, if it has one.
+fn unschedulable_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
+    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+    })
+}
+
+/// An unschedulable pod's change triggers a loop only this long after the
+/// pod was marked (upstream's `maxPodChangeAge`).
+pub const RECENT_UNSCHEDULABLE: Duration = Duration::from_secs(10);
+
+/// Whether a change to `pod` should start a loop: it is active, unbound
+/// and was marked Unschedulable no more than [`RECENT_UNSCHEDULABLE`] ago.
+fn is_recent_unschedulable(pod: &Pod, now: SystemTime) -> bool {
+    if !is_active(pod) || node_name(pod).is_some() {
+        return false;
+    }
+    unschedulable_condition(pod).is_some_and(|c| {
+        c.last_transition_time
+            .as_ref()
+            .is_some_and(|t| SystemTime::from(t.0) + RECENT_UNSCHEDULABLE >= now)
+    })
 }
 
 fn node_name(pod: &Pod) -> Option<&str> {
@@ -143,14 +165,12 @@ impl State {
         self.dirty.insert(node.to_string());
     }
 
-    fn put_pod(&mut self, mut pod: Pod) -> bool {
+    fn put_pod(&mut self, mut pod: Pod) {
         pod.metadata.managed_fields = None;
         let key = predicates::nodeinfo::pod_key(&pod);
-        let newly_unschedulable =
-            is_unschedulable(&pod) && !self.unbound.get(&key).is_some_and(|p| is_unschedulable(p));
         self.drop_pod(&key);
         if !is_active(&pod) {
-            return false;
+            return;
         }
         if let Some(uid) = controller_uid(&pod) {
             let uid = uid.to_string();
@@ -172,7 +192,6 @@ impl State {
             }
         };
         self.pods.insert(key, info);
-        newly_unschedulable
     }
 
     fn drop_pod(&mut self, key: &str) {
@@ -319,6 +338,8 @@ enum Change {
 /// The watch-fed cache.
 pub struct ClusterCache {
     state: RwLock<State>,
+    /// The autoscaler's clock (how recent an Unschedulable mark is).
+    clock: Clock,
     unschedulable: Notify,
     ready: watch::Sender<bool>,
     /// Counts pod events, so that waiters wake on the next one.
@@ -328,11 +349,12 @@ pub struct ClusterCache {
 impl ClusterCache {
     /// Starts the watches; [`Self::wait_ready`] returns once every initial
     /// list is in.
-    pub fn start(client: Client) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
+    pub fn start(client: Client, clock: Clock) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
         let (ready, _) = watch::channel(false);
         let (pod_events, _) = watch::channel(0);
         let cache = Arc::new(Self {
             state: RwLock::new(State::default()),
+            clock,
             unschedulable: Notify::new(),
             ready,
             pod_events,
@@ -363,7 +385,8 @@ impl ClusterCache {
         self.pod_events.subscribe()
     }
 
-    /// Resolves when a pod becomes Unschedulable.
+    /// Resolves on the next change to a recently Unschedulable pod (module
+    /// docs), or at once if one came since the last call.
     pub async fn unschedulable_pod(&self) {
         self.unschedulable.notified().await;
     }
@@ -485,7 +508,8 @@ impl ClusterCache {
                     Change::Pod(e) => match *e {
                         Event::Apply(p) | Event::InitApply(p) => {
                             s.seen("Pod", &predicates::nodeinfo::pod_key(&p));
-                            notify = s.put_pod(p);
+                            notify = is_recent_unschedulable(&p, self.clock.now());
+                            s.put_pod(p);
                         }
                         Event::Delete(p) => s.drop_pod(&predicates::nodeinfo::pod_key(&p)),
                         Event::InitDone => {
@@ -637,5 +661,40 @@ mod tests {
         assert_eq!(s.pods_of_owner("rs1").len(), 1);
         s.drop_pod("default/a");
         assert!(!s.by_owner.contains_key("rs1"));
+    }
+
+    #[test]
+    fn a_change_to_a_recently_unschedulable_unbound_pod_starts_a_loop() {
+        let pod = |node: Option<&str>, marked: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                    "status": "False", "reason": "Unschedulable",
+                    "lastTransitionTime": marked}]}}))
+            .unwrap()
+        };
+        let now = SystemTime::from("2026-01-01T00:00:20Z".parse::<jiff::Timestamp>().unwrap());
+        assert!(is_recent_unschedulable(
+            &pod(None, "2026-01-01T00:00:10Z"),
+            now
+        ));
+        assert!(!is_recent_unschedulable(
+            &pod(None, "2026-01-01T00:00:09Z"),
+            now
+        ));
+        assert!(!is_recent_unschedulable(
+            &pod(Some("n1"), "2026-01-01T00:00:15Z"),
+            now
+        ));
+        let mut scheduled = pod(None, "2026-01-01T00:00:15Z");
+        scheduled
+            .status
+            .as_mut()
+            .unwrap()
+            .conditions
+            .as_mut()
+            .unwrap()[0]
+            .reason = Some("SchedulerError".into());
+        assert!(!is_recent_unschedulable(&scheduled, now));
     }
 }

@@ -57,7 +57,7 @@ pub async fn kwok(
     .chain(args.iter().cloned());
     let flags = Flags::try_parse_from(normalize_args(argv))?;
     let validated = flags.validate()?;
-    let (cache, _) = ClusterCache::start(client.clone());
+    let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
     cache.wait_ready().await;
     let provider = KwokProvider::new(
         client.clone(),

@@ -155,7 +155,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
             _ = stop_signal() => return Ok(()),
         }
     }
-    let (cache, _cache_task) = ClusterCache::start(client.clone());
+    let (cache, _cache_task) = ClusterCache::start(client.clone(), clock.clone());
     cache.wait_ready().await;
     let provider: Arc<dyn CloudProvider> = match provider {
         ProviderName::Kwok => {

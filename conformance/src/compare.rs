@@ -24,7 +24,7 @@ use kube::Api;
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
-use crate::latency::{LatencySummary, scale_up_latencies};
+use crate::latency::{Latencies, LatencySummary, marked_pods};
 use crate::world::{
     GroupSpec, Served, provider_config_map, serve_for_binary, templates_config_map,
 };
@@ -221,6 +221,7 @@ pub async fn measure(
     let replicas = nodes * scenario.pods_per_node;
     let requests_before = api.tls_requests();
     let started = Instant::now();
+    let started_at = std::time::SystemTime::now();
     cluster
         .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "backlog", "namespace": "default"},
@@ -260,7 +261,12 @@ pub async fn measure(
     };
     let _ = child.kill().await;
     let events = count_events(&cluster).await?;
-    let latency = pod_latencies(&cluster).await?;
+    let latency = pod_latencies(
+        &cluster,
+        &logs.join(format!("{name}.latency.csv")),
+        started_at,
+    )
+    .await?;
     Ok(Row {
         binary: info.path.clone(),
         version: version_of(info),
@@ -276,12 +282,26 @@ pub async fn measure(
     })
 }
 
-/// p50 and p99 of the pods' scale-up latency ([`crate::latency`]).
-async fn pod_latencies(cluster: &Cluster) -> Result<Option<(Duration, Duration)>, String> {
-    let measured = scale_up_latencies(&cluster.client(), "app=backlog")
-        .await?
-        .measured;
-    Ok(LatencySummary::of(measured).map(|s| (s.p50, s.p99)))
+/// p50 and p99 of the pods' scale-up latency ([`crate::latency`]); each
+/// marked pod's mark and node creation, in seconds from the Deployment's
+/// creation, go to `csv` for reading afterwards.
+async fn pod_latencies(
+    cluster: &Cluster,
+    csv: &std::path::Path,
+    started: std::time::SystemTime,
+) -> Result<Option<(Duration, Duration)>, String> {
+    let pods = marked_pods(&cluster.client(), "app=backlog").await?;
+    let origin = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let secs = |ms: i64| format!("{:.3}", (ms - origin) as f64 / 1000.0);
+    let mut text = String::from("pod,marked_s,node_created_s\n");
+    for p in &pods {
+        let node = p.node_created_ms.map(secs).unwrap_or_default();
+        text.push_str(&format!("{},{},{node}\n", p.pod, secs(p.marked_ms)));
+    }
+    std::fs::write(csv, text).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+    Ok(LatencySummary::of(Latencies::of(&pods).measured).map(|s| (s.p50, s.p99)))
 }
 
 async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {

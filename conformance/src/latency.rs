@@ -2,14 +2,21 @@
 //! from the time a pod is marked as unschedulable (by K8S scheduler) to the
 //! time CA issues scale-up request to the cloud provider".
 //!
-//! Per pod: from the first `FailedScheduling` event the scheduler wrote on
-//! it (it writes one each time it marks the pod `PodScheduled=False,
-//! reason Unschedulable`, so the first is when the pod was first marked) to
-//! the creation of the node it runs on. The kwok providers create a group's
-//! nodes as they take the scale-up request, so a node's creation is when the
-//! request for it was issued, whichever autoscaler issued it. A pod that was
-//! never marked unschedulable needed no scale-up and is not counted; a pod
-//! that runs on a node older than its mark counts as 0 s. Used by the
+//! A pod's mark is the first `FailedScheduling` event the scheduler wrote
+//! on it (it writes one each time it marks the pod `PodScheduled=False,
+//! reason Unschedulable`, so the first is when the pod was first marked).
+//! The kwok providers create a group's nodes as they take the scale-up
+//! request, so a node's creation is when the request for it was issued,
+//! whichever autoscaler issued it.
+//!
+//! The increase that covers a pod: pods of one workload (one controller)
+//! are interchangeable, and which of them the scheduler binds to which new
+//! node is the scheduler's choice (its queue order and backoff), not the
+//! autoscaler's. So within a workload the k-th pod to be marked is paired
+//! with the k-th earliest node its marked pods run on: first marked, first
+//! covered. A pod without a controller is its own workload (its own node).
+//! A pod that was never marked needed no scale-up and is not counted; a
+//! pairing with a node older than the mark counts as 0 s. Used by the
 //! objective's step and by `testbed compare`.
 
 use std::collections::HashMap;
@@ -71,15 +78,55 @@ impl std::fmt::Display for LatencySummary {
 /// What [`scale_up_latencies`] measured.
 #[derive(Debug, Clone, Default)]
 pub struct Latencies {
-    /// One per pod that was marked unschedulable and now has a node.
+    /// One per pod that was marked unschedulable and is covered by a node.
     pub measured: Vec<Duration>,
     /// Pods that were marked unschedulable and have no node yet.
     pub unplaced: Vec<String>,
 }
 
-/// Per pod matching `selector`: first marked unschedulable → its node
-/// created.
-pub async fn scale_up_latencies(client: &Client, selector: &str) -> Result<Latencies, String> {
+/// One marked pod, as read from the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MarkedPod {
+    /// The workload: its controller's uid, or the pod's own key.
+    pub workload: String,
+    /// `namespace/name`.
+    pub pod: String,
+    /// When it was first marked unschedulable (ms since the epoch).
+    pub marked_ms: i64,
+    /// When the node it runs on was created (ms since the epoch).
+    pub node_created_ms: Option<i64>,
+}
+
+impl Latencies {
+    /// Pairs, per workload, the k-th marked pod with the k-th earliest node
+    /// of its marked pods (module docs).
+    pub fn of(pods: &[MarkedPod]) -> Self {
+        let mut workloads: HashMap<&str, (Vec<i64>, Vec<i64>)> = HashMap::new();
+        let mut out = Self::default();
+        for p in pods {
+            let (marks, nodes) = workloads.entry(p.workload.as_str()).or_default();
+            marks.push(p.marked_ms);
+            match p.node_created_ms {
+                Some(at) => nodes.push(at),
+                None => out.unplaced.push(p.pod.clone()),
+            }
+        }
+        for (mut marks, mut nodes) in workloads.into_values() {
+            marks.sort_unstable();
+            nodes.sort_unstable();
+            for (mark, node) in marks.iter().zip(&nodes) {
+                let millis = u64::try_from(node - mark).unwrap_or(0);
+                out.measured.push(Duration::from_millis(millis));
+            }
+        }
+        out.unplaced.sort();
+        out
+    }
+}
+
+/// Every pod matching `selector` that was marked unschedulable, with its
+/// mark and its node's creation.
+pub async fn marked_pods(client: &Client, selector: &str) -> Result<Vec<MarkedPod>, String> {
     let pods = harness::cluster::list::<Pod>(client, selector).await?;
     let events = Api::<Event>::all(client.clone())
         .list(&ListParams::default().fields("reason=FailedScheduling"))
@@ -110,24 +157,35 @@ pub async fn scale_up_latencies(client: &Client, selector: &str) -> Result<Laten
             Some((n.metadata.name?, at))
         })
         .collect();
-    let mut out = Latencies::default();
-    for p in &pods {
+    let mut out = Vec::new();
+    for p in pods {
         let ns = p.metadata.namespace.clone().unwrap_or_default();
         let name = p.metadata.name.clone().unwrap_or_default();
-        let Some(at) = marked.get(&(ns, name.clone())) else {
+        let Some(&marked_ms) = marked.get(&(ns.clone(), name.clone())) else {
             continue;
         };
+        let key = format!("{ns}/{name}");
+        let workload = p
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map_or_else(|| key.clone(), |o| o.uid.clone());
         let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        match node.and_then(|n| nodes.get(n)) {
-            Some(node_at) => {
-                let millis = u64::try_from(node_at - at).unwrap_or(0);
-                out.measured.push(Duration::from_millis(millis));
-            }
-            None => out.unplaced.push(name),
-        }
+        out.push(MarkedPod {
+            workload,
+            pod: key,
+            marked_ms,
+            node_created_ms: node.and_then(|n| nodes.get(n)).copied(),
+        });
     }
-    out.unplaced.sort();
     Ok(out)
+}
+
+/// The latencies of the pods matching `selector` ([`Latencies::of`]).
+pub async fn scale_up_latencies(client: &Client, selector: &str) -> Result<Latencies, String> {
+    Ok(Latencies::of(&marked_pods(client, selector).await?))
 }
 
 #[cfg(test)]
@@ -143,5 +201,45 @@ mod tests {
         assert_eq!(s.p99, Duration::from_secs(99));
         assert_eq!(s.max, Duration::from_secs(100));
         assert!(LatencySummary::of(Vec::new()).is_none());
+    }
+
+    fn marked(workload: &str, pod: &str, marked_ms: i64, node: Option<i64>) -> MarkedPod {
+        MarkedPod {
+            workload: workload.into(),
+            pod: pod.into(),
+            marked_ms,
+            node_created_ms: node,
+        }
+    }
+
+    #[test]
+    fn a_workloads_first_marked_pod_is_covered_by_its_first_node() {
+        // The scheduler put the first-marked pod on a later node: paired by
+        // order, the latencies are 1, 3 and 2 s, not 11, 0 and 2 s.
+        let pods = [
+            marked("rs", "default/a", 0, Some(11_000)),
+            marked("rs", "default/b", 8_000, Some(1_000)),
+            marked("rs", "default/c", 9_000, Some(11_000)),
+        ];
+        let mut l = Latencies::of(&pods);
+        l.measured.sort();
+        let secs: Vec<u64> = l.measured.iter().map(Duration::as_secs).collect();
+        assert_eq!(secs, [1, 2, 3]);
+        assert!(l.unplaced.is_empty());
+    }
+
+    #[test]
+    fn workloads_are_paired_apart_and_unplaced_pods_are_named() {
+        // Another workload's early node does not cover this one's pods.
+        let pods = [
+            marked("fast", "default/f", 0, Some(1_000)),
+            marked("slow", "default/s1", 0, Some(20_000)),
+            marked("slow", "default/s2", 5_000, None),
+        ];
+        let mut l = Latencies::of(&pods);
+        l.measured.sort();
+        let secs: Vec<u64> = l.measured.iter().map(Duration::as_secs).collect();
+        assert_eq!(secs, [1, 20]);
+        assert_eq!(l.unplaced, ["default/s2"]);
     }
 }

@@ -38,8 +38,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
 /// The least time between two scheduling passes.
 const PASS_GAP: Duration = Duration::from_millis(20);
-/// How many Unschedulable status patches are in flight at once.
-const MARK_CONCURRENCY: usize = 32;
+/// How many bindings, and how many Unschedulable status patches, are in
+/// flight at once.
+const WRITE_CONCURRENCY: usize = 32;
 
 enum Change {
     Pod(Box<Event<Pod>>),
@@ -77,9 +78,22 @@ fn queue_order(pod: &Pod) -> (i32, i64) {
 }
 
 /// A status patch that marks a pod unschedulable, written after the pass.
+/// An Unschedulable condition to write; its time and its
+/// `FailedScheduling` event are taken when it is written, which is when
+/// the pod is marked for anyone watching.
 struct Mark {
     key: String,
-    status: serde_json::Value,
+    pod: Arc<Pod>,
+    message: String,
+    nominated: Option<String>,
+}
+
+/// A pod assumed on a node in a pass, to be bound after it.
+struct Bind {
+    key: String,
+    node: String,
+    /// Its queue entry, put back if the binding fails.
+    entry: Pending,
 }
 
 /// The scheduler's state.
@@ -395,6 +409,7 @@ impl Scheduler {
         // equivalence class: they get its message without another cycle.
         let mut failed: HashMap<u64, String> = HashMap::new();
         let mut marks = Vec::new();
+        let mut binds = Vec::new();
         let mut nominated = self.nominated_pods(&nodes_vec);
         for (_, key) in ready {
             let Some(pending) = self.pending.get(&key) else {
@@ -410,22 +425,20 @@ impl Scheduler {
             }
             match find_node(&pod, reserved.as_deref().unwrap_or(&infos)) {
                 Ok(i) => {
+                    // Assumed on its node at once; bound after the pass.
                     let node = nodes_vec[i].clone();
-                    if self.bind(&pod, &node).await {
-                        let message = format!("Successfully assigned {key} to {node}");
-                        self.record_event(&pod.pod, "Normal", "Scheduled", message);
-                        self.pending.remove(&key);
-                        nominated.retain(|(k, _, _)| *k != key);
-                        self.assumed.insert(key.clone());
-                        self.bound.insert(key, node);
-                        let mut assumed = (*pod.pod).clone();
-                        if let Some(spec) = assumed.spec.as_mut() {
-                            spec.node_name = Some(nodes_vec[i].clone());
-                        }
-                        infos[i].add_pod(PodInfo::new(Arc::new(assumed)));
-                    } else {
-                        self.backoff(&key);
+                    let Some(entry) = self.pending.remove(&key) else {
+                        continue;
+                    };
+                    nominated.retain(|(k, _, _)| *k != key);
+                    self.assumed.insert(key.clone());
+                    self.bound.insert(key.clone(), node.clone());
+                    let mut assumed = (*pod.pod).clone();
+                    if let Some(spec) = assumed.spec.as_mut() {
+                        spec.node_name = Some(node.clone());
                     }
+                    infos[i].add_pod(PodInfo::new(Arc::new(assumed)));
+                    binds.push(Bind { key, node, entry });
                 }
                 Err(fit) => {
                     let budgets: Vec<Budget> = self.budgets.values().cloned().collect();
@@ -465,7 +478,44 @@ impl Scheduler {
             }
         }
         self.nodes = nodes_vec.into_iter().zip(infos).collect();
-        self.write_marks(marks).await;
+        let (failed_binds, ()) = futures::join!(self.write_binds(binds), self.write_marks(marks));
+        for b in failed_binds {
+            self.unassume(b);
+        }
+    }
+
+    /// Binds a pass's pods, `WRITE_CONCURRENCY` at a time (kube-scheduler
+    /// binds in goroutines of their own, after the scheduling cycle), and
+    /// returns the binds that failed.
+    async fn write_binds(&self, binds: Vec<Bind>) -> Vec<Bind> {
+        futures::stream::iter(binds)
+            .map(|b| async move {
+                if self.bind(&b.key, &b.node).await {
+                    let message = format!("Successfully assigned {} to {}", b.key, b.node);
+                    self.record_event(&b.entry.pod, "Normal", "Scheduled", message);
+                    None
+                } else {
+                    Some(b)
+                }
+            })
+            .buffer_unordered(WRITE_CONCURRENCY)
+            .filter_map(|failed| async move { failed })
+            .collect()
+            .await
+    }
+
+    /// Takes back a pod whose binding failed: off its node, back in the
+    /// queue after its backoff.
+    fn unassume(&mut self, b: Bind) {
+        self.assumed.remove(&b.key);
+        if self.bound.get(&b.key) == Some(&b.node) {
+            self.bound.remove(&b.key);
+        }
+        if let Some(n) = self.nodes.get_mut(&b.node) {
+            n.remove_pod(&b.key);
+        }
+        self.pending.insert(b.key.clone(), b.entry);
+        self.backoff(&b.key);
     }
 
     /// The pending pods nominated to a node (after their preemption):
@@ -492,19 +542,18 @@ impl Scheduler {
         }
     }
 
-    async fn bind(&self, pod: &PodInfo, node: &str) -> bool {
-        let ns = pod.namespace().to_string();
-        let name = pod.pod.metadata.name.clone().unwrap_or_default();
+    async fn bind(&self, key: &str, node: &str) -> bool {
+        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
         let binding = json!({
             "apiVersion": "v1", "kind": "Binding",
             "metadata": {"name": name, "namespace": ns},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}
         });
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         match api
             .create_subresource::<_, serde_json::Value>(
                 "binding",
-                &name,
+                name,
                 &PostParams::default(),
                 &binding,
             )
@@ -585,33 +634,43 @@ impl Scheduler {
             return None;
         }
         p.last_message = Some(message.to_string());
-        let pod = p.pod.clone();
-        self.record_event(&pod, "Warning", "FailedScheduling", message.to_string());
-        let mut status = json!({"conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-            "message": message, "lastProbeTime": null,
-            "lastTransitionTime": self.clock.rfc3339(),
-        }]});
-        if let Some(n) = nominated {
-            status["nominatedNodeName"] = json!(n);
-        }
         Some(Mark {
             key: key.to_string(),
-            status,
+            pod: p.pod.clone(),
+            message: message.to_string(),
+            nominated,
         })
     }
 
-    /// Writes a pass's Unschedulable conditions, `MARK_CONCURRENCY` at a
+    /// Writes a pass's Unschedulable conditions, `WRITE_CONCURRENCY` at a
     /// time (kube-scheduler writes them from its own goroutines too).
     async fn write_marks(&self, marks: Vec<Mark>) {
-        let client = self.client.clone();
         futures::stream::iter(marks)
-            .for_each_concurrent(MARK_CONCURRENCY, |m| {
-                let client = client.clone();
+            .for_each_concurrent(WRITE_CONCURRENCY, |m| {
                 async move {
                     let (ns, name) = m.key.split_once('/').unwrap_or(("default", &m.key));
-                    let api: Api<Pod> = Api::namespaced(client, ns);
-                    let patch = Patch::Strategic(json!({"status": m.status}));
+                    self.record_event(&m.pod, "Warning", "FailedScheduling", m.message.clone());
+                    // As kube-scheduler: a new message keeps the time the
+                    // condition last changed status.
+                    let since = m
+                        .pod
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+                        .filter(|c| c.status == "False")
+                        .and_then(|c| c.last_transition_time.as_ref())
+                        .map_or_else(|| self.clock.rfc3339(), |t| t.0.to_string());
+                    let mut status = json!({"conditions": [{
+                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": m.message, "lastProbeTime": null,
+                        "lastTransitionTime": since,
+                    }]});
+                    if let Some(n) = &m.nominated {
+                        status["nominatedNodeName"] = json!(n);
+                    }
+                    let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+                    let patch = Patch::Strategic(json!({"status": status}));
                     if let Err(e) = api
                         .patch_status(name, &PatchParams::default(), &patch)
                         .await

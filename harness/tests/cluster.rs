@@ -177,6 +177,33 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
             .is_none()
     );
 
+    // Another node it does not fit: a new message, and, as with
+    // kube-scheduler, the condition keeps the time it became False.
+    let since = |p: &Pod| {
+        let c = p.status.as_ref().unwrap().conditions.as_ref().unwrap();
+        let c = c.iter().find(|c| c.type_ == "PodScheduled").unwrap();
+        c.last_transition_time.clone().unwrap()
+    };
+    cluster
+        .create(NodeTemplate::new("small", "1", "4Gi").node(2))
+        .await
+        .unwrap();
+    let remarked = cluster
+        .wait_until("pod big is marked again", MINUTE, |_| {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get("big").await.map_err(|e| e.to_string())?;
+                match condition(&p, "PodScheduled") {
+                    Some((_, _, m)) if m.starts_with("0/4 nodes") => Ok(p),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(since(&remarked), since(&p));
+    let (_, _, message4) = condition(&remarked, "PodScheduled").unwrap();
+
     cluster
         .create(NodeTemplate::new("large", "8", "32Gi").node(0))
         .await
@@ -206,6 +233,7 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
         mine,
         [
             ("FailedScheduling".to_string(), message),
+            ("FailedScheduling".to_string(), message4),
             (
                 "Scheduled".to_string(),
                 "Successfully assigned default/big to large-0".to_string()

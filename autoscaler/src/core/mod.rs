@@ -251,13 +251,22 @@ impl Autoscaler {
             };
             let frequent = self.ctx.flags.frequent_loops_enabled;
             if frequent && acted {
+                tracing::info!("Autoscaler loop triggered immediately after a scale up");
                 continue;
             }
-            let sleep = tokio::time::sleep(self.next_loop_in(frequent));
+            let wait = self.next_loop_in(frequent);
+            let sleep = tokio::time::sleep(wait);
             tokio::select! {
                 _ = &mut stop => break,
-                _ = sleep => {}
-                _ = self.ctx.cache.unschedulable_pod(), if frequent => {}
+                _ = sleep => if frequent {
+                    tracing::info!(
+                        "Autoscaler loop triggered by a {} timer",
+                        simclock::format_go_duration(wait)
+                    );
+                },
+                _ = self.ctx.cache.unschedulable_pod(), if frequent => {
+                    tracing::info!("Autoscaler loop triggered by unschedulable pod appearing");
+                }
             }
         }
         self.shutdown().await;
@@ -292,6 +301,7 @@ impl Autoscaler {
     /// One iteration. Returns whether it acted (scaled up or started a
     /// deletion).
     pub async fn run_once(&mut self) -> Result<bool, LoopError> {
+        tracing::debug!("Starting main loop");
         let now = self.ctx.clock.now();
         let started = std::time::Instant::now();
         if let Ok(mut l) = self.liveness.lock() {

@@ -93,6 +93,7 @@ pub async fn scale_up(
         .filter(|p| super::old_enough(p, f.new_pod_scale_up_delay, now))
         .collect();
     if pending.is_empty() {
+        tracing::debug!("No unschedulable pods");
         return ScaleUpOutcome::stopped(ScaleUpStatus::NotNeeded);
     }
     let ready_nodes = inputs
