@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use predicates::{NodeInfo, PodInfo};
 
@@ -454,23 +454,24 @@ impl Autoscaler {
     /// The snapshot: nodes with their pods, nominated pods on their
     /// nominated node, upcoming nodes as template copies; and the pods
     /// without a node.
-    fn snapshot(&self, templates: &BTreeMap<String, NodeInfo>) -> (Snapshot, Vec<Arc<Pod>>) {
+    fn snapshot(&self, templates: &BTreeMap<String, NodeInfo>) -> (Snapshot, Vec<PodInfo>) {
         let cutoff = self.ctx.flags.expendable_pods_priority_cutoff;
-        let (infos, unbound): (Vec<NodeInfo>, Vec<Arc<Pod>>) = {
+        let (infos, unbound): (Vec<NodeInfo>, Vec<PodInfo>) = {
             let mut state = self.ctx.cache.write();
             let infos = state.node_infos(cutoff);
             (infos, state.unbound.values().cloned().collect())
         };
         let mut snapshot = Snapshot::new(infos);
-        for pod in &unbound {
-            if let Some(nominated) = pod
+        for info in &unbound {
+            if let Some(nominated) = info
+                .pod
                 .status
                 .as_ref()
                 .and_then(|s| s.nominated_node_name.as_deref())
                 && let Some(i) = snapshot.index_of(nominated)
-                && !crate::cache::is_expendable(pod, cutoff)
+                && !crate::cache::is_expendable(&info.pod, cutoff)
             {
-                snapshot.add_pod(i, PodInfo::new(pod.clone()));
+                snapshot.add_pod(i, info.clone());
             }
         }
         for (id, count) in self.registry.upcoming() {
@@ -487,10 +488,10 @@ impl Autoscaler {
         (snapshot, unbound)
     }
 
-    fn report_unschedulable(&self, unbound: &[Arc<Pod>]) {
+    fn report_unschedulable(&self, unbound: &[PodInfo]) {
         let unschedulable = unbound
             .iter()
-            .filter(|p| crate::cache::is_unschedulable(p))
+            .filter(|p| crate::cache::is_unschedulable(&p.pod))
             .count();
         let gauge = &self.metrics.unschedulable_pods_count;
         Metrics::set(gauge, &[("type", "unschedulable")], unschedulable as f64);

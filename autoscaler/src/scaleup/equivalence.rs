@@ -3,9 +3,9 @@
 //! and scheduling spec are checked once for the whole group.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use predicates::PodInfo;
 
 use crate::simulator::drainability::{controller_uid, is_daemonset_pod};
 
@@ -14,12 +14,12 @@ use crate::simulator::drainability::{controller_uid, is_daemonset_pod};
 #[derive(Debug, Clone)]
 pub struct PodGroup {
     /// The pods, oldest first.
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<PodInfo>,
 }
 
 impl PodGroup {
     /// The pod checked for the group.
-    pub fn sample(&self) -> &Arc<Pod> {
+    pub fn sample(&self) -> &PodInfo {
         &self.pods[0]
     }
 }
@@ -54,24 +54,29 @@ fn sanitized_spec(pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodSpec> {
 }
 
 /// Whether two pods are the same for scheduling: same controller, equal
-/// labels, and specs equal after sanitising (compared directly first, which
-/// is the common case and allocates nothing).
-pub fn equivalent(a: &Pod, b: &Pod) -> bool {
-    controller_uid(a).is_some()
-        && controller_uid(a) == controller_uid(b)
-        && a.metadata.labels == b.metadata.labels
-        && (a.spec == b.spec || sanitized_spec(a) == sanitized_spec(b))
+/// labels, the same requests and host ports, and specs equal after
+/// sanitising (compared directly first, which is the common case and
+/// allocates nothing). The requests and ports stand for the containers,
+/// which compact pods ([`crate::cache::compact`]) no longer have.
+pub fn equivalent(a: &PodInfo, b: &PodInfo) -> bool {
+    let (pa, pb) = (&a.pod, &b.pod);
+    controller_uid(pa).is_some()
+        && controller_uid(pa) == controller_uid(pb)
+        && pa.metadata.labels == pb.metadata.labels
+        && a.requests == b.requests
+        && a.ports == b.ports
+        && (pa.spec == pb.spec || sanitized_spec(pa) == sanitized_spec(pb))
 }
 
 /// Groups pods by equivalence (ca-compat §4.2): pods without a controller
 /// and DaemonSet pods are alone; at most 10 groups per controller, further
 /// distinct pods are alone.
-pub fn equivalence_groups(pods: &[Arc<Pod>]) -> Vec<PodGroup> {
+pub fn equivalence_groups(pods: &[PodInfo]) -> Vec<PodGroup> {
     let mut groups: Vec<PodGroup> = Vec::new();
     // Per controller uid: the first pod of each of its groups.
-    let mut by_controller: HashMap<&str, Vec<(Arc<Pod>, usize)>> = HashMap::new();
+    let mut by_controller: HashMap<&str, Vec<(&PodInfo, usize)>> = HashMap::new();
     for pod in pods {
-        let Some(uid) = controller_uid(pod).filter(|_| !is_daemonset_pod(pod)) else {
+        let Some(uid) = controller_uid(&pod.pod).filter(|_| !is_daemonset_pod(&pod.pod)) else {
             groups.push(PodGroup {
                 pods: vec![pod.clone()],
             });
@@ -82,7 +87,7 @@ pub fn equivalence_groups(pods: &[Arc<Pod>]) -> Vec<PodGroup> {
             groups[*i].pods.push(pod.clone());
         } else {
             if known.len() < 10 {
-                known.push((pod.clone(), groups.len()));
+                known.push((pod, groups.len()));
             }
             groups.push(PodGroup {
                 pods: vec![pod.clone()],

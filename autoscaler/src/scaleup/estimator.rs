@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use predicates::{NodeInfo, PodInfo};
+use predicates::NodeInfo;
 
 use super::equivalence::PodGroup;
 use crate::simulator::{Snapshot, node_from_template};
@@ -37,7 +37,7 @@ pub fn estimate(
     );
     let mut ordered: Vec<&PodGroup> = groups.to_vec();
     let score = |g: &PodGroup| {
-        let r = predicates::resources::pod_requests(g.sample());
+        let r = &g.sample().requests;
         r.milli_cpu as f64 / alloc.0 + r.memory as f64 / alloc.1
     };
     ordered.sort_by(|a, b| score(b).total_cmp(&score(a)));
@@ -48,16 +48,15 @@ pub fn estimate(
     let template_pods = template.pods.len();
     'groups: for group in ordered {
         let mut try_all = true;
-        for pod in &group.pods {
-            let info = PodInfo::new(pod.clone());
+        for info in &group.pods {
             let mut placed = None;
             if try_all {
-                placed = added.iter().position(|&i| snapshot.fits(&info, i).is_ok());
+                placed = added.iter().position(|&i| snapshot.fits(info, i).is_ok());
                 if placed.is_none() {
                     try_all = false;
                 }
             } else if let Some(&last) = added.last()
-                && snapshot.fits(&info, last).is_ok()
+                && snapshot.fits(info, last).is_ok()
             {
                 placed = Some(added.len() - 1);
             }
@@ -75,7 +74,7 @@ pub fn estimate(
                 let i = snapshot.add_node(node);
                 added.push(i);
                 used.push(false);
-                if snapshot.fits(&info, i).is_ok() {
+                if snapshot.fits(info, i).is_ok() {
                     placed = Some(added.len() - 1);
                 } else {
                     continue 'groups;
@@ -85,7 +84,7 @@ pub fn estimate(
                 out.requests.0 += info.requests.milli_cpu;
                 out.requests.1 += info.requests.memory;
                 out.pods.push(info.key.clone());
-                snapshot.add_pod(added[k], info);
+                snapshot.add_pod(added[k], info.clone());
                 used[k] = true;
             }
         }

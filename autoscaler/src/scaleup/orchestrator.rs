@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
-use predicates::NodeInfo;
+use predicates::{NodeInfo, PodInfo};
 
 use super::{Balancing, Candidate, Limits, Plan, PlanInputs, ScaleUpInfo, ScaleUpStatus, executor};
 use crate::clusterstate::{self, ClusterStateRegistry};
@@ -55,8 +55,8 @@ pub const NEW_POD_BUFFER: Duration = Duration::from_secs(2);
 
 /// What the loop hands the scale-up step.
 pub struct ScaleUpInputs<'a> {
-    /// Pods without a node.
-    pub unbound: &'a [Arc<Pod>],
+    /// Pods without a node (compact, [`crate::cache::compact`]).
+    pub unbound: &'a [PodInfo],
     /// Template nodes per group.
     pub templates: &'a BTreeMap<String, NodeInfo>,
     /// Every node.
@@ -87,10 +87,10 @@ pub async fn scale_up(
     let pending = super::filter_out_schedulable(snapshot, pending);
     ctx.metrics.observe("filterOutSchedulable", t.elapsed());
     snapshot.commit();
-    let pending: Vec<Arc<Pod>> = pending
+    let pending: Vec<PodInfo> = pending
         .into_iter()
-        .filter(|p| !is_daemonset_pod(p))
-        .filter(|p| super::old_enough(p, f.new_pod_scale_up_delay, now))
+        .filter(|p| !is_daemonset_pod(&p.pod))
+        .filter(|p| super::old_enough(&p.pod, f.new_pod_scale_up_delay, now))
         .collect();
     if pending.is_empty() {
         tracing::debug!("No unschedulable pods");
@@ -112,7 +112,7 @@ pub async fn scale_up(
         );
         for p in &pending {
             ctx.events.record(
-                &ObjectRef::pod(p),
+                &ObjectRef::pod(&p.pod),
                 EventType::Normal,
                 EventReason::NotTriggerScaleUp,
                 "pod didn't trigger scale-up: max total nodes in cluster reached".into(),
@@ -124,7 +124,8 @@ pub async fn scale_up(
         let oldest = pending
             .iter()
             .filter_map(|p| {
-                p.metadata
+                p.pod
+                    .metadata
                     .creation_timestamp
                     .as_ref()
                     .map(|t| SystemTime::from(t.0))
@@ -191,15 +192,12 @@ pub async fn scale_up(
         }
     }
     priority::report_notices(ctx, notices);
-    let by_key: HashMap<String, &Arc<Pod>> = pending
-        .iter()
-        .map(|p| (predicates::nodeinfo::pod_key(p), p))
-        .collect();
+    let by_key: HashMap<&str, &Pod> = pending.iter().map(|p| (p.key.as_str(), &*p.pod)).collect();
     match plan {
         Plan::NoOptions { reasons, groups } => {
             for (key, rs) in reasons {
                 let text: Vec<String> = rs.iter().map(|(r, n)| format!("{n} {r}")).collect();
-                if let Some(p) = by_key.get(&key) {
+                if let Some(p) = by_key.get(key.as_str()) {
                     ctx.events.record(
                         &ObjectRef::pod(p),
                         EventType::Normal,
@@ -244,7 +242,7 @@ pub async fn scale_up(
                 );
                 let message = format!("pod triggered scale-up: [{}]", text.join(" "));
                 for key in &option.pods {
-                    if let Some(p) = by_key.get(key) {
+                    if let Some(p) = by_key.get(key.as_str()) {
                         ctx.events.record(
                             &ObjectRef::pod(p),
                             EventType::Normal,
@@ -300,7 +298,7 @@ fn candidates(
 
 /// The pods of nodes being drained, unbound, so that scale-up finds them a
 /// place. The cache keeps bound pods compact, so the full ones are read.
-async fn pods_of_draining_nodes(ctx: &AutoscalingContext, draining: &[String]) -> Vec<Arc<Pod>> {
+async fn pods_of_draining_nodes(ctx: &AutoscalingContext, draining: &[String]) -> Vec<PodInfo> {
     let mut out = Vec::new();
     for node in draining {
         let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
@@ -320,7 +318,7 @@ async fn pods_of_draining_nodes(ctx: &AutoscalingContext, draining: &[String]) -
                 if let Some(s) = p.spec.as_mut() {
                     s.node_name = None;
                 }
-                out.push(Arc::new(p));
+                out.push(crate::cache::compact(PodInfo::new(Arc::new(p))));
             }
         }
     }

@@ -3,7 +3,6 @@
 //! nominated and too-young ones; then the pods that already fit on existing
 //! or upcoming nodes are filtered out (upstream's `filter_out_schedulable`).
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -20,40 +19,39 @@ pub const POD_SCALE_UP_DELAY: &str = "cluster-autoscaler.kubernetes.io/pod-scale
 /// Pods the scheduler could not place, or that a bypassed scheduler owns
 /// (ca-compat §4.1 classification), minus expendable and nominated ones.
 pub fn pending_pods<'a>(
-    unbound: impl Iterator<Item = &'a Arc<Pod>>,
+    unbound: impl Iterator<Item = &'a PodInfo>,
     expendable_cutoff: i32,
     bypassed_schedulers: &[String],
-) -> Vec<Arc<Pod>> {
+) -> Vec<PodInfo> {
     unbound
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| {
-            p.status
-                .as_ref()
-                .and_then(|s| s.nominated_node_name.as_deref())
-                .is_none_or(str::is_empty)
+        .filter(|info| {
+            let p = &info.pod;
+            p.metadata.deletion_timestamp.is_none()
+                && p.status
+                    .as_ref()
+                    .and_then(|s| s.nominated_node_name.as_deref())
+                    .is_none_or(str::is_empty)
+                && (crate::cache::is_unschedulable(p) || bypassed(p, bypassed_schedulers))
+                && !is_expendable(p, expendable_cutoff)
         })
-        .filter(|p| {
-            if crate::cache::is_unschedulable(p) {
-                return true;
-            }
-            let scheduler = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.scheduler_name.as_deref())
-                .unwrap_or("default-scheduler");
-            let unprocessed = p
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
-                .is_none_or(|c| {
-                    c.status == "False" && c.reason.as_deref().unwrap_or("").is_empty()
-                });
-            bypassed_schedulers.iter().any(|b| b == scheduler) && unprocessed
-        })
-        .filter(|p| !is_expendable(p, expendable_cutoff))
         .cloned()
         .collect()
+}
+
+/// Whether a bypassed scheduler owns the pod and has not processed it.
+fn bypassed(p: &Pod, bypassed_schedulers: &[String]) -> bool {
+    let scheduler = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.as_deref())
+        .unwrap_or("default-scheduler");
+    let unprocessed = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+        .is_none_or(|c| c.status == "False" && c.reason.as_deref().unwrap_or("").is_empty());
+    bypassed_schedulers.iter().any(|b| b == scheduler) && unprocessed
 }
 
 /// Whether a pod is old enough to count: older than `--new-pod-scale-up-delay`
@@ -89,10 +87,10 @@ pub fn old_enough(pod: &Pod, delay: Duration, now: SystemTime) -> bool {
 /// step 6), placing them in the snapshot for the rest of the loop. Pods go
 /// by priority, highest first; once a pod of an equivalence group fits
 /// nowhere, its equals are not tried again.
-pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<Arc<Pod>>) -> Vec<Arc<Pod>> {
+pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<PodInfo>) -> Vec<PodInfo> {
     let mut pods = pods;
-    pods.sort_by_key(|p| std::cmp::Reverse(p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)));
-    let mut failed: Vec<Arc<Pod>> = Vec::new();
+    pods.sort_by_key(|p| std::cmp::Reverse(p.priority));
+    let mut failed: Vec<PodInfo> = Vec::new();
     let mut left = Vec::new();
     let mut hint = 0;
     for pod in pods {
@@ -100,14 +98,13 @@ pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<Arc<Pod>>) -> V
             left.push(pod);
             continue;
         }
-        let info = PodInfo::new(pod.clone());
-        match snapshot.find_fit(&info, hint, |_| true) {
+        match snapshot.find_fit(&pod, hint, |_| true) {
             Some(i) => {
-                snapshot.add_pod(i, info);
+                snapshot.add_pod(i, pod);
                 hint = i;
             }
             None => {
-                if controller_of(&pod).is_some() {
+                if controller_of(&pod.pod).is_some() {
                     failed.push(pod.clone());
                 }
                 left.push(pod);

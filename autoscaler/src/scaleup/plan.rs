@@ -2,10 +2,8 @@
 //! group, let the expander choose, cap by the limits and balance.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use predicates::PodInfo;
 
 use super::balancing::{Balancing, balance, similar};
@@ -42,7 +40,7 @@ pub enum Plan {
 /// Inputs of [`plan`].
 pub struct PlanInputs<'a> {
     /// Pending pods still unhelped after filtering.
-    pub pods: &'a [Arc<Pod>],
+    pub pods: &'a [PodInfo],
     /// Usable groups (healthy, not backed off, with templates).
     pub candidates: &'a [Candidate],
     /// Groups skipped before estimation, with their reason.
@@ -104,7 +102,7 @@ pub fn plan(
         ));
         let mut fitting = Vec::new();
         for (i, g) in groups.iter().enumerate() {
-            match snapshot.fits(&PodInfo::new(g.sample().clone()), probe) {
+            match snapshot.fits(g.sample(), probe) {
                 Ok(()) => fitting.push(i),
                 Err(rs) => {
                     per_group[i].insert(c.id.clone(), rs.iter().map(ToString::to_string).collect());
@@ -163,10 +161,7 @@ pub fn plan(
             inputs.max_group_binpacking_time,
         );
         for &i in fitting {
-            let placed = groups[i]
-                .pods
-                .iter()
-                .any(|p| est.pods.contains(&predicates::nodeinfo::pod_key(p)));
+            let placed = groups[i].pods.iter().any(|p| est.pods.contains(&p.key));
             let note = if placed {
                 format!("option of {} node(s)", est.node_count)
             } else {
@@ -216,7 +211,7 @@ pub fn plan(
             verdicts.insert(id.clone(), verdict);
         }
         for p in &g.pods {
-            let key = predicates::nodeinfo::pod_key(p);
+            let key = p.key.clone();
             by_pod_groups.insert(key.clone(), verdicts.clone());
             by_pod_counts.insert(key, counts.clone());
         }

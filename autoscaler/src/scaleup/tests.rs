@@ -7,20 +7,27 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
-use predicates::NodeInfo;
+use predicates::{NodeInfo, PodInfo};
 
 use crate::simulator::Snapshot;
 use serde_json::json;
 
-fn pod(name: &str, owner: Option<&str>, cpu: &str) -> Arc<Pod> {
+fn raw_pod(name: &str, owner: Option<&str>, cpu: &str) -> Pod {
     let owners = owner.map(|o| json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": o, "uid": format!("uid-{o}"), "controller": true}]));
-    Arc::new(
-        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}, "ownerReferences": owners,
-            "creationTimestamp": "2027-01-01T00:00:00Z"},
-            "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "POD", "value": name}], "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
-            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}))
-        .unwrap(),
-    )
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}, "ownerReferences": owners,
+        "creationTimestamp": "2027-01-01T00:00:00Z"},
+        "spec": {"containers": [{"name": "c", "image": "i", "env": [{"name": "POD", "value": name}], "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+        "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}))
+    .unwrap()
+}
+
+/// A pod as the cache keeps it (compact, its facts computed).
+fn info(pod: Pod) -> PodInfo {
+    crate::cache::compact(PodInfo::new(Arc::new(pod)))
+}
+
+fn pod(name: &str, owner: Option<&str>, cpu: &str) -> PodInfo {
+    info(raw_pod(name, owner, cpu))
 }
 
 fn template(cpu: &str) -> NodeInfo {
@@ -47,7 +54,7 @@ fn equivalent_pods_share_a_group_despite_env() {
 
 #[test]
 fn binpacking_counts_nodes() {
-    let pods: Vec<Arc<Pod>> = (0..10)
+    let pods: Vec<PodInfo> = (0..10)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
     let groups = equivalence_groups(&pods);
@@ -94,7 +101,7 @@ fn pods_fitting_existing_nodes_are_dropped() {
     let n = Arc::make_mut(&mut node.node);
     n.metadata.name = Some("n1".into());
     let mut snap = Snapshot::new(vec![node]);
-    let pods: Vec<Arc<Pod>> = (0..5)
+    let pods: Vec<PodInfo> = (0..5)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
     let left = filter_out_schedulable(&mut snap, pods);
@@ -166,10 +173,10 @@ fn similarity_ignores_zone_labels_and_small_memory_differences() {
 #[test]
 fn young_pods_wait() {
     let now = SystemTime::from(jiff::Timestamp::from_second(1_798_761_620).unwrap()); // 20 s after creation
-    let p = pod("p", None, "1");
+    let p = raw_pod("p", None, "1");
     assert!(old_enough(&p, Duration::ZERO, now));
     assert!(!old_enough(&p, Duration::from_secs(30), now));
-    let mut annotated = (*p).clone();
+    let mut annotated = p.clone();
     annotated.metadata.annotations =
         Some([(POD_SCALE_UP_DELAY.to_string(), "1m".to_string())].into());
     assert!(!old_enough(&annotated, Duration::from_secs(10), now));
@@ -184,23 +191,23 @@ fn young_pods_wait() {
 #[test]
 fn pending_pods_skip_nominated_and_expendable() {
     let normal = pod("a", Some("rs"), "1");
-    let mut nominated = (*pod("b", Some("rs"), "1")).clone();
+    let mut nominated = raw_pod("b", Some("rs"), "1");
     nominated.status.as_mut().unwrap().nominated_node_name = Some("n".into());
-    let mut expendable = (*pod("c", Some("rs"), "1")).clone();
+    let mut expendable = raw_pod("c", Some("rs"), "1");
     expendable.spec.as_mut().unwrap().priority = Some(-100);
-    let mut fresh = (*pod("d", Some("rs"), "1")).clone();
+    let mut fresh = raw_pod("d", Some("rs"), "1");
     fresh.status = None;
     let all = [
         normal,
-        Arc::new(nominated),
-        Arc::new(expendable),
-        Arc::new(fresh),
+        info(nominated),
+        info(expendable),
+        info(fresh.clone()),
     ];
     let left = pending_pods(all.iter(), -10, &[]);
     assert_eq!(left.len(), 1);
-    let mut bypassed = (*all[3]).clone();
+    let mut bypassed = fresh;
     bypassed.spec.as_mut().unwrap().scheduler_name = Some("custom".into());
-    let with = [Arc::new(bypassed)];
+    let with = [info(bypassed)];
     assert_eq!(
         pending_pods(with.iter(), -10, &["custom".to_string()]).len(),
         1
@@ -208,7 +215,7 @@ fn pending_pods_skip_nominated_and_expendable() {
 }
 
 fn inputs<'a>(
-    pods: &'a [Arc<Pod>],
+    pods: &'a [PodInfo],
     candidates: &'a [Candidate],
     limits: &'a Limits,
     skipped: &'a BTreeMap<String, String>,
@@ -240,7 +247,7 @@ fn roomy_limits() -> Limits {
 
 #[test]
 fn limits_cap_and_skip_groups() {
-    let pods: Vec<Arc<Pod>> = (0..10)
+    let pods: Vec<PodInfo> = (0..10)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
     let candidates = vec![Candidate {
@@ -331,7 +338,7 @@ fn limits_cap_and_skip_groups() {
 #[test]
 fn balancing_estimates_up_to_the_similar_groups_joint_room() {
     // 20 one-CPU pods need five 4-CPU nodes; each group takes 2 at most.
-    let pods: Vec<Arc<Pod>> = (0..20)
+    let pods: Vec<PodInfo> = (0..20)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
     let candidates: Vec<Candidate> = ["a", "b", "c"]
