@@ -61,6 +61,11 @@ ca_names! {
         PriorityConfigMapNotMatchedGroup,
         /// No option matched any priority expander entry.
         PriorityConfigMapNoGroupMatched,
+        /// A node group's size or capacity annotation does not parse
+        /// (ours: upstream only logs).
+        InvalidNodeGroupAnnotation,
+        /// A node group at zero says nothing of its nodes' capacity (ours).
+        ScaleFromZeroUnavailable,
     }
 }
 

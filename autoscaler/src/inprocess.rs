@@ -1,7 +1,8 @@
 //! Running the autoscaler as a library, next to a cluster in the same
-//! process (tests, the conformance suite, benchmarks): the watch cache, the
-//! kwok provider and the flags, wired as the binary wires them, on the
-//! caller's clock (virtual time when the runtime's time is paused).
+//! process (tests, the conformance suite, benchmarks): the watch cache, a
+//! cloud provider (kwok, or Cluster API with the cluster as its own
+//! management cluster) and the flags, wired as the binary wires them, on
+//! the caller's clock (virtual time when the runtime's time is paused).
 
 use std::sync::{Arc, Mutex};
 
@@ -9,13 +10,16 @@ use clap::Parser;
 use kube::Client;
 
 use crate::cache::ClusterCache;
+use crate::cloudprovider::CloudProvider;
+use crate::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use crate::cloudprovider::kwok::{Faults, KwokProvider, Settings};
 use crate::config::{Flags, normalize_args};
 use crate::core::{Autoscaler, node_lister};
 use crate::metrics::Metrics;
 use crate::server::Endpoints;
 
-/// An autoscaler with the kwok provider and its fault-injection handle.
+/// An autoscaler with its provider (and the kwok provider's fault-injection
+/// handle, which no other provider reads).
 pub struct InProcess {
     /// The autoscaler (run it with [`Autoscaler::run`] or step it with
     /// [`Autoscaler::run_once`]).
@@ -36,9 +40,14 @@ pub enum InProcessError {
     /// A flag's value is refused.
     #[error("{0}")]
     Flag(#[from] crate::config::FlagError),
-    /// The kwok provider's configuration is refused.
-    #[error("building the kwok provider: {0}")]
-    Provider(crate::cloudprovider::CloudError),
+    /// The provider's configuration is refused.
+    #[error("building the {provider} provider: {error}")]
+    Provider {
+        /// `kwok` or `clusterapi`.
+        provider: &'static str,
+        /// Why.
+        error: crate::cloudprovider::CloudError,
+    },
 }
 
 /// Builds an autoscaler on `client` with `--cloud-provider=kwok` and the
@@ -49,14 +58,7 @@ pub async fn kwok(
     clock: simclock::Clock,
     args: &[String],
 ) -> Result<InProcess, InProcessError> {
-    let argv = [
-        "cluster-autoscaler".to_string(),
-        "--cloud-provider=kwok".to_string(),
-    ]
-    .into_iter()
-    .chain(args.iter().cloned());
-    let flags = Flags::try_parse_from(normalize_args(argv))?;
-    let validated = flags.validate()?;
+    let (flags, validated) = parse("kwok", args)?;
     let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
     cache.wait_ready().await;
     let provider = KwokProvider::new(
@@ -68,8 +70,82 @@ pub async fn kwok(
         },
     )
     .await
-    .map_err(InProcessError::Provider)?;
+    .map_err(|error| InProcessError::Provider {
+        provider: "kwok",
+        error,
+    })?;
     let faults = provider.faults();
+    Ok(assemble(
+        client,
+        clock,
+        flags,
+        validated,
+        cache,
+        Arc::new(provider),
+        faults,
+    ))
+}
+
+/// Builds an autoscaler on `client` with `--cloud-provider=clusterapi`, the
+/// cluster being its own management cluster, `CAPI_GROUP` and
+/// `CAPI_VERSION` as in the environment, and the extra `args`
+/// (`--node-group-auto-discovery=clusterapi:...` among them).
+pub async fn clusterapi(
+    client: Client,
+    clock: simclock::Clock,
+    args: &[String],
+) -> Result<InProcess, InProcessError> {
+    let (flags, validated) = parse("clusterapi", args)?;
+    let settings =
+        clusterapi::Settings::new(&flags.node_group_auto_discovery).map_err(|error| {
+            InProcessError::Provider {
+                provider: "clusterapi",
+                error,
+            }
+        })?;
+    let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
+    cache.wait_ready().await;
+    let provider = ClusterApiProvider::new(client.clone(), clock.clone(), settings)
+        .await
+        .map_err(|error| InProcessError::Provider {
+            provider: "clusterapi",
+            error,
+        })?;
+    Ok(assemble(
+        client,
+        clock,
+        flags,
+        validated,
+        cache,
+        Arc::new(provider),
+        Arc::new(Faults::default()),
+    ))
+}
+
+fn parse(
+    provider: &str,
+    args: &[String],
+) -> Result<(Flags, crate::config::Validated), InProcessError> {
+    let argv = [
+        "cluster-autoscaler".to_string(),
+        format!("--cloud-provider={provider}"),
+    ]
+    .into_iter()
+    .chain(args.iter().cloned());
+    let flags = Flags::try_parse_from(normalize_args(argv))?;
+    let validated = flags.validate()?;
+    Ok((flags, validated))
+}
+
+fn assemble(
+    client: Client,
+    clock: simclock::Clock,
+    flags: Flags,
+    validated: crate::config::Validated,
+    cache: Arc<ClusterCache>,
+    provider: Arc<dyn CloudProvider>,
+    faults: Arc<Faults>,
+) -> InProcess {
     let timeouts = (
         flags.max_inactivity,
         flags.max_failing_time,
@@ -82,7 +158,7 @@ pub async fn kwok(
         flags,
         validated,
         cache,
-        Arc::new(provider),
+        provider,
         metrics,
     );
     let endpoints = Endpoints {
@@ -92,9 +168,9 @@ pub async fn kwok(
         clock,
         timeouts,
     };
-    Ok(InProcess {
+    InProcess {
         autoscaler,
         faults,
         endpoints,
-    })
+    }
 }

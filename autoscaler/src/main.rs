@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use autoscaler::cache::ClusterCache;
 use autoscaler::cloudprovider::CloudProvider;
 use autoscaler::cloudprovider::builder::ProviderName;
+use autoscaler::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
 use autoscaler::config::{ExpanderName, Flags, Validated};
 use autoscaler::core::{Autoscaler, node_lister};
@@ -64,6 +65,36 @@ async fn client(flags: &Flags) -> Result<kube::Client, String> {
     // 429) for minutes instead of letting the drain retry it on its own pace.
     config.default_retry = false;
     kube::Client::try_from(config).map_err(|e| format!("building the API client: {e}"))
+}
+
+/// The Cluster API management cluster's client (upstream's rules): the
+/// kubeconfig `--cloud-config`; without it the workload cluster's client,
+/// or the in-cluster config with `--clusterapi-cloud-config-authoritative`.
+async fn management_client(flags: &Flags, workload: &kube::Client) -> Result<kube::Client, String> {
+    let config = if !flags.cloud_config.is_empty() {
+        let kc = kube::config::Kubeconfig::read_from(&flags.cloud_config).map_err(|e| {
+            format!(
+                "cannot build management cluster config: --cloud-config={}: {e}",
+                flags.cloud_config
+            )
+        })?;
+        kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot build management cluster config: --cloud-config={}: {e}",
+                    flags.cloud_config
+                )
+            })?
+    } else if flags.clusterapi_cloud_config_authoritative {
+        kube::Config::incluster().map_err(|e| {
+            format!("cannot build management cluster config: in-cluster (--clusterapi-cloud-config-authoritative without --cloud-config): {e}")
+        })?
+    } else {
+        return Ok(workload.clone());
+    };
+    kube::Client::try_from(config)
+        .map_err(|e| format!("cannot build management cluster config: {e}"))
 }
 
 /// Checks that the provider and the expanders can work together, before
@@ -164,6 +195,16 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
                 KwokProvider::new(client.clone(), node_lister(&cache), settings)
                     .await
                     .map_err(|e| format!("building the kwok cloud provider: {e}"))?,
+            )
+        }
+        ProviderName::ClusterApi => {
+            let settings = clusterapi::Settings::new(&flags.node_group_auto_discovery)
+                .map_err(|e| e.to_string())?;
+            let management = management_client(&flags, &client).await?;
+            Arc::new(
+                ClusterApiProvider::new(management, clock.clone(), settings)
+                    .await
+                    .map_err(|e| format!("building the clusterapi cloud provider: {e}"))?,
             )
         }
     };

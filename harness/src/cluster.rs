@@ -163,6 +163,7 @@ pub struct ClusterBuilder {
     kwok: kwok::Config,
     errors: Vec<String>,
     time_scale: Option<f64>,
+    capi: bool,
 }
 
 impl ClusterBuilder {
@@ -209,6 +210,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// Serves Cluster API: its CRDs and the controllers that turn
+    /// MachineDeployments into Machines and kwok Nodes
+    /// ([`crate::controllers::capi`]).
+    pub fn capi(mut self) -> Self {
+        self.capi = true;
+        self
+    }
+
     /// For a cluster in real time serving an autoscaler whose timing flags
     /// are divided by `scale` (conformance binary mode): the cluster's own
     /// waits (the scheduler's backoff and periodic retry) are divided too,
@@ -237,7 +246,12 @@ impl ClusterBuilder {
             embedded: None,
         };
         setup.create(kwok::stage_crd()).await?;
-        let tasks = vec![
+        if self.capi {
+            for crd in crate::controllers::capi::crds() {
+                setup.create(crd).await?;
+            }
+        }
+        let mut tasks = vec![
             tokio::spawn(busy::timed(
                 "scheduler",
                 Scheduler::new(api.client(), clock.clone())
@@ -253,6 +267,12 @@ impl ClusterBuilder {
                 kwok::Controller::new(api.client(), clock.clone(), kwok_config, stages).run(),
             )),
         ];
+        if self.capi {
+            tasks.push(tokio::spawn(busy::timed(
+                "capi",
+                crate::controllers::CapiController::new(api.client(), clock.clone()).run(),
+            )));
+        }
         let cluster = Cluster {
             client: api.client(),
             clock,

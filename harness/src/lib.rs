@@ -6,7 +6,9 @@
 //!   (Deployments, ReplicaSets, Jobs, DaemonSets...) and kwok's fake nodes
 //!   (crate `kwok`), each a task with its own in-memory client, all on one
 //!   [`simclock::Clock`] so that virtual time works; and observers that
-//!   wait on that clock.
+//!   wait on that clock. With [`cluster::ClusterBuilder::capi`] it also
+//!   serves Cluster API (CRDs and [`controllers::CapiController`]), whose
+//!   Machines become kwok Nodes with `kwok://<machine>` provider IDs.
 //! - [`EmbeddedApiServer`]: the API server alone, served over TLS with a
 //!   kubeconfig, for external binaries and kubectl.
 //!

@@ -11,11 +11,13 @@ use std::fmt;
 pub enum ProviderName {
     /// kwok's provider: fake nodes from ConfigMap templates.
     Kwok,
+    /// Cluster API: MachineDeployments and MachineSets.
+    ClusterApi,
 }
 
 /// Upstream CA's providers that this autoscaler does not implement
 /// (named so that their error says "not supported" rather than "unknown").
-const UPSTREAM_ONLY: [&str; 31] = [
+const UPSTREAM_ONLY: [&str; 30] = [
     "alicloud",
     "aws",
     "azure",
@@ -25,7 +27,6 @@ const UPSTREAM_ONLY: [&str; 31] = [
     "cherryservers",
     "civo",
     "cloudstack",
-    "clusterapi",
     "coreweave",
     "digitalocean",
     "equinixmetal",
@@ -51,16 +52,18 @@ const UPSTREAM_ONLY: [&str; 31] = [
 
 impl ProviderName {
     /// Every implemented provider, in the order the help lists them.
-    pub const IMPLEMENTED: &'static [ProviderName] = &[ProviderName::Kwok];
+    pub const IMPLEMENTED: &'static [ProviderName] =
+        &[ProviderName::Kwok, ProviderName::ClusterApi];
 
     /// The `--cloud-provider` value.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Kwok => "kwok",
+            Self::ClusterApi => "clusterapi",
         }
     }
 
-    /// The implemented names, comma separated (`kwok`).
+    /// The implemented names, comma separated (`kwok, clusterapi`).
     pub fn implemented_list() -> String {
         Self::IMPLEMENTED
             .iter()
@@ -134,16 +137,16 @@ mod tests {
         assert_eq!(
             ProviderName::parse("gce").map_err(|e| e.to_string()),
             Err(
-                "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok)".into()
+                "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok, clusterapi)".into()
             )
         );
         assert_eq!(
             ProviderName::parse("nimbus").map_err(|e| e.to_string()),
-            Err("Unknown cloud provider: nimbus (implemented: kwok)".into())
+            Err("Unknown cloud provider: nimbus (implemented: kwok, clusterapi)".into())
         );
         assert_eq!(
             ProviderName::flag_help(),
-            "Cloud provider type. Implemented: kwok."
+            "Cloud provider type. Implemented: kwok, clusterapi."
         );
     }
 }

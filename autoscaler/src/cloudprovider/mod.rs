@@ -11,6 +11,8 @@
 
 /// Which provider names are implemented (the one list).
 pub mod builder;
+/// The Cluster API provider.
+pub mod clusterapi;
 /// The kwok provider.
 pub mod kwok;
 
@@ -21,6 +23,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::json;
 
 /// Where an instance is in its life (`InstanceState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,4 +261,16 @@ pub trait CloudProvider: Send + Sync {
     fn cleanup(&self) -> BoxFuture<'_, Result<(), CloudError>> {
         Box::pin(async { Ok(()) })
     }
+}
+
+/// The kube-proxy pseudo-pod upstream adds to templates (100m CPU).
+pub(crate) fn kube_proxy_pod(group: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("kube-proxy-{group}-{}", apimachinery::rand::suffix(5)), "namespace": "kube-system",
+            "annotations": {"kubernetes.io/config.mirror": "kube-proxy"}},
+        "spec": {"priorityClassName": "system-node-critical", "priority": 2_000_001_000,
+            "containers": [{"name": "kube-proxy", "image": "kube-proxy", "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap_or_default()
 }

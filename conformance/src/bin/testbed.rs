@@ -17,7 +17,8 @@
 //! `testbed up` starts the embedded cluster (API server, scheduler,
 //! workload controllers, kwok) with optional fake nodes, serves it over TLS
 //! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
-//! is ready; it serves until SIGINT or SIGTERM. It runs in real time: its
+//! is ready; it serves until SIGINT or SIGTERM. With `--capi` it serves
+//! Cluster API too (MachineDeployments become Machines and kwok Nodes). It runs in real time: its
 //! clients (kubectl, an autoscaler binary) live outside the process.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -94,6 +95,11 @@ struct UpArgs {
     /// Serve only the API server (no scheduler, controllers or kwok).
     #[arg(long)]
     api_only: bool,
+    /// Serve Cluster API too: its CRDs (and a `KwokMachineTemplate`
+    /// infrastructure kind) and the controllers that turn
+    /// MachineDeployments into Machines and kwok Nodes.
+    #[arg(long)]
+    capi: bool,
 }
 
 fn main() -> ExitCode {
@@ -194,6 +200,7 @@ async fn serve(args: UpArgs) -> ExitCode {
             node_template,
             stages,
             api_only,
+            capi,
         } = args;
         {
             let path = kubeconfig.unwrap_or_else(harness::default_kubeconfig_path);
@@ -222,7 +229,7 @@ async fn serve(args: UpArgs) -> ExitCode {
                 node_pods,
                 node_template,
             };
-            match up(&path, addr, &template, &stages).await {
+            match up(&path, addr, &template, &stages, capi).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("testbed up: {e}");
@@ -246,8 +253,12 @@ async fn up(
     addr: SocketAddr,
     shape: &NodeShape,
     stage_files: &[PathBuf],
+    capi: bool,
 ) -> Result<(), String> {
     let mut builder = Cluster::builder();
+    if capi {
+        builder = builder.capi();
+    }
     for f in stage_files {
         let text = std::fs::read_to_string(f)
             .map_err(|e| format!("reading stage file {}: {e}", f.display()))?;

@@ -9,7 +9,14 @@
 //! owners that changed. Pods it creates or deletes are recorded in the cache
 //! at once (kube's "expectations"), so a reconcile never acts twice on
 //! changes the watch has not delivered yet.
+//!
+//! [`capi`] is the Cluster API side, started only by
+//! [`crate::cluster::ClusterBuilder::capi`]: its CRDs and a controller that
+//! reconciles MachineDeployment → MachineSet → Machine → kwok Node.
 
+pub mod capi;
 mod workloads;
+
+pub use capi::CapiController;
 
 pub use workloads::Controllers;

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
 use serde::Deserialize;
@@ -51,10 +51,11 @@ mod templates;
 #[cfg(test)]
 mod tests;
 
+use super::kube_proxy_pod;
 use config::{Grouping, Parsed, parse_config, parse_templates};
 pub use faults::{FAULT_ANNOTATION, Fault, FaultError, Faults, parse_fault, quota_exceeded};
 pub use nodegroup::KwokNodeGroup;
-use templates::{annotation, group_of, kube_proxy_pod, prepare_template, size_annotation};
+use templates::{annotation, group_of, prepare_template, size_annotation};
 
 /// Annotation that names a node's group.
 pub const GROUP_NAME_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/name";

@@ -98,15 +98,3 @@ pub(super) fn prepare_template(
         ))
     })
 }
-
-/// The kube-proxy pseudo-pod upstream adds to templates (100m CPU).
-pub(super) fn kube_proxy_pod(group: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("kube-proxy-{group}-{}", apimachinery::rand::suffix(5)), "namespace": "kube-system",
-            "annotations": {"kubernetes.io/config.mirror": "kube-proxy"}},
-        "spec": {"priorityClassName": "system-node-critical", "priority": 2_000_001_000,
-            "containers": [{"name": "kube-proxy", "image": "kube-proxy", "resources": {"requests": {"cpu": "100m"}}}]},
-        "status": {"phase": "Running"},
-    }))
-    .unwrap_or_default()
-}

@@ -1,0 +1,746 @@
+//! The `clusterapi` cloud provider (upstream's `cloudprovider/clusterapi`):
+//! node groups are Cluster API MachineDeployments, and MachineSets that no
+//! MachineDeployment owns, carrying the size annotations
+//! `cluster.x-k8s.io/cluster-api-autoscaler-node-group-{min,max}-size`.
+//!
+//! - **Clusters**: the objects live in the management cluster
+//!   (`--cloud-config` is its kubeconfig; without it the workload
+//!   cluster's client serves both, unless
+//!   `--clusterapi-cloud-config-authoritative`, which means in-cluster);
+//!   nodes live in the workload cluster. The API group is `CAPI_GROUP`
+//!   (default `cluster.x-k8s.io`, which also prefixes the annotations),
+//!   the version `CAPI_VERSION` or the group's preferred version from
+//!   discovery, so v1beta1 and v1beta2 both work.
+//! - **Reading**: [`ClusterApiProvider::refresh`] (every loop) lists the
+//!   MachineDeployments, MachineSets, Machines and the infrastructure
+//!   templates they reference, and builds a [`Snapshot`]; the node group
+//!   calls read it. Writes go to the live objects: the `scale` subresource
+//!   (`{"spec":{"replicas":N}}`, so 0 works, unlike upstream 1.33.0) and,
+//!   to delete a node, its Machine annotated
+//!   `cluster.x-k8s.io/delete-machine` before the replicas are lowered, so
+//!   that the MachineSet deletes that Machine and no other.
+//! - **Nodes ↔ Machines**: by `spec.providerID`, compared on its last `/`
+//!   segment as upstream normalises it; else by the Node's
+//!   `cluster.x-k8s.io/machine` and `cluster.x-k8s.io/cluster-namespace`
+//!   annotations. Machines that have no node yet, are being deleted or
+//!   report `status.failureMessage` are instances with upstream's
+//!   placeholder ids (`pending-machine-<ns>_<name>`, ...).
+//! - **Scale from zero** ([`scalefromzero`]): the capacity annotations win,
+//!   else the infrastructure template's `status.capacity` and
+//!   `status.nodeInfo`; a group at zero with neither is not a node group,
+//!   and says why once (a log line and a Warning event on the object).
+//! - **Bad annotations**: a group whose size or capacity annotations do not
+//!   parse is left out, with an error log and a Warning event naming the
+//!   object and the annotation; the other groups keep working (upstream
+//!   drops every group when one annotation is bad).
+//!
+//! Not implemented: MachinePools.
+
+mod autodiscovery;
+mod nodegroup;
+pub mod scalefromzero;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use kube::{Api, Client, ResourceExt};
+use serde_json::Value;
+
+use super::{CloudError, CloudProvider, NodeGroup, NodeGroupOptions};
+use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
+
+pub use autodiscovery::AutoDiscovery;
+pub use nodegroup::ClusterApiNodeGroup;
+use scalefromzero::Capacity;
+
+/// Cluster API's default group.
+pub const DEFAULT_GROUP: &str = "cluster.x-k8s.io";
+/// The GPU label of this provider.
+pub const GPU_LABEL: &str = "cluster-api/accelerator";
+
+/// Placeholder instance id prefixes for Machines without a usable node.
+pub const PENDING_PREFIX: &str = "pending-machine-";
+/// A Machine being deleted.
+pub const DELETING_PREFIX: &str = "deleting-machine-";
+/// A Machine that reports a failure.
+pub const FAILED_PREFIX: &str = "failed-machine-";
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The annotation and label keys, under the configured group.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// The API group (`CAPI_GROUP`).
+    pub group: String,
+}
+
+impl Keys {
+    /// `<group>/cluster-api-autoscaler-node-group-min-size`.
+    pub fn min_size(&self) -> String {
+        format!("{}/cluster-api-autoscaler-node-group-min-size", self.group)
+    }
+    /// `<group>/cluster-api-autoscaler-node-group-max-size`.
+    pub fn max_size(&self) -> String {
+        format!("{}/cluster-api-autoscaler-node-group-max-size", self.group)
+    }
+    /// `<group>/delete-machine`.
+    pub fn delete_machine(&self) -> String {
+        format!("{}/delete-machine", self.group)
+    }
+    /// `<group>/machine` (on Nodes).
+    pub fn machine(&self) -> String {
+        format!("{}/machine", self.group)
+    }
+    /// `<group>/cluster-namespace` (on Nodes).
+    pub fn cluster_namespace(&self) -> String {
+        format!("{}/cluster-namespace", self.group)
+    }
+    /// `<group>/cluster-name` (label).
+    pub fn cluster_name(&self) -> String {
+        format!("{}/cluster-name", self.group)
+    }
+    /// `<group>/autoscaling-options-` (per-group options).
+    pub fn options_prefix(&self) -> String {
+        format!("{}/autoscaling-options-", self.group)
+    }
+}
+
+/// How the provider finds its objects.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `CAPI_GROUP`.
+    pub group: String,
+    /// `CAPI_VERSION`; `None` means the group's preferred version.
+    pub version: Option<String>,
+    /// `--node-group-auto-discovery` specs.
+    pub discovery: Vec<AutoDiscovery>,
+    /// `CAPI_SCALE_ZERO_DEFAULT_ARCH` (amd64 unless a known architecture).
+    pub default_arch: String,
+}
+
+impl Settings {
+    /// From the environment and the auto-discovery flag values.
+    pub fn new(discovery: &[String]) -> Result<Self, CloudError> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let arch = env("CAPI_SCALE_ZERO_DEFAULT_ARCH").unwrap_or_default();
+        let default_arch = match arch.as_str() {
+            "amd64" | "arm64" | "ppc64le" | "s390x" => arch,
+            "" => "amd64".to_string(),
+            other => {
+                tracing::error!("Unrecognized architecture '{other}', falling back to amd64");
+                "amd64".to_string()
+            }
+        };
+        Ok(Self {
+            group: env("CAPI_GROUP").unwrap_or_else(|| DEFAULT_GROUP.to_string()),
+            version: env("CAPI_VERSION"),
+            discovery: discovery
+                .iter()
+                .map(|s| AutoDiscovery::parse(s))
+                .collect::<Result<_, _>>()
+                .map_err(|e| {
+                    CloudError::configuration(format!(
+                        "failed to parse auto discovery configuration: {e}"
+                    ))
+                })?,
+            default_arch,
+        })
+    }
+}
+
+/// Which kind a node group is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ScalableKind {
+    /// A MachineDeployment.
+    MachineDeployment,
+    /// A MachineSet that no MachineDeployment owns.
+    MachineSet,
+}
+
+impl ScalableKind {
+    /// The kind's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MachineDeployment => "MachineDeployment",
+            Self::MachineSet => "MachineSet",
+        }
+    }
+}
+
+/// One node group as the last refresh read it.
+#[derive(Debug, Clone)]
+pub struct GroupDef {
+    /// Its kind.
+    pub kind: ScalableKind,
+    /// The object.
+    pub object: DynamicObject,
+    /// Min size.
+    pub min: usize,
+    /// Max size.
+    pub max: usize,
+    /// `spec.replicas` (updated when the provider scales it).
+    pub replicas: Option<usize>,
+    /// What a new node has, when known (scale from zero).
+    pub capacity: Option<Capacity>,
+    /// The infrastructure template, when there is one.
+    pub template: Option<Value>,
+}
+
+impl GroupDef {
+    /// `<Kind>/<namespace>/<name>`.
+    pub fn id(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.kind.as_str(),
+            self.object.namespace().unwrap_or_default(),
+            self.object.name_any()
+        )
+    }
+
+    /// The cluster the object belongs to: `spec.clusterName` when the
+    /// field exists, else the cluster-name label.
+    pub fn cluster(&self, keys: &Keys) -> String {
+        cluster_of(&self.object, keys)
+    }
+}
+
+fn cluster_of(o: &DynamicObject, keys: &Keys) -> String {
+    match o.data.pointer("/spec/clusterName").and_then(Value::as_str) {
+        Some(c) => c.to_string(),
+        None => o
+            .labels()
+            .get(&keys.cluster_name())
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+/// What the last refresh read.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Node groups by id.
+    pub groups: BTreeMap<String, GroupDef>,
+    /// Machines by `namespace/name`.
+    pub machines: BTreeMap<String, DynamicObject>,
+    /// Machine keys by normalised providerID.
+    pub by_provider_id: HashMap<String, String>,
+    /// MachineSets by `namespace/name` (to find a Machine's group).
+    pub sets: BTreeMap<String, DynamicObject>,
+}
+
+/// A providerID as upstream compares them: its last `/` segment
+/// (`aws:///us-east-1a/i-abc` → `i-abc`, `kwok://m-1` → `m-1`).
+pub fn normalize_provider_id(id: &str) -> &str {
+    if id.starts_with("azure://") && id.contains("virtualMachineScaleSets") {
+        return id;
+    }
+    id.rsplit('/').next().unwrap_or(id)
+}
+
+fn key_of(o: &DynamicObject) -> String {
+    format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any())
+}
+
+/// The owner of `kind` named in `o`'s owner references.
+fn owner_named<'a>(o: &'a DynamicObject, kind: &str) -> Option<&'a str> {
+    o.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.kind == kind && !r.name.is_empty())
+        .map(|r| r.name.as_str())
+}
+
+pub(crate) struct Shared {
+    /// The management cluster.
+    client: Client,
+    keys: Keys,
+    settings: Settings,
+    version: String,
+    has_deployments: bool,
+    events: EventRecorder,
+    clock: simclock::Clock,
+    snapshot: Mutex<Snapshot>,
+    /// Problems already reported, so that each is said once.
+    reported: Mutex<BTreeSet<String>>,
+}
+
+impl Shared {
+    fn resource(&self, kind: &str) -> ApiResource {
+        let plural = format!("{}s", kind.to_lowercase());
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&self.keys.group, &self.version, kind),
+            &plural,
+        )
+    }
+
+    fn api(&self, kind: &str, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, &self.resource(kind))
+    }
+
+    /// Reports a problem with an object once (until it is fixed): an error
+    /// log and a Warning event on the object.
+    fn report(&self, o: &DynamicObject, kind: ScalableKind, reason: EventReason, message: String) {
+        let key = format!("{}/{}/{message}", kind.as_str(), key_of(o));
+        if !lock(&self.reported).insert(key) {
+            return;
+        }
+        tracing::error!("{} {}: {message}", kind.as_str(), key_of(o));
+        let object = ObjectRef {
+            api_version: format!("{}/{}", self.keys.group, self.version),
+            kind: kind.as_str().to_string(),
+            namespace: o.namespace().unwrap_or_default(),
+            name: o.name_any(),
+            uid: o.metadata.uid.clone().unwrap_or_default(),
+        };
+        self.events
+            .record(&object, EventType::Warning, reason, message);
+    }
+}
+
+/// The `clusterapi` provider.
+#[derive(Clone)]
+pub struct ClusterApiProvider {
+    shared: Arc<Shared>,
+}
+
+impl ClusterApiProvider {
+    /// Finds the version to use and reads the objects once. `client` is
+    /// the management cluster's.
+    pub async fn new(
+        client: Client,
+        clock: simclock::Clock,
+        settings: Settings,
+    ) -> Result<Self, CloudError> {
+        let group = settings.group.clone();
+        let version = match &settings.version {
+            Some(v) => v.clone(),
+            None => preferred_version(&client, &group).await?,
+        };
+        tracing::info!("Using version {version:?} for API group {group:?}");
+        let resources = client
+            .list_api_group_resources(&format!("{group}/{version}"))
+            .await
+            .map_err(|e| {
+                CloudError::configuration(format!(
+                    "failed to validate if resource \"machinedeployments\" is available for group {group:?}: {e}"
+                ))
+            })?;
+        let has_deployments = resources
+            .resources
+            .iter()
+            .any(|r| r.name == "machinedeployments");
+        let events = EventRecorder::new(
+            client.clone(),
+            clock.clone(),
+            false,
+            ObjectRef::config_map("kube-system", "cluster-autoscaler-status"),
+            false,
+        );
+        let provider = Self {
+            shared: Arc::new(Shared {
+                client,
+                keys: Keys {
+                    group: group.clone(),
+                },
+                settings,
+                version,
+                has_deployments,
+                events,
+                clock,
+                snapshot: Mutex::new(Snapshot::default()),
+                reported: Mutex::new(BTreeSet::new()),
+            }),
+        };
+        provider.load().await?;
+        Ok(provider)
+    }
+
+    fn group(&self, id: &str) -> ClusterApiNodeGroup {
+        ClusterApiNodeGroup {
+            shared: self.shared.clone(),
+            id: id.to_string(),
+        }
+    }
+
+    async fn list(&self, kind: &str) -> Result<Vec<DynamicObject>, CloudError> {
+        let s = &self.shared;
+        // Upstream watches the first namespace an auto-discovery spec names.
+        let namespace = s
+            .settings
+            .discovery
+            .iter()
+            .find_map(|d| d.namespace.clone());
+        let resource = s.resource(kind);
+        let api: Api<DynamicObject> = match &namespace {
+            Some(ns) => Api::namespaced_with(s.client.clone(), ns, &resource),
+            None => Api::all_with(s.client.clone(), &resource),
+        };
+        api.list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .map_err(|e| CloudError::api(format!("listing {kind}s: {e}")))
+    }
+
+    /// Reads the objects and rebuilds the snapshot.
+    async fn load(&self) -> Result<(), CloudError> {
+        let s = &self.shared;
+        let deployments = if s.has_deployments {
+            self.list("MachineDeployment").await?
+        } else {
+            Vec::new()
+        };
+        let sets = self.list("MachineSet").await?;
+        let machines = self.list("Machine").await?;
+        let mut candidates: Vec<(ScalableKind, DynamicObject)> = Vec::new();
+        candidates.extend(
+            sets.iter()
+                .filter(|ms| owner_named(ms, "MachineDeployment").is_none())
+                .map(|ms| (ScalableKind::MachineSet, ms.clone())),
+        );
+        candidates.extend(
+            deployments
+                .into_iter()
+                .map(|md| (ScalableKind::MachineDeployment, md)),
+        );
+        let templates = self.templates(&candidates).await;
+        let mut groups = BTreeMap::new();
+        for (kind, o) in candidates {
+            let template = template_ref(&o).and_then(|r| templates.get(&r).cloned());
+            if let Some(g) = self.group_def(kind, o, template) {
+                groups.insert(g.id(), g);
+            }
+        }
+        let mut by_provider_id = HashMap::new();
+        let mut machine_map = BTreeMap::new();
+        for m in machines {
+            if let Some(p) = m.data.pointer("/spec/providerID").and_then(Value::as_str)
+                && !p.is_empty()
+            {
+                by_provider_id.insert(normalize_provider_id(p).to_string(), key_of(&m));
+            }
+            machine_map.insert(key_of(&m), m);
+        }
+        *lock(&s.snapshot) = Snapshot {
+            groups,
+            machines: machine_map,
+            by_provider_id,
+            sets: sets.into_iter().map(|ms| (key_of(&ms), ms)).collect(),
+        };
+        Ok(())
+    }
+
+    /// The infrastructure templates the candidates reference, read once
+    /// per kind and namespace.
+    async fn templates(
+        &self,
+        candidates: &[(ScalableKind, DynamicObject)],
+    ) -> HashMap<TemplateRef, Value> {
+        let refs: BTreeSet<TemplateRef> = candidates
+            .iter()
+            .filter_map(|(_, o)| template_ref(o))
+            .collect();
+        let lists: BTreeSet<(String, String, String)> = refs
+            .iter()
+            .map(|r| (r.api_version.clone(), r.kind.clone(), r.namespace.clone()))
+            .collect();
+        let mut out = HashMap::new();
+        for (api_version, kind, namespace) in lists {
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+            let resource = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(group, version, &kind),
+                &format!("{}s", kind.to_lowercase()),
+            );
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.shared.client.clone(), &namespace, &resource);
+            match api.list(&ListParams::default()).await {
+                Ok(list) => {
+                    for t in list.items {
+                        let r = TemplateRef {
+                            api_version: api_version.clone(),
+                            kind: kind.clone(),
+                            namespace: namespace.clone(),
+                            name: t.name_any(),
+                        };
+                        out.insert(r, t.data);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(
+                        "Unable to read infrastructure reference, error: listing {kind} in {namespace}: {e}"
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// The node group an object makes, or `None` (with why, once, when it
+    /// is a mistake rather than a choice).
+    fn group_def(
+        &self,
+        kind: ScalableKind,
+        o: DynamicObject,
+        template: Option<Value>,
+    ) -> Option<GroupDef> {
+        let s = &self.shared;
+        let keys = &s.keys;
+        let cluster = cluster_of(&o, keys);
+        if !autodiscovery::allowed(
+            &s.settings.discovery,
+            &o.namespace().unwrap_or_default(),
+            &cluster,
+            o.labels(),
+        ) {
+            return None;
+        }
+        let annotations = o.annotations();
+        if !annotations.contains_key(&keys.min_size())
+            && !annotations.contains_key(&keys.max_size())
+        {
+            return None;
+        }
+        let (min, max) = match scalefromzero::size_annotations(annotations, keys) {
+            Ok(sizes) => sizes,
+            Err(e) => {
+                s.report(&o, kind, EventReason::InvalidNodeGroupAnnotation, e);
+                return None;
+            }
+        };
+        if max == 0 || max < min {
+            tracing::debug!("nodegroup {} has no scaling capacity, skipping", key_of(&o));
+            return None;
+        }
+        let capacity = match Capacity::of(annotations, template.as_ref()) {
+            Ok(c) => c,
+            Err(e) => {
+                s.report(&o, kind, EventReason::InvalidNodeGroupAnnotation, e);
+                return None;
+            }
+        };
+        let replicas = o
+            .data
+            .pointer("/spec/replicas")
+            .and_then(Value::as_u64)
+            .and_then(|r| usize::try_from(r).ok());
+        if replicas == Some(0) && capacity.is_none() {
+            s.report(
+                &o,
+                kind,
+                EventReason::ScaleFromZeroUnavailable,
+                scalefromzero::UNAVAILABLE.to_string(),
+            );
+            return None;
+        }
+        Some(GroupDef {
+            kind,
+            object: o,
+            min,
+            max,
+            replicas,
+            capacity,
+            template,
+        })
+    }
+
+    /// The id of the group a Machine belongs to: its MachineSet, or the
+    /// MachineDeployment owning that set when it is a node group.
+    fn group_of_machine(snapshot: &Snapshot, machine: &DynamicObject) -> Option<String> {
+        let ns = machine.namespace().unwrap_or_default();
+        let set_name = owner_named(machine, "MachineSet")?;
+        let set = snapshot.sets.get(&format!("{ns}/{set_name}"))?;
+        if let Some(md) = owner_named(set, "MachineDeployment") {
+            let id = format!("MachineDeployment/{ns}/{md}");
+            if snapshot.groups.contains_key(&id) {
+                return Some(id);
+            }
+        }
+        let id = format!("MachineSet/{ns}/{set_name}");
+        snapshot.groups.contains_key(&id).then_some(id)
+    }
+
+    /// The Machine of a node: by providerID, else by its annotations.
+    fn machine_key_of(&self, snapshot: &Snapshot, node: &Node) -> Option<String> {
+        let keys = &self.shared.keys;
+        if let Some(p) = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
+            if let Some(k) = snapshot.by_provider_id.get(normalize_provider_id(p)) {
+                return Some(k.clone());
+            }
+            for prefix in [PENDING_PREFIX, DELETING_PREFIX, FAILED_PREFIX] {
+                if let Some(rest) = p.strip_prefix(prefix) {
+                    return Some(rest.replacen('_', "/", 1));
+                }
+            }
+        }
+        let a = node.metadata.annotations.as_ref()?;
+        let machine = a.get(&keys.machine())?;
+        let ns = a.get(&keys.cluster_namespace())?;
+        Some(format!("{ns}/{machine}"))
+    }
+}
+
+/// An infrastructure template reference, resolved to the group's
+/// namespace as upstream does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TemplateRef {
+    api_version: String,
+    kind: String,
+    namespace: String,
+    name: String,
+}
+
+fn template_ref(o: &DynamicObject) -> Option<TemplateRef> {
+    let r = o.data.pointer("/spec/template/spec/infrastructureRef")?;
+    let field = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+    Some(TemplateRef {
+        api_version: field("apiVersion")?,
+        kind: field("kind")?,
+        namespace: o.namespace().unwrap_or_default(),
+        name: field("name")?,
+    })
+}
+
+/// The group's preferred version, from discovery.
+async fn preferred_version(client: &Client, group: &str) -> Result<String, CloudError> {
+    let groups = client.list_api_groups().await.map_err(|e| {
+        CloudError::configuration(format!(
+            "could not find preferred version for CAPI group {group:?}: failed to get ServerGroups: {e}"
+        ))
+    })?;
+    let found = groups.groups.iter().find(|g| g.name == group).ok_or_else(|| {
+        CloudError::configuration(format!(
+            "could not find preferred version for CAPI group {group:?}: failed to find API group {group:?}"
+        ))
+    })?;
+    found
+        .preferred_version
+        .as_ref()
+        .map(|v| v.version.clone())
+        .or_else(|| found.versions.first().map(|v| v.version.clone()))
+        .ok_or_else(|| {
+            CloudError::configuration(format!(
+                "could not find preferred version for CAPI group {group:?}: no version served"
+            ))
+        })
+}
+
+impl CloudProvider for ClusterApiProvider {
+    fn name(&self) -> &str {
+        "clusterapi"
+    }
+
+    fn node_groups(&self) -> Vec<Arc<dyn NodeGroup>> {
+        lock(&self.shared.snapshot)
+            .groups
+            .keys()
+            .map(|id| Arc::new(self.group(id)) as Arc<dyn NodeGroup>)
+            .collect()
+    }
+
+    fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError> {
+        let snapshot = lock(&self.shared.snapshot);
+        let Some(key) = self.machine_key_of(&snapshot, node) else {
+            return Ok(None);
+        };
+        let Some(machine) = snapshot.machines.get(&key) else {
+            return Ok(None);
+        };
+        Ok(Self::group_of_machine(&snapshot, machine)
+            .map(|id| Arc::new(self.group(&id)) as Arc<dyn NodeGroup>))
+    }
+
+    fn has_instance(&self, node: &Node) -> Result<bool, CloudError> {
+        let snapshot = lock(&self.shared.snapshot);
+        let keys = &self.shared.keys;
+        let a = node.metadata.annotations.clone().unwrap_or_default();
+        let key = format!(
+            "{}/{}",
+            a.get(&keys.cluster_namespace())
+                .cloned()
+                .unwrap_or_default(),
+            a.get(&keys.machine()).cloned().unwrap_or_default()
+        );
+        if snapshot.machines.contains_key(&key) {
+            Ok(true)
+        } else {
+            Err(CloudError::provider(format!(
+                "machine not found for node {}",
+                node.metadata.name.as_deref().unwrap_or("")
+            )))
+        }
+    }
+
+    fn gpu_label(&self) -> String {
+        GPU_LABEL.to_string()
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, Result<(), CloudError>> {
+        Box::pin(self.load())
+    }
+}
+
+/// Per-group options from `<group>/autoscaling-options-<name>` annotations;
+/// a value that does not parse is logged and the default kept.
+fn options_from(
+    annotations: &BTreeMap<String, String>,
+    keys: &Keys,
+    id: &str,
+    defaults: &NodeGroupOptions,
+) -> Option<NodeGroupOptions> {
+    let prefix = keys.options_prefix();
+    let mut options = defaults.clone();
+    let mut any = false;
+    for (k, v) in annotations {
+        let Some(name) = k.strip_prefix(&prefix) else {
+            continue;
+        };
+        let v = v.to_lowercase();
+        if name.is_empty() || v.is_empty() {
+            continue;
+        }
+        let float = |target: &mut f64| match v.parse::<f64>() {
+            Ok(f) => {
+                *target = f;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "failed to convert autoscaling_options option {name:?} (value {v:?}) for scalable resource {id:?} to float: {e}"
+                );
+                false
+            }
+        };
+        let duration = |target: &mut std::time::Duration| match simclock::parse_go_duration(&v) {
+            Some(d) => {
+                *target = d;
+                true
+            }
+            None => {
+                tracing::warn!(
+                    "failed to convert autoscaling_options option {name:?} (value {v:?}) for scalable resource {id:?} to duration: time: invalid duration {v:?}"
+                );
+                false
+            }
+        };
+        any |= match name {
+            "scaledownutilizationthreshold" => float(&mut options.scale_down_utilization_threshold),
+            "scaledowngpuutilizationthreshold" => {
+                float(&mut options.scale_down_gpu_utilization_threshold)
+            }
+            "scaledownunneededtime" => duration(&mut options.scale_down_unneeded_time),
+            "scaledownunreadytime" => duration(&mut options.scale_down_unready_time),
+            "maxnodeprovisiontime" => duration(&mut options.max_node_provision_time),
+            "maxnodestartuptime" => duration(&mut options.max_node_startup_time),
+            _ => false,
+        };
+    }
+    any.then_some(options)
+}

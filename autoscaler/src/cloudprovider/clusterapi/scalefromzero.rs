@@ -1,0 +1,321 @@
+//! Sizes and scale from zero (the Cluster API proposal "Opt-in Autoscaling
+//! from Zero" and upstream's `clusterapi_unstructured.go`).
+//!
+//! A new node's capacity comes from the `capacity.cluster-autoscaler.kubernetes.io/*`
+//! annotations on the MachineDeployment or MachineSet (`cpu`, `memory`,
+//! `ephemeral-disk`, `gpu-type` + `gpu-count`, `maxPods`, `labels`,
+//! `taints`), laid over the infrastructure template's `status.capacity`:
+//! the annotations win. Architecture and OS come from the template's
+//! `status.nodeInfo`, else `CAPI_SCALE_ZERO_DEFAULT_ARCH` and linux. A
+//! group can scale from zero when the result has both CPU and memory.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::{Value, json};
+
+use super::{GroupDef, Keys};
+use crate::cloudprovider::TemplateNodeInfo;
+
+/// The capacity annotations' prefix.
+pub const CAPACITY_PREFIX: &str = "capacity.cluster-autoscaler.kubernetes.io/";
+
+/// Why a group at zero is not a node group.
+pub const UNAVAILABLE: &str = "cannot scale from zero: neither the capacity.cluster-autoscaler.kubernetes.io/cpu and memory annotations nor the infrastructure template's status.capacity give the new nodes' CPU and memory";
+
+/// Pods per node when `maxPods` is not given (upstream's default, which
+/// also overrides the template's `pods`).
+pub const DEFAULT_MAX_PODS: &str = "110";
+
+fn capacity_key(name: &str) -> String {
+    format!("{CAPACITY_PREFIX}{name}")
+}
+
+/// The min and max size annotations; a value that is not a non-negative
+/// integer, or a max below the min, is an error naming the annotation.
+pub fn size_annotations(
+    annotations: &BTreeMap<String, String>,
+    keys: &Keys,
+) -> Result<(usize, usize), String> {
+    let read = |key: String, which: &str| -> Result<usize, String> {
+        match annotations.get(&key) {
+            None => Ok(0),
+            Some(v) => v.parse::<usize>().map_err(|_| {
+                format!(
+                    "error validating min/max annotations: invalid {which} annotation {key}: {v:?} is not a non-negative integer"
+                )
+            }),
+        }
+    };
+    let min = read(keys.min_size(), "min")?;
+    let max = read(keys.max_size(), "max")?;
+    if annotations.contains_key(&keys.max_size()) && max < min {
+        return Err(format!(
+            "error validating min/max annotations: invalid max annotation {}: {max} is below the min size {min}",
+            keys.max_size()
+        ));
+    }
+    if !annotations.contains_key(&keys.max_size()) && min > 0 {
+        return Err(format!(
+            "error validating min/max annotations: annotation {} is missing (min size {min} needs a max)",
+            keys.max_size()
+        ));
+    }
+    Ok((min, max))
+}
+
+/// A node taint as the annotation gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    /// Key.
+    pub key: String,
+    /// Value (may be empty).
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// What a new node of a group has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    /// Resources as quantity strings (`cpu`, `memory`, `pods`, ...).
+    pub resources: BTreeMap<String, String>,
+    /// Labels from the labels annotation.
+    pub labels: BTreeMap<String, String>,
+    /// Taints from the taints annotation.
+    pub taints: Vec<Taint>,
+    /// `status.nodeInfo.architecture` of the template.
+    pub architecture: Option<String>,
+    /// `status.nodeInfo.operatingSystem` of the template.
+    pub operating_system: Option<String>,
+}
+
+fn quantity(annotations: &BTreeMap<String, String>, name: &str) -> Result<Option<String>, String> {
+    let key = capacity_key(name);
+    let Some(v) = annotations.get(&key).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let valid = predicates::quantity::parse_milli(v).is_some();
+    if !valid {
+        return Err(format!(
+            "annotation {key}: {v:?} is not a quantity (like \"4\", \"500m\", \"16Gi\")"
+        ));
+    }
+    // A zero quantity is as good as none.
+    Ok((predicates::quantity::parse_milli(v) != Some(0)).then(|| v.clone()))
+}
+
+fn integer(annotations: &BTreeMap<String, String>, name: &str) -> Result<Option<i64>, String> {
+    let key = capacity_key(name);
+    match annotations.get(&key).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| format!("value {v:?} from annotation {key:?} expected to be an integer")),
+    }
+}
+
+/// Parses `key1=value1:NoSchedule,key2:NoExecute`.
+pub fn parse_taints(s: &str) -> Result<Vec<Taint>, String> {
+    let key = capacity_key("taints");
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let invalid = |why: &str| format!("annotation {key}: invalid taint spec {item:?}: {why}");
+        let (kv, effect) = item
+            .split_once(':')
+            .ok_or_else(|| invalid("expected key[=value]:Effect"))?;
+        if effect.contains(':') {
+            return Err(invalid("more than one ':'"));
+        }
+        if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+            return Err(invalid(
+                "the effect must be NoSchedule, PreferNoSchedule or NoExecute",
+            ));
+        }
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        if v.contains('=') {
+            return Err(invalid("more than one '='"));
+        }
+        apimachinery::validation::validate_key(k).map_err(|e| invalid(&e.0))?;
+        apimachinery::validation::validate_value(v).map_err(|e| invalid(&e.0))?;
+        out.push(Taint {
+            key: k.to_string(),
+            value: v.to_string(),
+            effect: effect.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Parses `key1=value1,key2=value2`.
+pub fn parse_labels(s: &str) -> Result<BTreeMap<String, String>, String> {
+    let key = capacity_key("labels");
+    let mut out = BTreeMap::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let invalid = |why: &str| format!("annotation {key}: invalid label {item:?}: {why}");
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| invalid("expected key=value"))?;
+        apimachinery::validation::validate_key(k).map_err(|e| invalid(&e.0))?;
+        apimachinery::validation::validate_value(v).map_err(|e| invalid(&e.0))?;
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+impl Capacity {
+    /// The capacity from the annotations over the template's status;
+    /// `Ok(None)` when it lacks CPU or memory (no scale from zero), an
+    /// error naming the annotation when one does not parse.
+    pub fn of(
+        annotations: &BTreeMap<String, String>,
+        template: Option<&Value>,
+    ) -> Result<Option<Self>, String> {
+        let mut from_annotations = BTreeMap::new();
+        for (name, resource) in [
+            ("cpu", "cpu"),
+            ("memory", "memory"),
+            ("ephemeral-disk", "ephemeral-storage"),
+        ] {
+            if let Some(q) = quantity(annotations, name)? {
+                from_annotations.insert(resource.to_string(), q);
+            }
+        }
+        let gpu_count = integer(annotations, "gpu-count")?;
+        let gpu_type = annotations
+            .get(&capacity_key("gpu-type"))
+            .filter(|t| !t.is_empty());
+        if let (Some(n), Some(t)) = (gpu_count, gpu_type)
+            && n != 0
+        {
+            from_annotations.insert(t.clone(), n.to_string());
+        }
+        let pods = integer(annotations, "maxPods")?
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| DEFAULT_MAX_PODS.to_string());
+        from_annotations.insert("pods".to_string(), pods);
+        let labels = match annotations.get(&capacity_key("labels")) {
+            Some(s) => parse_labels(s)?,
+            None => BTreeMap::new(),
+        };
+        let taints = match annotations.get(&capacity_key("taints")) {
+            Some(s) => parse_taints(s)?,
+            None => Vec::new(),
+        };
+        let status = template.and_then(|t| t.get("status"));
+        let mut resources: BTreeMap<String, String> = status
+            .and_then(|s| s.get("capacity"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), value_string(v)?)))
+                    .filter(|(_, v)| predicates::quantity::parse_milli(v).is_some())
+                    .collect()
+            })
+            .unwrap_or_default();
+        resources.extend(from_annotations);
+        if !resources.contains_key("cpu") || !resources.contains_key("memory") {
+            return Ok(None);
+        }
+        let info = |field: &str| {
+            status
+                .and_then(|s| s.pointer(&format!("/nodeInfo/{field}")))
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        Ok(Some(Self {
+            resources,
+            labels,
+            taints,
+            architecture: info("architecture"),
+            operating_system: info("operatingSystem"),
+        }))
+    }
+}
+
+fn value_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Label prefixes (before the `/`) that CAPI propagates from a Machine's
+/// template labels to its Node, so a new node will have them.
+fn is_managed_label(key: &str) -> bool {
+    let Some((prefix, _)) = key.split_once('/') else {
+        return false;
+    };
+    prefix == "node-role.kubernetes.io"
+        || prefix == "node-restriction.kubernetes.io"
+        || prefix.ends_with(".node-restriction.kubernetes.io")
+        || prefix == "node.cluster.x-k8s.io"
+        || prefix.ends_with(".node.cluster.x-k8s.io")
+}
+
+/// The template node of a group that can scale from zero: generic labels,
+/// the template's architecture and OS, CAPI's managed labels from the
+/// object's machine template, then the labels annotation; the taints
+/// annotation; capacity = allocatable; Ready.
+pub fn template_node(
+    def: &GroupDef,
+    capacity: &Capacity,
+    default_arch: &str,
+    now: &str,
+) -> Result<TemplateNodeInfo, serde_json::Error> {
+    let base = def.object.metadata.name.clone().unwrap_or_default();
+    let name = format!("{base}-asg-{}", apimachinery::rand::suffix(10));
+    let mut labels = BTreeMap::new();
+    labels.insert(
+        "kubernetes.io/arch".to_string(),
+        capacity
+            .architecture
+            .clone()
+            .unwrap_or_else(|| default_arch.to_string()),
+    );
+    labels.insert(
+        "kubernetes.io/os".to_string(),
+        capacity
+            .operating_system
+            .clone()
+            .unwrap_or_else(|| "linux".to_string()),
+    );
+    labels.insert("kubernetes.io/hostname".to_string(), name.clone());
+    if let Some(m) = def
+        .object
+        .data
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+    {
+        for (k, v) in m {
+            if let (true, Some(v)) = (is_managed_label(k), v.as_str()) {
+                labels.insert(k.clone(), v.to_string());
+            }
+        }
+    }
+    labels.extend(capacity.labels.clone());
+    let taints: Vec<Value> = capacity
+        .taints
+        .iter()
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+        .collect();
+    let condition = |type_: &str, status: &str| json!({"type": type_, "status": status, "lastTransitionTime": now, "lastHeartbeatTime": now});
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints},
+        "status": {"capacity": capacity.resources, "allocatable": capacity.resources,
+            "conditions": [condition("Ready", "True"), condition("NetworkUnavailable", "False"),
+                condition("DiskPressure", "False"), condition("MemoryPressure", "False")],
+            "nodeInfo": {"architecture": labels.get("kubernetes.io/arch"),
+                "operatingSystem": labels.get("kubernetes.io/os"), "kubeletVersion": "",
+                "bootID": "", "containerRuntimeVersion": "", "kernelVersion": "", "kubeProxyVersion": "",
+                "machineID": "", "osImage": "", "systemUUID": ""}},
+    }))?;
+    Ok(TemplateNodeInfo {
+        node,
+        pods: vec![crate::cloudprovider::kube_proxy_pod(&base)],
+    })
+}
