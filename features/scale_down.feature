@@ -103,6 +103,8 @@ Feature: Scale-down
 
   @binary
   @extension
+  # Faults are injected through the kwok provider's templates.
+  @kwok-only
   Scenario: --scale-down-delay-after-failure holds a group's scale-down back after a failed deletion
     "scale-down-delay-after-failure: How long after scale down failure that scale down evaluation resumes"
     With --scale-down-delay-type-local the delays are kept per node group, and a failed deletion by the

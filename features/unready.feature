@@ -46,6 +46,8 @@ Feature: Unready nodes, failed scale-ups and backoff
 
   @binary
   @extension
+  # Faults are injected through the kwok provider's templates.
+  @kwok-only
   Scenario: Nodes that never register are given up after --max-node-provision-time
     "max-node-provision-time: Maximum time CA waits for node to be provisioned"
     Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -74,6 +76,8 @@ Feature: Unready nodes, failed scale-ups and backoff
 
   @binary
   @extension
+  # Faults are injected through the kwok provider's templates.
+  @kwok-only
   Scenario: A quota error backs the group off; other groups take over
     "From version 0.6.2, Cluster Autoscaler backs off from scaling up a node group after failure."
     Given a node group "quota" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
@@ -88,6 +92,8 @@ Feature: Unready nodes, failed scale-ups and backoff
     And the status ConfigMap gets a "ScaleUpFailed" event containing "due to OutOfResource.QUOTA_EXCEEDED"
 
   @extension
+  # Faults are injected through the kwok provider's templates.
+  @kwok-only
   Scenario: After the backoff the group is tried again and recovers
     "Cluster Autoscaler will periodically try to increase the cluster and, once failed, move back to the
     previous size until the quota arrives"

@@ -27,6 +27,8 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use crate::world::Provider;
+
 /// The timing flags of CA with their defaults: in binary mode each is
 /// divided by the time scale, so the autoscaler lives on scenario time.
 /// (`--scale-down-delay-after-delete` defaults to the scan interval.)
@@ -151,6 +153,8 @@ pub struct BinaryInfo {
     pub version: Option<CaVersion>,
     /// The flags its `--help` lists (without `--`).
     pub flags: BTreeSet<String>,
+    /// The cloud providers its `--help` offers, when it lists them.
+    pub providers: Option<Vec<String>>,
 }
 
 impl BinaryInfo {
@@ -176,7 +180,8 @@ impl BinaryInfo {
                 text.lines().take(10).collect::<Vec<_>>().join("\n")
             ));
         }
-        if let Some(values) = cloud_providers_offered(&text)
+        let providers = cloud_providers_offered(&text);
+        if let Some(values) = &providers
             && !values.iter().any(|v| v == "kwok")
         {
             return Err(format!(
@@ -190,7 +195,24 @@ impl BinaryInfo {
             path: path.to_path_buf(),
             version: probe_version(path)?,
             flags,
+            providers,
         })
+    }
+
+    /// Fails when the binary's `--help` lists its cloud providers and
+    /// `provider` is not among them.
+    pub fn check_provider(&self, provider: Provider) -> Result<(), String> {
+        match &self.providers {
+            Some(offered) if !offered.iter().any(|p| p == provider.flag()) => Err(format!(
+                "{} has no {} cloud provider (its --cloud-provider offers [{}]); upstream CA \
+                 builds it by default or with the {} build tag",
+                self.path.display(),
+                provider.flag(),
+                offered.join(","),
+                provider.flag()
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Whether the binary knows `--flag`.
@@ -424,6 +446,7 @@ fn scale_duration(name: &str, value: &str, scale: f64) -> Result<String, String>
 /// The command line and environment of the binary for a scenario.
 pub fn command(
     info: &BinaryInfo,
+    provider: Provider,
     kubeconfig: &Path,
     port: u16,
     flags: &[String],
@@ -431,7 +454,7 @@ pub fn command(
     time_scale: f64,
 ) -> Result<tokio::process::Command, String> {
     let mut args = vec![
-        "--cloud-provider=kwok".to_string(),
+        format!("--cloud-provider={}", provider.flag()),
         format!("--kubeconfig={}", kubeconfig.display()),
         format!("--address=127.0.0.1:{port}"),
         "--leader-elect=false".to_string(),
@@ -466,6 +489,7 @@ mod tests {
             path: PathBuf::from("ca"),
             version: CaVersion::parse(version),
             flags: flags.iter().map(|f| f.to_string()).collect(),
+            providers: None,
         }
     }
 

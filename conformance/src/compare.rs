@@ -210,11 +210,19 @@ pub async fn measure(
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
     let flags: Vec<String> = SCENARIO_FLAGS.iter().map(|f| f.to_string()).collect();
-    let mut child = binary::command(info, &kubeconfig, port, &flags, &scenario.extra, 1.0)?
-        .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
-        .stderr(log_file)
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", info.path.display()))?;
+    let mut child = binary::command(
+        info,
+        crate::world::Provider::Kwok,
+        &kubeconfig,
+        port,
+        &flags,
+        &scenario.extra,
+        1.0,
+    )?
+    .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
+    .stderr(log_file)
+    .spawn()
+    .map_err(|e| format!("starting {}: {e}", info.path.display()))?;
     let pid = child.id().ok_or("the autoscaler exited at once")?;
     // Let it finish its first loop on the idle cluster.
     tokio::time::sleep(Duration::from_secs(5)).await;

@@ -13,6 +13,11 @@
 //! status ConfigMap) or what the autoscaler publishes (metrics, health,
 //! decision records), never its internals.
 //!
+//! With `--cloud-provider clusterapi` (or the step `Given node groups are
+//! Cluster API MachineDeployments`) the node groups are Cluster API
+//! MachineDeployments instead ([`capi`]), served by the testbed's CAPI
+//! controller, and the autoscaler runs with `--cloud-provider=clusterapi`.
+//!
 //! [`compare`] runs one scale scenario against one or two autoscaler
 //! binaries and reports what a user feels, with the ratios (`testbed
 //! compare`). [`latency`] measures each pod's scale-up latency as the FAQ
@@ -27,6 +32,7 @@
 
 pub mod bench;
 pub mod binary;
+pub mod capi;
 pub mod compare;
 pub mod latency;
 pub mod runner;

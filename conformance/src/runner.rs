@@ -20,10 +20,15 @@ use serde_json::{Value, json};
 
 use crate::binary::BinaryInfo;
 use crate::steps::EXTENSION_TAG;
-use crate::world::{self, CaWorld, UnderTest};
+use crate::world::{self, CaWorld, Provider, UnderTest};
 
 /// The tag filter without `--tags`.
 pub const DEFAULT_TAGS: &str = "not @known-gap";
+
+/// The tag filter without `--tags` with `--cloud-provider clusterapi`: the
+/// suite less the scenarios that need the kwok provider (`@kwok-only`: its
+/// fault injection, or instances that are Nodes).
+pub const CAPI_DEFAULT_TAGS: &str = "not @known-gap and not @kwok-only";
 
 /// What to run and how (the flags of `testbed run`; the test target takes
 /// the same ones after `--`).
@@ -54,6 +59,12 @@ pub struct RunArgs {
     /// flags are divided by it.
     #[arg(long, default_value_t = 60.0)]
     pub time_scale: f64,
+    /// The node groups' provider: kwok template nodes, or Cluster API
+    /// MachineDeployments served by the testbed (the autoscaler runs with
+    /// `--cloud-provider=clusterapi`; without `--tags`, the scenarios not
+    /// tagged `@kwok-only` run).
+    #[arg(long, value_enum, default_value_t = Provider::Kwok)]
+    pub cloud_provider: Provider,
     /// Where to write `junit.xml` and `cucumber.json`.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
@@ -174,7 +185,10 @@ pub fn run(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String>
 
 /// [`run`], on the calling thread.
 fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String> {
-    let expr = args.tags.as_deref().unwrap_or(DEFAULT_TAGS);
+    let expr = args.tags.as_deref().unwrap_or(match args.cloud_provider {
+        Provider::Kwok => DEFAULT_TAGS,
+        Provider::ClusterApi => CAPI_DEFAULT_TAGS,
+    });
     let tags = expr
         .parse::<TagOperation>()
         .map_err(|e| format!("--tags {expr:?}: {e}"))?;
@@ -192,16 +206,22 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
                     path.display()
                 ));
             }
+            let info = BinaryInfo::probe(path)?;
+            info.check_provider(args.cloud_provider)?;
             UnderTest::Binary {
-                info: Box::new(BinaryInfo::probe(path)?),
+                info: Box::new(info),
                 args: args.autoscaler_args.clone(),
                 time_scale: args.time_scale,
             }
         }
         None => UnderTest::InProcess,
     };
+    if args.cloud_provider == Provider::ClusterApi {
+        println!("Node groups: Cluster API MachineDeployments (--cloud-provider=clusterapi)");
+    }
     let binary = matches!(under_test, UnderTest::Binary { .. });
     world::configure(under_test.clone());
+    world::configure_provider(args.cloud_provider);
     let runtime = if binary {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -51,6 +51,41 @@ pub enum UnderTest {
 
 static UNDER_TEST: OnceLock<UnderTest> = OnceLock::new();
 
+/// The cloud provider the suite's node groups are made for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Provider {
+    /// kwok's provider: groups are template nodes in a ConfigMap.
+    #[default]
+    Kwok,
+    /// Cluster API: groups are MachineDeployments ([`crate::capi`]).
+    #[value(name = "clusterapi")]
+    ClusterApi,
+}
+
+impl Provider {
+    /// The `--cloud-provider` value.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::Kwok => "kwok",
+            Self::ClusterApi => "clusterapi",
+        }
+    }
+}
+
+static PROVIDER: OnceLock<Provider> = OnceLock::new();
+
+/// Sets the provider of this process's scenarios (once; later calls are
+/// ignored and return false). A scenario may still ask for Cluster API
+/// itself (`Given node groups are Cluster API MachineDeployments`).
+pub fn configure_provider(provider: Provider) -> bool {
+    PROVIDER.set(provider).is_ok()
+}
+
+/// The provider configured for this run.
+pub fn configured_provider() -> Provider {
+    PROVIDER.get().copied().unwrap_or_default()
+}
+
 /// Sets the autoscaler under test for this process's scenarios (once;
 /// later calls are ignored and return false).
 pub fn configure(under_test: UnderTest) -> bool {
@@ -140,6 +175,10 @@ pub struct GroupSpec {
     pub annotations: serde_json::Map<String, Value>,
     /// Extra allocatable resources (GPUs, ...).
     pub resources: serde_json::Map<String, Value>,
+    /// Cluster API mode: where the group advertises its capacity.
+    pub zero_capacity: crate::capi::ZeroCapacity,
+    /// Cluster API mode: the scenario's own MachineDeployment annotations.
+    pub machine_deployment_annotations: serde_json::Map<String, Value>,
 }
 
 impl GroupSpec {
@@ -156,6 +195,8 @@ impl GroupSpec {
             taints: Vec::new(),
             annotations: Default::default(),
             resources: Default::default(),
+            zero_capacity: Default::default(),
+            machine_deployment_annotations: Default::default(),
         }
     }
 
@@ -287,6 +328,7 @@ pub struct Running {
     time_scale: f64,
     flags: Vec<String>,
     extensions: Extensions,
+    provider: Provider,
 }
 
 impl Drop for Running {
@@ -348,7 +390,7 @@ impl Running {
         self.autoscaler = match &mut self.autoscaler {
             Autoscaler::InProcess { task, .. } => {
                 task.abort();
-                start_in_process(&self.cluster, &self.flags).await?
+                start_in_process(&self.cluster, self.provider, &self.flags).await?
             }
             Autoscaler::Binary(b) => {
                 b.child
@@ -358,7 +400,15 @@ impl Running {
                 let UnderTest::Binary { info, args, .. } = under_test() else {
                     return Err("binary mode is not configured".into());
                 };
-                start_binary(&self.cluster, &info, &self.flags, &args, self.time_scale).await?
+                start_binary(
+                    &self.cluster,
+                    &info,
+                    self.provider,
+                    &self.flags,
+                    &args,
+                    self.time_scale,
+                )
+                .await?
             }
         };
         Ok(())
@@ -426,6 +476,8 @@ pub struct CaWorld {
     pub running: Option<Running>,
     /// What the scenario used beyond CA's own interfaces.
     pub extensions: Extensions,
+    /// The scenario asked for Cluster API whatever the run's provider.
+    pub cluster_api: bool,
 }
 
 impl fmt::Debug for CaWorld {
@@ -460,6 +512,41 @@ impl CaWorld {
             .ok_or_else(|| format!("no node group {name:?} declared"))
     }
 
+    /// The provider this scenario's node groups are made for.
+    pub fn provider(&self) -> Provider {
+        if self.cluster_api {
+            Provider::ClusterApi
+        } else {
+            configured_provider()
+        }
+    }
+
+    /// The id under which the autoscaler names group `name` (in events and
+    /// the status ConfigMap).
+    pub fn group_id(&self, name: &str) -> String {
+        match self.provider() {
+            Provider::Kwok => name.to_string(),
+            Provider::ClusterApi => crate::capi::group_id(name),
+        }
+    }
+
+    /// `text` with the declared groups named by their ids where CA's
+    /// messages name a group (`{pool 0->3 (max: 10)}`, `setting group pool
+    /// size`).
+    pub fn with_group_ids(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for g in &self.groups {
+            let id = self.group_id(&g.name);
+            for (before, after) in [("{", " "), ("group ", " ")] {
+                out = out.replace(
+                    &format!("{before}{}{after}", g.name),
+                    &format!("{before}{id}{after}"),
+                );
+            }
+        }
+        out
+    }
+
     /// Scenario time since the autoscaler started (zero before).
     pub fn scenario_time(&self) -> Duration {
         self.running
@@ -469,10 +556,20 @@ impl CaWorld {
     }
 
     async fn start(&self) -> Result<Running, String> {
-        let cluster = Cluster::builder()
-            .object(provider_config_map())
-            .object(templates_config_map(&self.groups))
-            .time_scale(time_scale())
+        let provider = self.provider();
+        let mut builder = Cluster::builder().time_scale(time_scale());
+        builder = match provider {
+            Provider::Kwok => builder
+                .object(provider_config_map())
+                .object(templates_config_map(&self.groups)),
+            Provider::ClusterApi => {
+                let objects = self.groups.iter().flat_map(crate::capi::group_objects);
+                builder
+                    .capi()
+                    .objects(std::iter::once(crate::capi::cluster()).chain(objects))
+            }
+        };
+        let cluster = builder
             .start()
             .await
             .map_err(|e| format!("starting the cluster: {e}"))?;
@@ -485,8 +582,9 @@ impl CaWorld {
         }
         // The starting nodes exist, Ready, before the autoscaler starts, as
         // in a running cluster (upstream's kwok provider creates none: it
-        // only takes its target sizes from the templates).
-        for g in &self.groups {
+        // only takes its target sizes from the templates). In Cluster API
+        // mode the MachineDeployments' replicas make them.
+        for g in self.groups.iter().filter(|_| provider == Provider::Kwok) {
             for i in 0..g.initial.max(g.min) {
                 cluster
                     .create(g.starting_node(i))
@@ -497,7 +595,10 @@ impl CaWorld {
         let (autoscaler, time_scale) = match under_test() {
             UnderTest::InProcess => {
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(120)).await?;
-                (start_in_process(&cluster, &self.flags).await?, 1.0)
+                (
+                    start_in_process(&cluster, provider, &self.flags).await?,
+                    1.0,
+                )
             }
             UnderTest::Binary {
                 info,
@@ -506,14 +607,30 @@ impl CaWorld {
             } => {
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(60)).await?;
                 let mut binary =
-                    start_binary(&cluster, &info, &self.flags, &args, time_scale).await?;
+                    start_binary(&cluster, &info, provider, &self.flags, &args, time_scale).await?;
                 wait_first_loop(&cluster, &mut binary, Duration::from_secs(30)).await?;
                 (binary, time_scale)
             }
         };
         if !self.expander_priorities.is_empty() {
+            // The expander matches group ids: `^pool$` is
+            // `^MachineDeployment/default/pool$` in Cluster API mode.
+            let priorities = self
+                .expander_priorities
+                .iter()
+                .map(|(value, patterns)| {
+                    let patterns = patterns
+                        .iter()
+                        .map(|p| match p.strip_prefix('^') {
+                            Some(rest) => format!("^{}{rest}", self.group_id("")),
+                            None => p.clone(),
+                        })
+                        .collect();
+                    (*value, patterns)
+                })
+                .collect();
             cluster
-                .create(priority_expander_config_map(&self.expander_priorities))
+                .create(priority_expander_config_map(&priorities))
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -527,6 +644,7 @@ impl CaWorld {
             time_scale,
             flags: self.flags.clone(),
             extensions: self.extensions.clone(),
+            provider,
         })
     }
 
@@ -547,6 +665,9 @@ impl CaWorld {
         let Some(r) = &self.running else {
             return Ok(());
         };
+        if self.provider() == Provider::ClusterApi {
+            return crate::capi::update_templates(&r.cluster, &self.groups).await;
+        }
         let cm = templates_config_map(&self.groups);
         Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(r.cluster.client(), "kube-system")
             .patch(
@@ -656,10 +777,17 @@ pub fn priority_expander_config_map(
         "data": {"priorities": text}})
 }
 
-async fn start_in_process(cluster: &Cluster, flags: &[String]) -> Result<Autoscaler, String> {
-    let built = autoscaler::inprocess::kwok(cluster.client(), cluster.clock().clone(), flags)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn start_in_process(
+    cluster: &Cluster,
+    provider: Provider,
+    flags: &[String],
+) -> Result<Autoscaler, String> {
+    let (client, clock) = (cluster.client(), cluster.clock().clone());
+    let built = match provider {
+        Provider::Kwok => autoscaler::inprocess::kwok(client, clock, flags).await,
+        Provider::ClusterApi => autoscaler::inprocess::clusterapi(client, clock, flags).await,
+    }
+    .map_err(|e| e.to_string())?;
     let endpoints = built.endpoints;
     let task = tokio::spawn(built.autoscaler.run());
     Ok(Autoscaler::InProcess { endpoints, task })
@@ -751,10 +879,12 @@ pub async fn serve_for_binary(cluster: &Cluster) -> Result<Served, String> {
 async fn start_binary(
     cluster: &Cluster,
     info: &BinaryInfo,
+    provider: Provider,
     flags: &[String],
     extra: &[String],
     time_scale: f64,
 ) -> Result<Autoscaler, String> {
+    info.check_provider(provider)?;
     let Served {
         endpoint,
         dir,
@@ -769,7 +899,7 @@ async fn start_binary(
     let log = logs.join(format!("autoscaler-{n}.log"));
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
-    let child = binary::command(info, &kubeconfig, port, flags, extra, time_scale)?
+    let child = binary::command(info, provider, &kubeconfig, port, flags, extra, time_scale)?
         .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
         .stderr(log_file)
         .spawn()

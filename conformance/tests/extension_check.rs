@@ -29,6 +29,7 @@ fn a_scenario_reading_decisions_untagged_fails_the_tag_check() {
         tags: Some("not @nothing".into()),
         autoscaler_binary: None,
         autoscaler_args: vec![],
+        cloud_provider: Default::default(),
         time_scale: 60.0,
         report_dir: None,
         verbose: false,

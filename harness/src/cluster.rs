@@ -195,6 +195,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// Objects, created in order after those given before.
+    pub fn objects(mut self, objs: impl IntoIterator<Item = Value>) -> Self {
+        self.objects.extend(objs);
+        self
+    }
+
     /// Custom kwok stages (multi-document YAML), added to the defaults.
     pub fn stages(mut self, yaml: &str) -> Self {
         match kwok::parse_stages(yaml, "builder stages") {

@@ -215,6 +215,7 @@ enum Subject {
     Pods(String),
     GroupNodes(String),
     StatusConfigMap,
+    MachineDeployment(String),
 }
 
 impl Subject {
@@ -226,6 +227,8 @@ impl Subject {
             quoted.first().cloned().map(Self::GroupNodes)
         } else if text == "the status ConfigMap" {
             Some(Self::StatusConfigMap)
+        } else if text.starts_with("the MachineDeployment") {
+            quoted.first().cloned().map(Self::MachineDeployment)
         } else {
             None
         }
@@ -261,6 +264,13 @@ impl Subject {
                 events(w, reason, |e| {
                     e.involved_object.kind.as_deref() == Some("ConfigMap")
                         && e.involved_object.name.as_deref() == Some("cluster-autoscaler-status")
+                })
+                .await
+            }
+            Self::MachineDeployment(name) => {
+                events(w, reason, |e| {
+                    e.involved_object.kind.as_deref() == Some("MachineDeployment")
+                        && e.involved_object.name.as_deref() == Some(name.as_str())
                 })
                 .await
             }
@@ -330,7 +340,7 @@ async fn expect_event(
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event (saying|containing) "(.*)"$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+") gets? an? "(\S+)" event (saying|containing) "(.*)"$"#
 )]
 async fn event_saying(
     w: &mut CaWorld,
@@ -339,6 +349,8 @@ async fn event_saying(
     how: String,
     message: String,
 ) -> StepResult {
+    // CA names a group by its id: `{MachineDeployment/default/pool 0->3 ...}`.
+    let message = w.with_group_ids(&message);
     let message = if how == "saying" {
         Message::Exactly(&message)
     } else {
@@ -348,14 +360,14 @@ async fn event_saying(
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? an? "(\S+)" event$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+") gets? an? "(\S+)" event$"#
 )]
 async fn event_any(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
     expect_event(w, &subject, &reason, Message::Any).await
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap) gets? no "(\S+)" event$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+") gets? no "(\S+)" event$"#
 )]
 async fn no_event(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
     let seen = Subject::parse(&subject)?.events(w, &reason).await?;
@@ -505,7 +517,7 @@ async fn status_field(
         None => status,
         Some(g) => status["nodeGroups"]
             .as_array()
-            .and_then(|gs| gs.iter().find(|x| x["name"] == g))
+            .and_then(|gs| gs.iter().find(|x| x["name"] == w.group_id(g)))
             .cloned()
             .ok_or_else(|| format!("node group {g} is not in the status:\n{text}"))?,
     };

@@ -88,6 +88,12 @@ async fn restart(w: &mut CaWorld) -> StepResult {
 async fn set_fault(w: &mut CaWorld, group: &str, fault: Option<&str>) -> StepResult {
     w.extensions
         .record("the kwok provider's fault annotation (our provider only)");
+    if w.provider() != crate::world::Provider::Kwok {
+        return Err(format!(
+            "faults are injected through the kwok provider's templates; node groups of {} have none",
+            w.provider().flag()
+        ));
+    }
     let g = w.group_mut(group)?;
     match fault {
         Some(f) => g.annotations.insert(FAULT.into(), json!(f)),

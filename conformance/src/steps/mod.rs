@@ -7,6 +7,8 @@
 //!
 //! - [`cluster`]: node groups, their labels, taints, zones and resources,
 //!   faults, autoscaler flags and restarts, node changes at runtime;
+//! - [`clusterapi`]: node groups as Cluster API MachineDeployments, where
+//!   they advertise their capacity for scale from zero, their annotations;
 //! - [`workloads`]: deployments, bare pods, DaemonSets, PDBs, priority
 //!   classes, the priority expander's ConfigMap, any object from YAML;
 //! - [`time`]: "When N minutes pass", "When the autoscaler finds a node
@@ -20,6 +22,7 @@
 
 pub mod assertions;
 pub mod cluster;
+pub mod clusterapi;
 pub mod scalability;
 pub mod time;
 pub mod workloads;
@@ -43,6 +46,10 @@ const EXTENSION_STEPS: &[&str] = &[
     "the cloud provider refuses to",
     "never register",
     "the faults of",
+    // Our clusterapi provider's events on a MachineDeployment (upstream
+    // only logs).
+    "\"InvalidNodeGroupAnnotation\"",
+    "\"ScaleFromZeroUnavailable\"",
 ];
 
 /// Whether a step needs an extension of ours ([`EXTENSION_TAG`]).

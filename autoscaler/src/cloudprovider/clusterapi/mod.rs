@@ -271,6 +271,10 @@ pub(crate) struct Shared {
     snapshot: Mutex<Snapshot>,
     /// Problems already reported, so that each is said once.
     reported: Mutex<BTreeSet<String>>,
+    /// Held by every change of a group's size, as upstream's controller
+    /// holds its access lock: deletions run concurrently, and each reads
+    /// the replicas it lowers.
+    resize: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -358,6 +362,7 @@ impl ClusterApiProvider {
                 clock,
                 snapshot: Mutex::new(Snapshot::default()),
                 reported: Mutex::new(BTreeSet::new()),
+                resize: tokio::sync::Mutex::new(()),
             }),
         };
         provider.load().await?;

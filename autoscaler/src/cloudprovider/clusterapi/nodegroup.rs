@@ -243,6 +243,7 @@ impl NodeGroup for ClusterApiNodeGroup {
             if delta == 0 {
                 return Err(CloudError::provider("size increase must be positive"));
             }
+            let _resizing = self.shared.resize.lock().await;
             let def = self.def()?;
             let replicas = self.replicas(&def).await?;
             self.set_size(&def, replicas + delta).await
@@ -251,6 +252,7 @@ impl NodeGroup for ClusterApiNodeGroup {
 
     fn delete_nodes(&self, nodes: Vec<Node>) -> BoxFuture<'_, Result<(), CloudError>> {
         Box::pin(async move {
+            let _resizing = self.shared.resize.lock().await;
             let def = self.def()?;
             let mut replicas = self.replicas(&def).await?;
             if replicas <= def.min {
@@ -318,6 +320,7 @@ impl NodeGroup for ClusterApiNodeGroup {
             if delta >= 0 {
                 return Err(CloudError::provider("size decrease must be negative"));
             }
+            let _resizing = self.shared.resize.lock().await;
             let def = self.def()?;
             let size = self.replicas(&def).await?;
             let existing = self
