@@ -51,9 +51,43 @@ struct Served {
 
 /// Starts a cluster holding `objects` and serves it over TLS.
 async fn serve(objects: Vec<serde_json::Value>) -> Served {
+    serve_with(Cluster::builder(), objects).await
+}
+
+/// A Cluster API cluster with one MachineDeployment of one machine.
+fn clusterapi_objects() -> Vec<serde_json::Value> {
+    use harness::controllers::capi;
+    vec![
+        capi::cluster_manifest("default", "testbed"),
+        capi::template_manifest(
+            "default",
+            "pool",
+            json!({"cpu": "4", "memory": "16Gi"}),
+            json!({}),
+            json!([]),
+        ),
+        capi::machine_deployment_manifest(
+            "default",
+            "pool",
+            "testbed",
+            1,
+            "pool",
+            json!({
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1",
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "3",
+            }),
+        ),
+    ]
+}
+
+/// [`serve`] on the given builder.
+async fn serve_with(
+    builder: harness::cluster::ClusterBuilder,
+    objects: Vec<serde_json::Value>,
+) -> Served {
     let cluster = objects
         .into_iter()
-        .fold(Cluster::builder(), |b, o| b.object(o))
+        .fold(builder, |b, o| b.object(o))
         .start()
         .await
         .unwrap();
@@ -201,7 +235,7 @@ fn bad_flags_exit_before_starting() {
     );
     fails(
         &["--cloud-provider=gce"],
-        "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok)",
+        "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok, clusterapi)",
     );
     fails(
         &["--cloud-provider=nimbus"],
@@ -259,11 +293,11 @@ async fn every_provider_named_in_the_help_starts() {
     let providers = providers_in_help();
     assert!(!providers.is_empty());
     for provider in providers {
-        let objects = match provider.as_str() {
-            "kwok" => kwok_provider_objects(),
+        let served = match provider.as_str() {
+            "kwok" => serve(kwok_provider_objects()).await,
+            "clusterapi" => serve_with(Cluster::builder().capi(), clusterapi_objects()).await,
             other => panic!("the help names provider {other:?}; add its set-up to this test"),
         };
-        let served = serve(objects).await;
         let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
         let mut child = Process(
             Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))

@@ -136,6 +136,10 @@ pub const STEP_NEEDS: [(&str, &str, &str); 2] = [
     ),
 ];
 
+/// The step with which a scenario makes its node groups Cluster API
+/// MachineDeployments, whatever the run's provider.
+pub const CLUSTER_API_STEP: &str = "node groups are Cluster API MachineDeployments";
+
 /// [`STEP_NEEDS`], compiled.
 static STEP_NEEDS_RE: LazyLock<Vec<(Regex, &str, &str)>> = LazyLock::new(|| {
     STEP_NEEDS
@@ -161,7 +165,7 @@ impl BinaryInfo {
     /// Asks the binary for its flags (`--help`) and its version (the
     /// `Cluster Autoscaler X.Y.Z` line it logs at `--v=1` as it starts; it
     /// is stopped right after).
-    pub fn probe(path: &Path) -> Result<Self, String> {
+    pub fn probe(path: &Path, provider: Provider) -> Result<Self, String> {
         let help = Command::new(path)
             .arg("--help")
             .stdin(Stdio::null())
@@ -180,23 +184,15 @@ impl BinaryInfo {
                 text.lines().take(10).collect::<Vec<_>>().join("\n")
             ));
         }
-        let providers = cloud_providers_offered(&text);
-        if let Some(values) = &providers
-            && !values.iter().any(|v| v == "kwok")
-        {
-            return Err(format!(
-                "{} has no kwok cloud provider (its --cloud-provider offers [{}]); CA has one \
-                 from 1.29, in its default build or with the kwok build tag",
-                path.display(),
-                values.join(",")
-            ));
-        }
-        Ok(Self {
+        let mut info = Self {
             path: path.to_path_buf(),
-            version: probe_version(path)?,
+            version: None,
             flags,
-            providers,
-        })
+            providers: cloud_providers_offered(&text),
+        };
+        info.check_provider(provider)?;
+        info.version = probe_version(path, provider)?;
+        Ok(info)
     }
 
     /// Fails when the binary's `--help` lists its cloud providers and
@@ -205,7 +201,7 @@ impl BinaryInfo {
         match &self.providers {
             Some(offered) if !offered.iter().any(|p| p == provider.flag()) => Err(format!(
                 "{} has no {} cloud provider (its --cloud-provider offers [{}]); upstream CA \
-                 builds it by default or with the {} build tag",
+                 builds it by default or with the {} build tag (kwok from 1.29)",
                 self.path.display(),
                 provider.flag(),
                 offered.join(","),
@@ -258,6 +254,11 @@ impl BinaryInfo {
                 )),
             }
         }
+        if step_texts.contains(&CLUSTER_API_STEP)
+            && let Err(e) = self.check_provider(Provider::ClusterApi)
+        {
+            unmet.push(e);
+        }
         let mut missing = BTreeSet::new();
         for text in step_texts {
             for flag in flags_named(text) {
@@ -307,11 +308,11 @@ pub fn flags_named(text: &str) -> Vec<String> {
 }
 
 /// The version from the start-up line, read for up to 20 s.
-fn probe_version(path: &Path) -> Result<Option<CaVersion>, String> {
+fn probe_version(path: &Path, provider: Provider) -> Result<Option<CaVersion>, String> {
     let mut child = Command::new(path)
         .args([
             "--v=1",
-            "--cloud-provider=kwok",
+            &format!("--cloud-provider={}", provider.flag()),
             "--kubeconfig=/nonexistent/kubeconfig",
             "--address=127.0.0.1:0",
             "--leader-elect=false",

@@ -149,7 +149,7 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
     }
     let mut rows = Vec::new();
     for path in &args.binaries {
-        let info = BinaryInfo::probe(path)?;
+        let info = BinaryInfo::probe(path, crate::world::Provider::Kwok)?;
         eprintln!(
             "compare: {} ({}), {} nodes x {} pods",
             path.display(),

@@ -206,8 +206,7 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
                     path.display()
                 ));
             }
-            let info = BinaryInfo::probe(path)?;
-            info.check_provider(args.cloud_provider)?;
+            let info = BinaryInfo::probe(path, args.cloud_provider)?;
             UnderTest::Binary {
                 info: Box::new(info),
                 args: args.autoscaler_args.clone(),

@@ -252,7 +252,7 @@ mod tests {
             "(default 10s)",
             "  --expander string",
             "(default \"least-waste\")",
-            "Cloud provider type. Implemented: kwok.",
+            "Cloud provider type. Implemented: kwok,",
             "  --nodes stringArray",
             "\nScale-down:\n",
         ] {
