@@ -712,6 +712,19 @@ async fn crds_are_served_at_once_with_status_and_scale() {
         .await
         .unwrap();
     assert_eq!(pools.get("p").await.unwrap().data["spec"]["replicas"], 3);
+    // Go writes a Scale of 0 without spec.replicas (`omitempty`): it means 0.
+    let put_scale = |body: Value| {
+        http::Request::put("/apis/example.com/v1/machinepools/p/scale")
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap()
+    };
+    let zero = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "p"}, "spec": {}});
+    client.request::<Value>(put_scale(zero)).await.unwrap();
+    assert_eq!(pools.get("p").await.unwrap().data["spec"]["replicas"], 0);
+    let bad = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "p"}, "spec": {"replicas": "two"}});
+    let (code, _) = api_code(&client.request::<Value>(put_scale(bad)).await.unwrap_err());
+    assert_eq!(code, 422);
     // Strategic merge patch is not for custom resources.
     let (code, _) = api_code(
         &pools

@@ -51,17 +51,23 @@ impl Server {
             .scale
             .clone()
             .ok_or_else(|| ApiError::no_route(&format!("{}/{name}/scale", def.resource)))?;
-        let replicas = scale
-            .pointer("/spec/replicas")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| {
+        // `replicas` is `omitempty` in autoscaling/v1: a Go client writes a
+        // Scale of 0 without it, and kube-apiserver reads that as 0.
+        let replicas = match scale.pointer("/spec/replicas") {
+            None | Some(Value::Null) => 0,
+            Some(v) => v.as_i64().ok_or_else(|| {
                 ApiError::invalid(
                     "autoscaling",
                     "Scale",
                     name,
-                    vec![Cause::required("spec.replicas")],
+                    vec![Cause::invalid(
+                        "spec.replicas",
+                        &v.to_string(),
+                        "must be an integer",
+                    )],
                 )
-            })?;
+            })?,
+        };
         if replicas < 0 {
             return Err(ApiError::invalid(
                 "autoscaling",
