@@ -66,6 +66,9 @@ ca_names! {
         InvalidNodeGroupAnnotation,
         /// A node group at zero says nothing of its nodes' capacity (ours).
         ScaleFromZeroUnavailable,
+        /// An ASG's node template tag does not parse (ours: upstream
+        /// skips it silently).
+        InvalidNodeGroupTag,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Running the autoscaler as a library, next to a cluster in the same
 //! process (tests, the conformance suite, benchmarks): the watch cache, a
-//! cloud provider (kwok, or Cluster API with the cluster as its own
-//! management cluster) and the flags, wired as the binary wires them, on
+//! cloud provider (kwok, Cluster API with the cluster as its own
+//! management cluster, or AWS) and the flags, wired as the binary wires them, on
 //! the caller's clock (virtual time when the runtime's time is paused).
 
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,7 @@ use kube::Client;
 
 use crate::cache::ClusterCache;
 use crate::cloudprovider::CloudProvider;
+use crate::cloudprovider::aws::{self, AwsProvider};
 use crate::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use crate::cloudprovider::kwok::{Faults, KwokProvider, Settings};
 use crate::config::{Flags, normalize_args};
@@ -43,7 +44,7 @@ pub enum InProcessError {
     /// The provider's configuration is refused.
     #[error("building the {provider} provider: {error}")]
     Provider {
-        /// `kwok` or `clusterapi`.
+        /// `kwok`, `clusterapi` or `aws`.
         provider: &'static str,
         /// Why.
         error: crate::cloudprovider::CloudError,
@@ -111,6 +112,39 @@ pub async fn clusterapi(
             provider: "clusterapi",
             error,
         })?;
+    Ok(assemble(
+        client,
+        clock,
+        flags,
+        validated,
+        cache,
+        Arc::new(provider),
+        Arc::new(Faults::default()),
+    ))
+}
+
+/// Builds an autoscaler on `client` with `--cloud-provider=aws`, reaching
+/// AWS (or an emulator) as `connection` says, and the extra `args`
+/// (`--nodes` or `--node-group-auto-discovery=asg:tag=...` among them).
+pub async fn aws(
+    client: Client,
+    clock: simclock::Clock,
+    connection: aws::Connection,
+    args: &[String],
+) -> Result<InProcess, InProcessError> {
+    let (flags, validated) = parse("aws", args)?;
+    let provider_error = |error| InProcessError::Provider {
+        provider: "aws",
+        error,
+    };
+    let mut settings = aws::Settings::new(&validated.node_groups, &flags.node_group_auto_discovery)
+        .map_err(provider_error)?;
+    settings.connection = connection;
+    let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
+    cache.wait_ready().await;
+    let provider = AwsProvider::new(client.clone(), clock.clone(), settings)
+        .await
+        .map_err(provider_error)?;
     Ok(assemble(
         client,
         clock,

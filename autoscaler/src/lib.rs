@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | [`config`] | `config`, `main.go` flags | the flags (the FAQ's table is the contract) and the grouped `--help` |
 //! | [`cache`] | informers and listers | nodes, pods, PDBs and controllers from watches |
-//! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` holds the one list of implemented providers (`kwok`, `clusterapi`) |
+//! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` holds the one list of implemented providers (`kwok`, `clusterapi`, `aws`) |
 //! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health; the notices and cluster gauges it reports |
 //! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
 //! | [`processors`] | `processors/nodeinfosprovider` | template nodes of every group, with their DaemonSet pods |

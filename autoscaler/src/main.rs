@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use autoscaler::cache::ClusterCache;
 use autoscaler::cloudprovider::CloudProvider;
+use autoscaler::cloudprovider::aws::{self, AwsProvider};
 use autoscaler::cloudprovider::builder::ProviderName;
 use autoscaler::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
@@ -205,6 +206,16 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
                 ClusterApiProvider::new(management, clock.clone(), settings)
                     .await
                     .map_err(|e| format!("building the clusterapi cloud provider: {e}"))?,
+            )
+        }
+        ProviderName::Aws => {
+            let settings =
+                aws::Settings::new(&validated.node_groups, &flags.node_group_auto_discovery)
+                    .map_err(|e| e.to_string())?;
+            Arc::new(
+                AwsProvider::new(client.clone(), clock.clone(), settings)
+                    .await
+                    .map_err(|e| format!("building the aws cloud provider: {e}"))?,
             )
         }
     };

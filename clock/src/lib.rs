@@ -8,9 +8,12 @@
 //! shares a clone of the same [`Clock`] sees the same instant.
 //!
 //! Components sleep with `tokio::time::sleep` and read timestamps with
-//! [`Clock::now`]; nothing calls `SystemTime::now` directly.
+//! [`Clock::now`]; nothing calls `SystemTime::now` directly. Calls to a
+//! process outside (a cloud API, an emulator) go through
+//! [`outside::outside`], which holds virtual time still while they wait.
 
 pub mod busy;
+pub mod outside;
 
 use std::time::{Duration, SystemTime};
 

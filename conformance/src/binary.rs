@@ -461,6 +461,9 @@ pub fn command(
         "--leader-elect=false".to_string(),
     ];
     args.extend(scaled_flags(flags, time_scale, |f| info.knows(f))?);
+    if provider == Provider::Aws {
+        args.push(crate::aws::DISCOVERY.to_string());
+    }
     args.extend(extra.iter().cloned());
     let mut cmd = tokio::process::Command::new(&info.path);
     cmd.args(&args)

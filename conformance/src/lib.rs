@@ -17,6 +17,10 @@
 //! Cluster API MachineDeployments`) the node groups are Cluster API
 //! MachineDeployments instead ([`capi`]), served by the testbed's CAPI
 //! controller, and the autoscaler runs with `--cloud-provider=clusterapi`.
+//! With `--cloud-provider aws` they are Auto Scaling groups of an AWS
+//! emulator ([`aws`]: moto, reset before each scenario), whose instances the
+//! testbed's bridge makes kwok Nodes, and the autoscaler runs with
+//! `--cloud-provider=aws`.
 //!
 //! [`compare`] runs one scale scenario against one or two autoscaler
 //! binaries and reports what a user feels, with the ratios (`testbed
@@ -30,6 +34,7 @@
 //! run` and the `conformance` test target both use it. The step library
 //! ([`steps`]) is meant for users' own feature files too.
 
+pub mod aws;
 pub mod bench;
 pub mod binary;
 pub mod capi;

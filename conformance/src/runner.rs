@@ -26,9 +26,14 @@ use crate::world::{self, CaWorld, Provider, UnderTest};
 pub const DEFAULT_TAGS: &str = "not @known-gap";
 
 /// The tag filter without `--tags` with `--cloud-provider clusterapi`: the
-/// suite less the scenarios that need the kwok provider (`@kwok-only`: its
-/// fault injection, or instances that are Nodes).
+/// suite less the scenarios that need the kwok provider
+/// (`@kwok-only`: its fault injection, or instances that are Nodes).
 pub const CAPI_DEFAULT_TAGS: &str = "not @known-gap and not @kwok-only";
+
+/// The tag filter without `--tags` with `--cloud-provider aws`: as
+/// [`CAPI_DEFAULT_TAGS`], less the scenarios that delete a Node whose
+/// instance, still running, registers it again (`@not-aws`).
+pub const AWS_DEFAULT_TAGS: &str = "not @known-gap and not @kwok-only and not @not-aws";
 
 /// What to run and how (the flags of `testbed run`; the test target takes
 /// the same ones after `--`).
@@ -59,10 +64,11 @@ pub struct RunArgs {
     /// flags are divided by it.
     #[arg(long, default_value_t = 60.0)]
     pub time_scale: f64,
-    /// The node groups' provider: kwok template nodes, or Cluster API
+    /// The node groups' provider: kwok template nodes, Cluster API
     /// MachineDeployments served by the testbed (the autoscaler runs with
-    /// `--cloud-provider=clusterapi`; without `--tags`, the scenarios not
-    /// tagged `@kwok-only` run).
+    /// `--cloud-provider=clusterapi`), or Auto Scaling groups of an AWS
+    /// emulator (moto, `--cloud-provider=aws`); with either of the last
+    /// two and without `--tags`, the scenarios not tagged `@kwok-only` run.
     #[arg(long, value_enum, default_value_t = Provider::Kwok)]
     pub cloud_provider: Provider,
     /// Where to write `junit.xml` and `cucumber.json`.
@@ -188,6 +194,7 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
     let expr = args.tags.as_deref().unwrap_or(match args.cloud_provider {
         Provider::Kwok => DEFAULT_TAGS,
         Provider::ClusterApi => CAPI_DEFAULT_TAGS,
+        Provider::Aws => AWS_DEFAULT_TAGS,
     });
     let tags = expr
         .parse::<TagOperation>()
@@ -215,8 +222,14 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
         }
         None => UnderTest::InProcess,
     };
-    if args.cloud_provider == Provider::ClusterApi {
-        println!("Node groups: Cluster API MachineDeployments (--cloud-provider=clusterapi)");
+    match args.cloud_provider {
+        Provider::ClusterApi => {
+            println!("Node groups: Cluster API MachineDeployments (--cloud-provider=clusterapi)")
+        }
+        Provider::Aws => {
+            println!("Node groups: Auto Scaling groups of the AWS emulator (--cloud-provider=aws)")
+        }
+        Provider::Kwok => {}
     }
     let binary = matches!(under_test, UnderTest::Binary { .. });
     world::configure(under_test.clone());

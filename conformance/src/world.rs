@@ -60,6 +60,9 @@ pub enum Provider {
     /// Cluster API: groups are MachineDeployments ([`crate::capi`]).
     #[value(name = "clusterapi")]
     ClusterApi,
+    /// AWS: groups are Auto Scaling groups of an AWS emulator
+    /// ([`crate::aws`]).
+    Aws,
 }
 
 impl Provider {
@@ -68,6 +71,7 @@ impl Provider {
         match self {
             Self::Kwok => "kwok",
             Self::ClusterApi => "clusterapi",
+            Self::Aws => "aws",
         }
     }
 }
@@ -525,7 +529,7 @@ impl CaWorld {
     /// the status ConfigMap).
     pub fn group_id(&self, name: &str) -> String {
         match self.provider() {
-            Provider::Kwok => name.to_string(),
+            Provider::Kwok | Provider::Aws => name.to_string(),
             Provider::ClusterApi => crate::capi::group_id(name),
         }
     }
@@ -568,6 +572,7 @@ impl CaWorld {
                     .capi()
                     .objects(std::iter::once(crate::capi::cluster()).chain(objects))
             }
+            Provider::Aws => builder.aws(&crate::aws::create_groups(&self.groups).await?),
         };
         let cluster = builder
             .start()
@@ -665,8 +670,12 @@ impl CaWorld {
         let Some(r) = &self.running else {
             return Ok(());
         };
-        if self.provider() == Provider::ClusterApi {
-            return crate::capi::update_templates(&r.cluster, &self.groups).await;
+        match self.provider() {
+            Provider::ClusterApi => {
+                return crate::capi::update_templates(&r.cluster, &self.groups).await;
+            }
+            Provider::Aws => return crate::aws::update_templates(&self.groups).await,
+            Provider::Kwok => {}
         }
         let cm = templates_config_map(&self.groups);
         Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(r.cluster.client(), "kube-system")
@@ -786,6 +795,13 @@ async fn start_in_process(
     let built = match provider {
         Provider::Kwok => autoscaler::inprocess::kwok(client, clock, flags).await,
         Provider::ClusterApi => autoscaler::inprocess::clusterapi(client, clock, flags).await,
+        Provider::Aws => {
+            let endpoint = crate::aws::emulator().await?.endpoint().to_string();
+            let mut flags = flags.to_vec();
+            flags.push(crate::aws::DISCOVERY.to_string());
+            autoscaler::inprocess::aws(client, clock, crate::aws::connection(&endpoint), &flags)
+                .await
+        }
     }
     .map_err(|e| e.to_string())?;
     let endpoints = built.endpoints;
@@ -899,7 +915,13 @@ async fn start_binary(
     let log = logs.join(format!("autoscaler-{n}.log"));
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
-    let child = binary::command(info, provider, &kubeconfig, port, flags, extra, time_scale)?
+    let mut command = binary::command(info, provider, &kubeconfig, port, flags, extra, time_scale)?;
+    if provider == Provider::Aws {
+        command.envs(crate::aws::environment(
+            crate::aws::emulator().await?.endpoint(),
+        ));
+    }
+    let child = command
         .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
         .stderr(log_file)
         .spawn()

@@ -164,6 +164,7 @@ pub struct ClusterBuilder {
     errors: Vec<String>,
     time_scale: Option<f64>,
     capi: bool,
+    aws: Option<String>,
 }
 
 impl ClusterBuilder {
@@ -224,6 +225,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// Runs the [`crate::aws::Bridge`] from the AWS API at `endpoint` (an
+    /// emulator): its ASGs' running instances become kwok Nodes, within
+    /// five seconds.
+    pub fn aws(mut self, endpoint: &str) -> Self {
+        self.aws = Some(endpoint.to_string());
+        self
+    }
+
     /// For a cluster in real time serving an autoscaler whose timing flags
     /// are divided by `scale` (conformance binary mode): the cluster's own
     /// waits (the scheduler's backoff and periodic retry) are divided too,
@@ -278,6 +287,15 @@ impl ClusterBuilder {
                 "capi",
                 crate::controllers::CapiController::new(api.client(), clock.clone()).run(),
             )));
+        }
+        if let Some(endpoint) = &self.aws {
+            let bridge = crate::aws::Bridge::new(
+                endpoint,
+                api.client(),
+                clock.clone(),
+                std::time::Duration::from_secs(5),
+            );
+            tasks.push(tokio::spawn(busy::timed("aws", bridge.run())));
         }
         let cluster = Cluster {
             client: api.client(),

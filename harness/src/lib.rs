@@ -9,6 +9,9 @@
 //!   wait on that clock. With [`cluster::ClusterBuilder::capi`] it also
 //!   serves Cluster API (CRDs and [`controllers::CapiController`]), whose
 //!   Machines become kwok Nodes with `kwok://<machine>` provider IDs.
+//! - [`aws`]: an AWS API emulator (moto) for tests, and the bridge that
+//!   makes its Auto Scaling groups' instances kwok Nodes with
+//!   `aws:///<zone>/<id>` provider IDs ([`cluster::ClusterBuilder::aws`]).
 //! - [`EmbeddedApiServer`]: the API server alone, served over TLS with a
 //!   kubeconfig, for external binaries and kubectl.
 //!
@@ -16,6 +19,7 @@
 //! simulates (crate `predicates`), and selectors come from the shared
 //! `apimachinery` crate.
 
+pub mod aws;
 pub mod cluster;
 pub mod controllers;
 pub mod scheduler;

@@ -13,13 +13,14 @@ pub enum ProviderName {
     Kwok,
     /// Cluster API: MachineDeployments and MachineSets.
     ClusterApi,
+    /// AWS: EC2 Auto Scaling groups.
+    Aws,
 }
 
 /// Upstream CA's providers that this autoscaler does not implement
 /// (named so that their error says "not supported" rather than "unknown").
-const UPSTREAM_ONLY: [&str; 30] = [
+const UPSTREAM_ONLY: [&str; 29] = [
     "alicloud",
-    "aws",
     "azure",
     "baiducloud",
     "bizflycloud",
@@ -52,18 +53,22 @@ const UPSTREAM_ONLY: [&str; 30] = [
 
 impl ProviderName {
     /// Every implemented provider, in the order the help lists them.
-    pub const IMPLEMENTED: &'static [ProviderName] =
-        &[ProviderName::Kwok, ProviderName::ClusterApi];
+    pub const IMPLEMENTED: &'static [ProviderName] = &[
+        ProviderName::Kwok,
+        ProviderName::ClusterApi,
+        ProviderName::Aws,
+    ];
 
     /// The `--cloud-provider` value.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Kwok => "kwok",
             Self::ClusterApi => "clusterapi",
+            Self::Aws => "aws",
         }
     }
 
-    /// The implemented names, comma separated (`kwok, clusterapi`).
+    /// The implemented names, comma separated (`kwok, clusterapi, aws`).
     pub fn implemented_list() -> String {
         Self::IMPLEMENTED
             .iter()
@@ -137,16 +142,16 @@ mod tests {
         assert_eq!(
             ProviderName::parse("gce").map_err(|e| e.to_string()),
             Err(
-                "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok, clusterapi)".into()
+                "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok, clusterapi, aws)".into()
             )
         );
         assert_eq!(
             ProviderName::parse("nimbus").map_err(|e| e.to_string()),
-            Err("Unknown cloud provider: nimbus (implemented: kwok, clusterapi)".into())
+            Err("Unknown cloud provider: nimbus (implemented: kwok, clusterapi, aws)".into())
         );
         assert_eq!(
             ProviderName::flag_help(),
-            "Cloud provider type. Implemented: kwok, clusterapi."
+            "Cloud provider type. Implemented: kwok, clusterapi, aws."
         );
     }
 }

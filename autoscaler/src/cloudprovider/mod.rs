@@ -9,6 +9,8 @@
 //! Async operations return boxed futures so that providers are trait
 //! objects, chosen at run time by `--cloud-provider`.
 
+/// The AWS provider.
+pub mod aws;
 /// Which provider names are implemented (the one list).
 pub mod builder;
 /// The Cluster API provider.
@@ -261,6 +263,46 @@ pub trait CloudProvider: Send + Sync {
     fn cleanup(&self) -> BoxFuture<'_, Result<(), CloudError>> {
         Box::pin(async { Ok(()) })
     }
+}
+
+/// A taint of a template node, as a provider's annotation or tag gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    /// Key.
+    pub key: String,
+    /// Value (may be empty).
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// A template node as upstream's providers build one for scale from zero:
+/// `labels` (which carry `kubernetes.io/arch` and `kubernetes.io/os`,
+/// copied to `status.nodeInfo`), `taints`, capacity = allocatable =
+/// `resources` (quantity strings), and Ready.
+pub(crate) fn template_node(
+    name: &str,
+    labels: std::collections::BTreeMap<String, String>,
+    taints: &[Taint],
+    resources: &std::collections::BTreeMap<String, String>,
+    now: &str,
+) -> Result<Node, serde_json::Error> {
+    let taints: Vec<serde_json::Value> = taints
+        .iter()
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+        .collect();
+    let condition = |type_: &str, status: &str| json!({"type": type_, "status": status, "lastTransitionTime": now, "lastHeartbeatTime": now});
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints},
+        "status": {"capacity": resources, "allocatable": resources,
+            "conditions": [condition("Ready", "True"), condition("NetworkUnavailable", "False"),
+                condition("DiskPressure", "False"), condition("MemoryPressure", "False")],
+            "nodeInfo": {"architecture": labels.get("kubernetes.io/arch"),
+                "operatingSystem": labels.get("kubernetes.io/os"), "kubeletVersion": "",
+                "bootID": "", "containerRuntimeVersion": "", "kernelVersion": "", "kubeProxyVersion": "",
+                "machineID": "", "osImage": "", "systemUUID": ""}},
+    }))
 }
 
 /// The kube-proxy pseudo-pod upstream adds to templates (100m CPU).

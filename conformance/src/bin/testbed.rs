@@ -18,7 +18,9 @@
 //! workload controllers, kwok) with optional fake nodes, serves it over TLS
 //! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
 //! is ready; it serves until SIGINT or SIGTERM. With `--capi` it serves
-//! Cluster API too (MachineDeployments become Machines and kwok Nodes). It runs in real time: its
+//! Cluster API too (MachineDeployments become Machines and kwok Nodes);
+//! with `--aws URL` the running instances of that AWS API's Auto Scaling
+//! groups become kwok Nodes. It runs in real time: its
 //! clients (kubectl, an autoscaler binary) live outside the process.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -100,6 +102,12 @@ struct UpArgs {
     /// MachineDeployments into Machines and kwok Nodes.
     #[arg(long)]
     capi: bool,
+    /// Bridge the AWS API at this endpoint (an emulator such as moto's
+    /// server): its Auto Scaling groups' running instances become kwok
+    /// Nodes with `aws:///<zone>/<id>` provider IDs, for the autoscaler's
+    /// `--cloud-provider=aws`.
+    #[arg(long, value_name = "URL")]
+    aws: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -201,6 +209,7 @@ async fn serve(args: UpArgs) -> ExitCode {
             stages,
             api_only,
             capi,
+            aws,
         } = args;
         {
             let path = kubeconfig.unwrap_or_else(harness::default_kubeconfig_path);
@@ -229,7 +238,7 @@ async fn serve(args: UpArgs) -> ExitCode {
                 node_pods,
                 node_template,
             };
-            match up(&path, addr, &template, &stages, capi).await {
+            match up(&path, addr, &template, &stages, capi, aws.as_deref()).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("testbed up: {e}");
@@ -254,10 +263,14 @@ async fn up(
     shape: &NodeShape,
     stage_files: &[PathBuf],
     capi: bool,
+    aws: Option<&str>,
 ) -> Result<(), String> {
     let mut builder = Cluster::builder();
     if capi {
         builder = builder.capi();
+    }
+    if let Some(endpoint) = aws {
+        builder = builder.aws(endpoint);
     }
     for f in stage_files {
         let text = std::fs::read_to_string(f)

@@ -11,8 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Node;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{GroupDef, Keys};
 use crate::cloudprovider::TemplateNodeInfo;
@@ -64,16 +63,7 @@ pub fn size_annotations(
     Ok((min, max))
 }
 
-/// A node taint as the annotation gives it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Taint {
-    /// Key.
-    pub key: String,
-    /// Value (may be empty).
-    pub value: String,
-    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
-    pub effect: String,
-}
+pub use crate::cloudprovider::Taint;
 
 /// What a new node of a group has.
 #[derive(Debug, Clone, PartialEq)]
@@ -297,23 +287,13 @@ pub fn template_node(
         }
     }
     labels.extend(capacity.labels.clone());
-    let taints: Vec<Value> = capacity
-        .taints
-        .iter()
-        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
-        .collect();
-    let condition = |type_: &str, status: &str| json!({"type": type_, "status": status, "lastTransitionTime": now, "lastHeartbeatTime": now});
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"taints": taints},
-        "status": {"capacity": capacity.resources, "allocatable": capacity.resources,
-            "conditions": [condition("Ready", "True"), condition("NetworkUnavailable", "False"),
-                condition("DiskPressure", "False"), condition("MemoryPressure", "False")],
-            "nodeInfo": {"architecture": labels.get("kubernetes.io/arch"),
-                "operatingSystem": labels.get("kubernetes.io/os"), "kubeletVersion": "",
-                "bootID": "", "containerRuntimeVersion": "", "kernelVersion": "", "kubeProxyVersion": "",
-                "machineID": "", "osImage": "", "systemUUID": ""}},
-    }))?;
+    let node = crate::cloudprovider::template_node(
+        &name,
+        labels,
+        &capacity.taints,
+        &capacity.resources,
+        now,
+    )?;
     Ok(TemplateNodeInfo {
         node,
         pods: vec![crate::cloudprovider::kube_proxy_pod(&base)],
