@@ -235,7 +235,7 @@ fn bad_flags_exit_before_starting() {
     );
     fails(
         &["--cloud-provider=gce"],
-        "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok, clusterapi)",
+        "--cloud-provider=gce: not supported by this autoscaler (implemented: kwok, clusterapi, aws)",
     );
     fails(
         &["--cloud-provider=nimbus"],
@@ -293,9 +293,55 @@ async fn every_provider_named_in_the_help_starts() {
     let providers = providers_in_help();
     assert!(!providers.is_empty());
     for provider in providers {
+        // The AWS emulator lives as long as its provider's turn.
+        let mut emulator = None;
+        let mut args = Vec::new();
+        let mut env = Vec::new();
         let served = match provider.as_str() {
             "kwok" => serve(kwok_provider_objects()).await,
             "clusterapi" => serve_with(Cluster::builder().capi(), clusterapi_objects()).await,
+            "aws" => {
+                let e = match harness::aws::Emulator::start().await {
+                    Ok(e) => e,
+                    Err(e @ harness::aws::EmulatorError::NotInstalled(_)) => {
+                        println!("SKIPPED: --cloud-provider=aws: {e}");
+                        continue;
+                    }
+                    Err(e) => panic!("{e}"),
+                };
+                let tags = [("k8s.io/cluster-autoscaler/enabled", "true")]
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                e.clients()
+                    .create_asg(&harness::aws::AsgSpec {
+                        name: "pool".into(),
+                        instance_type: "m5.large".into(),
+                        min: 0,
+                        max: 3,
+                        desired: 1,
+                        zone: "us-east-1a".into(),
+                        tags,
+                    })
+                    .await
+                    .unwrap();
+                args.push(
+                    "--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled"
+                        .to_string(),
+                );
+                env.extend([
+                    ("AWS_ENDPOINT_URL", e.endpoint().to_string()),
+                    ("AWS_REGION", harness::aws::REGION.to_string()),
+                    ("AWS_ACCESS_KEY_ID", harness::aws::CREDENTIALS.0.to_string()),
+                    (
+                        "AWS_SECRET_ACCESS_KEY",
+                        harness::aws::CREDENTIALS.1.to_string(),
+                    ),
+                ]);
+                let builder = Cluster::builder().aws(e.endpoint());
+                emulator = Some(e);
+                serve_with(builder, Vec::new()).await
+            }
             other => panic!("the help names provider {other:?}; add its set-up to this test"),
         };
         let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
@@ -307,6 +353,8 @@ async fn every_provider_named_in_the_help_starts() {
                     &format!("--address=127.0.0.1:{}", free_port()),
                     "--scan-interval=1s",
                 ])
+                .args(&args)
+                .envs(env)
                 .env("POD_NAMESPACE", "kube-system")
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -330,5 +378,6 @@ async fn every_provider_named_in_the_help_starts() {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        drop(emulator);
     }
 }
