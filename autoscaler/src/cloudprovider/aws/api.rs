@@ -55,13 +55,18 @@ impl AwsError {
         }
     }
 
-    fn outside(call: &'static str, object: impl Into<String>, e: std::io::Error) -> Self {
+    /// An error found on our side (no AWS error code).
+    fn local(call: &'static str, object: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             call,
             object: object.into(),
             code: None,
-            message: e.to_string(),
+            message: message.into(),
         }
+    }
+
+    fn outside(call: &'static str, object: impl Into<String>, e: std::io::Error) -> Self {
+        Self::local(call, object, e.to_string())
     }
 }
 
@@ -187,14 +192,10 @@ impl AwsApi {
         simclock::outside::outside(async move {
             let mut loader = aws_config::defaults(BehaviorVersion::latest())
                 .http_client(http_client())
-                .app_name(aws_config::AppName::new("cluster-autoscaler").map_err(|e| {
-                    AwsError {
-                        call: "configuration",
-                        object: "app name".into(),
-                        code: None,
-                        message: e.to_string(),
-                    }
-                })?);
+                .app_name(
+                    aws_config::AppName::new("cluster-autoscaler")
+                        .map_err(|e| AwsError::local("configuration", "app name", e.to_string()))?,
+                );
             if let Some(r) = connection.region {
                 loader = loader.region(aws_config::Region::new(r));
             }
@@ -208,12 +209,11 @@ impl AwsApi {
             }
             let config = loader.load().await;
             if config.region().is_none() {
-                return Err(AwsError {
-                    call: "configuration",
-                    object: "region".into(),
-                    code: None,
-                    message: "no AWS region: set AWS_REGION".into(),
-                });
+                return Err(AwsError::local(
+                    "configuration",
+                    "region",
+                    "no AWS region: set AWS_REGION",
+                ));
             }
             Ok(Self {
                 asg: aws_sdk_autoscaling::Client::new(&config),
@@ -377,11 +377,8 @@ impl AwsApi {
                     .first()
                     .and_then(|c| c.instance_type())
                     .map(str::to_string)
-                    .ok_or_else(|| AwsError {
-                        call: CALL,
-                        object: o,
-                        code: None,
-                        message: "not found, or it names no instance type".into(),
+                    .ok_or_else(|| {
+                        AwsError::local(CALL, o, "not found, or it names no instance type")
                     })
             },
         )
@@ -418,11 +415,8 @@ impl AwsApi {
                     .and_then(|v| v.launch_template_data())
                     .and_then(|d| d.instance_type())
                     .map(|t| t.as_str().to_string())
-                    .ok_or_else(|| AwsError {
-                        call: CALL,
-                        object: o,
-                        code: None,
-                        message: "not found, or it names no instance type".into(),
+                    .ok_or_else(|| {
+                        AwsError::local(CALL, o, "not found, or it names no instance type")
                     })
             },
         )
@@ -441,12 +435,10 @@ impl AwsApi {
                 .send()
                 .await
                 .map_err(|e| AwsError::new(CALL, o.clone(), &e))?;
-            let info = out.instance_types().first().ok_or_else(|| AwsError {
-                call: CALL,
-                object: o,
-                code: None,
-                message: "unknown instance type".into(),
-            })?;
+            let info = out
+                .instance_types()
+                .first()
+                .ok_or_else(|| AwsError::local(CALL, o, "unknown instance type"))?;
             let arch = match info
                 .processor_info()
                 .and_then(|p| p.supported_architectures().first())

@@ -101,6 +101,14 @@ pub fn parse_provider_id(id: &str) -> Result<(&str, &str), CloudError> {
         })
 }
 
+/// A node's `spec.providerID` (empty without one).
+fn provider_id_of(node: &Node) -> &str {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .unwrap_or_default()
+}
+
 /// How the provider finds its groups and reaches AWS.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
@@ -411,13 +419,14 @@ impl CloudProvider for AwsProvider {
     }
 
     fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError> {
-        let Some(id) = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) else {
+        let id = provider_id_of(node);
+        if id.is_empty() {
             tracing::warn!(
                 "Node {} has no providerId",
                 node.metadata.name.as_deref().unwrap_or_default()
             );
             return Ok(None);
-        };
+        }
         let Ok((_, instance)) = parse_provider_id(id) else {
             return Ok(None);
         };
@@ -438,11 +447,7 @@ impl CloudProvider for AwsProvider {
         if disabled {
             return Ok(false);
         }
-        let id = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.as_deref())
-            .unwrap_or_default();
+        let id = provider_id_of(node);
         let (_, instance) = parse_provider_id(id)?;
         if lock(&self.shared.cache).by_instance.contains_key(instance) {
             Ok(true)

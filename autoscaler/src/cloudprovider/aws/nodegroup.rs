@@ -120,12 +120,7 @@ impl NodeGroup for AwsNodeGroup {
             let mut instances = Vec::new();
             for node in &nodes {
                 let node_name = node.metadata.name.as_deref().unwrap_or_default();
-                let id = node
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.provider_id.as_deref())
-                    .unwrap_or_default();
-                let (_, instance) = parse_provider_id(id)?;
+                let (_, instance) = parse_provider_id(super::provider_id_of(node))?;
                 if instance.starts_with(&self.placeholder_prefix()) {
                     placeholders = true;
                     continue;
