@@ -169,6 +169,10 @@ impl ApiError {
         )
         .with_details(group, resource, name)
     }
+    /// 403 with the whole message given (an authorization denial).
+    pub fn denied(group: &str, resource: &str, name: &str, message: String) -> Self {
+        Self::new(403, "Forbidden", message).with_details(group, resource, name)
+    }
     /// 405.
     pub fn method_not_allowed(what: &str) -> Self {
         Self::new(

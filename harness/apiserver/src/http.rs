@@ -21,6 +21,7 @@ use crate::discovery;
 use crate::error::{ApiError, ApiResult};
 use crate::normalize::FieldValidation;
 use crate::protobuf;
+use crate::rbac::{self, Attributes, User};
 use crate::registry::ResourceDef;
 use crate::server::{
     DeleteOptions, Deleted, Filter, ListOptions, PatchType, Server, Subresource, WriteOptions,
@@ -71,17 +72,20 @@ pub fn router(server: Arc<Server>, token: Option<String>, address: String) -> Ro
         .with_state(state)
 }
 
-async fn auth(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(token) = &st.token {
-        let ok = req
+async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    if let Some(admin) = &st.token {
+        let token = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.strip_prefix("Bearer "))
-            .is_some_and(|t| t.trim() == &**token);
-        if !ok {
-            return ApiError::unauthorized().into_response();
-        }
+            .map(str::trim);
+        let user = match token.map(|t| rbac::authenticate(&st.server, admin, t)) {
+            Some(Ok(user)) => user,
+            Some(Err(e)) => return e.into_response(),
+            None => return ApiError::unauthorized().into_response(),
+        };
+        req.extensions_mut().insert(user);
         st.server.count_tls_request();
     }
     next.run(req).await
@@ -183,6 +187,54 @@ fn resolve(
 
 type Params = HashMap<String, String>;
 
+/// What a request does, as RBAC sees it: the verb from the method (a
+/// collection GET is `list`, or `watch` with `watch=true`), and the name of
+/// a collection request from a `metadata.name=` field selector, as
+/// kube-apiserver reads it.
+fn attributes(target: &Target, method: &Method, params: &Params) -> Attributes {
+    let (def, ns, name, sub, collection) = match target {
+        Target::Collection { def, ns } => (def, ns.clone().unwrap_or_default(), None, None, true),
+        Target::Object { def, ns, name, sub } => {
+            (def, ns.clone(), Some(name.clone()), sub.clone(), false)
+        }
+    };
+    let watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    let verb = match (method.as_str(), collection) {
+        ("GET" | "HEAD", true) if watch => "watch",
+        ("GET" | "HEAD", true) => "list",
+        ("GET" | "HEAD", false) if watch => "watch",
+        ("GET" | "HEAD", false) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "deletecollection",
+        ("DELETE", false) => "delete",
+        _ => "unknown",
+    };
+    let name = name.unwrap_or_else(|| {
+        params
+            .get("fieldSelector")
+            .and_then(|f| {
+                f.split(',')
+                    .find_map(|term| term.trim().strip_prefix("metadata.name="))
+            })
+            .unwrap_or("")
+            .to_string()
+    });
+    Attributes {
+        verb,
+        group: def.group.clone(),
+        resource: def.resource.clone(),
+        subresource: sub,
+        namespace: ns,
+        name: if verb == "create" && collection {
+            String::new()
+        } else {
+            name
+        },
+    }
+}
+
 async fn dispatch(State(st): State<AppState>, req: Request) -> Response {
     match handle(st, req).await {
         Ok(r) => r,
@@ -228,6 +280,9 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
     };
     let target = resolve(&server, group, version, rest, &path)?;
     let method = req.method().clone();
+    if let Some(user) = req.extensions().get::<User>() {
+        rbac::authorize(&server, user, &attributes(&target, &method, &params))?;
+    }
     let headers = req.headers().clone();
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
@@ -535,6 +590,13 @@ impl Ctx {
                 }
                 let st = server.bind(ns, name, &self.json_body()?)?;
                 return Ok(json_response(StatusCode::CREATED, &st));
+            }
+            Some("token") if def.group.is_empty() && def.resource == "serviceaccounts" => {
+                if *method != Method::POST {
+                    return Err(ApiError::method_not_allowed("serviceaccounts/token"));
+                }
+                let tr = rbac::request_token(&server, ns, name, &self.json_body()?)?;
+                return Ok(json_response(StatusCode::CREATED, &tr));
             }
             Some("eviction") if is_pods => {
                 if *method != Method::POST {

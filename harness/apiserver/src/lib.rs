@@ -27,6 +27,7 @@
 //!  gc.rs        garbage collector, namespace lifecycle, budget status refresh
 //!  discovery.rs /api, /apis, /version, OpenAPI v3 stubs
 //!  tls.rs       certificates, TLS serving, kubeconfig
+//!  rbac.rs      who a TLS request is (admin or ServiceAccount token) and RBAC
 //! ```
 //!
 //! Every timestamp the server writes comes from one [`simclock::Clock`], so
@@ -42,6 +43,7 @@ pub mod normalize;
 pub mod patch;
 pub mod pdb;
 pub mod protobuf;
+pub mod rbac;
 pub mod registry;
 pub mod server;
 pub mod store;

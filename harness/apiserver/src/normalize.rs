@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use k8s_openapi::api::{apps, batch, coordination, core, events, policy, scheduling, storage};
+use k8s_openapi::api::{
+    apps, batch, coordination, core, events, policy, rbac, scheduling, storage,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// What to do with fields the type does not declare.
@@ -129,6 +131,12 @@ pub fn normalize(
         ("batch", "Job") => roundtrip::<batch::v1::Job>(v, m),
         ("policy", "PodDisruptionBudget") => roundtrip::<policy::v1::PodDisruptionBudget>(v, m),
         ("coordination.k8s.io", "Lease") => roundtrip::<coordination::v1::Lease>(v, m),
+        ("rbac.authorization.k8s.io", "Role") => roundtrip::<rbac::v1::Role>(v, m),
+        ("rbac.authorization.k8s.io", "RoleBinding") => roundtrip::<rbac::v1::RoleBinding>(v, m),
+        ("rbac.authorization.k8s.io", "ClusterRole") => roundtrip::<rbac::v1::ClusterRole>(v, m),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            roundtrip::<rbac::v1::ClusterRoleBinding>(v, m)
+        }
         ("events.k8s.io", "Event") => roundtrip::<events::v1::Event>(v, m),
         ("scheduling.k8s.io", "PriorityClass") => roundtrip::<scheduling::v1::PriorityClass>(v, m),
         ("storage.k8s.io", "StorageClass") => roundtrip::<storage::v1::StorageClass>(v, m),

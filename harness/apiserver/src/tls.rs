@@ -170,11 +170,16 @@ impl TlsEndpoint {
 
     /// A kubeconfig (YAML) for this endpoint with the CA and the token.
     pub fn kubeconfig(&self) -> String {
+        self.kubeconfig_with_token(&self.token)
+    }
+
+    /// A kubeconfig for this endpoint that authenticates with `token` (a
+    /// ServiceAccount's, from TokenRequest: RBAC then applies).
+    pub fn kubeconfig_with_token(&self, token: &str) -> String {
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: testbed-admin\n  user:\n    token: {token}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: testbed-admin\n    namespace: default\ncurrent-context: testbed\npreferences: {{}}\n",
             url = self.url,
-            token = self.token,
         )
     }
 
@@ -198,13 +203,18 @@ impl TlsEndpoint {
 
     /// A kube-rs client for this endpoint, over TLS with the token.
     pub fn client(&self) -> Result<kube::Client, ServeError> {
+        self.client_with_token(&self.token)
+    }
+
+    /// A kube-rs client for this endpoint that authenticates with `token`.
+    pub fn client_with_token(&self, token: &str) -> Result<kube::Client, ServeError> {
         let url = self.url.parse().map_err(|_| ServeError::Io {
             addr: self.url.clone(),
             source: std::io::Error::other("invalid URL"),
         })?;
         let mut cfg = kube::Config::new(url);
         cfg.root_cert = Some(vec![self.ca_der.clone()]);
-        cfg.auth_info.token = Some(self.token.clone().into());
+        cfg.auth_info.token = Some(token.to_string().into());
         cfg.default_namespace = "default".into();
         // Answers as the server gives them: no client-side retry of 429s.
         cfg.default_retry = false;

@@ -190,6 +190,8 @@ pub struct Server {
     pub registry: Registry,
     /// The clock for every timestamp the server writes.
     pub clock: Clock,
+    /// ServiceAccount tokens issued by TokenRequest.
+    pub tokens: crate::rbac::Tokens,
     next_ip: AtomicU32,
     tls_requests: AtomicU64,
 }
@@ -204,6 +206,7 @@ impl Server {
             store: Store::new(history),
             registry: Registry::with_builtins(),
             clock,
+            tokens: Default::default(),
             next_ip: AtomicU32::new(1),
             tls_requests: AtomicU64::new(0),
         });
