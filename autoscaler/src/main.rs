@@ -32,8 +32,11 @@ fn init_logging(flags: &Flags) {
             "autoscaler={level},cluster_autoscaler={level},warn"
         ))
     });
+    // Colours only on a terminal: `kubectl logs` and log files get plain text.
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     if flags.logging_format == "json" {
         builder.json().init();

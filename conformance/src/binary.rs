@@ -148,6 +148,21 @@ static STEP_NEEDS_RE: LazyLock<Vec<(Regex, &str, &str)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Our `cluster-autoscaler` as `cargo test --workspace` builds it for a
+/// test of this crate (`target/<profile>/cluster-autoscaler`, beside the
+/// test's `deps/`), or the error that says how to build it.
+pub fn sibling_autoscaler() -> Result<PathBuf, String> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(|d| d.join("cluster-autoscaler")))
+        .filter(|p| p.is_file())
+        .ok_or_else(|| {
+            "target/<profile>/cluster-autoscaler is missing; build it first \
+             (cargo build -p autoscaler --bin cluster-autoscaler, or run cargo test --workspace)"
+                .to_string()
+        })
+}
+
 /// What the runner learned of the binary before the first scenario.
 #[derive(Debug, Clone)]
 pub struct BinaryInfo {

@@ -71,6 +71,16 @@ pub struct RunArgs {
     /// two and without `--tags`, the scenarios not tagged `@kwok-only` run.
     #[arg(long, value_enum, default_value_t = Provider::Kwok)]
     pub cloud_provider: Provider,
+    /// Where the clusters run: `embedded` (this process, virtual time
+    /// in-process), or in a container through Docker or podman: `testbed`
+    /// (our testbed's image, built locally), `kwok` (kwok's cluster image),
+    /// `kind` (a kind node image with our kwok controller). The container
+    /// backends run in real time and need `--autoscaler-binary`.
+    #[arg(long, default_value = "embedded", value_name = "BACKEND")]
+    pub cluster: String,
+    /// The container backend's image instead of its default.
+    #[arg(long, value_name = "IMAGE")]
+    pub cluster_image: Option<String>,
     /// Where to write `junit.xml` and `cucumber.json`.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
@@ -232,6 +242,20 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
         Provider::Kwok => {}
     }
     let binary = matches!(under_test, UnderTest::Binary { .. });
+    let backend = harness::backend::by_name(&args.cluster, args.cluster_image.as_deref())?;
+    if !backend.in_process() {
+        if !binary {
+            return Err(format!(
+                "--cluster {}: a cluster in a container runs in real time, so the autoscaler runs as a binary: give --autoscaler-binary",
+                args.cluster
+            ));
+        }
+        println!("Cluster: the {} backend, in a container", backend.name());
+    }
+    world::configure_backend(world::BackendChoice {
+        name: args.cluster.clone(),
+        image: args.cluster_image.clone(),
+    });
     world::configure(under_test.clone());
     world::configure_provider(args.cloud_provider);
     let runtime = if binary {
@@ -247,6 +271,16 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
             .build()
     }
     .map_err(|e| format!("building the runtime: {e}"))?;
+    if !backend.in_process() {
+        // No destructor runs on Ctrl-C: the containers are removed here.
+        runtime.spawn(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let removed = harness::container::remove_all().await;
+                eprintln!("interrupted: removed {removed} container(s)");
+                std::process::exit(130);
+            }
+        });
+    }
     let paths: Vec<PathBuf> = if args.paths.is_empty() {
         default_paths.to_vec()
     } else {
@@ -334,7 +368,9 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
                         .flat_map(|b| b.steps.iter())
                         .chain(scenario.steps.iter())
                         .map(|s| s.value.as_str());
-                    let unmet = info.unmet(all, steps);
+                    let steps: Vec<&str> = steps.collect();
+                    let mut unmet = info.unmet(all, steps.iter().copied());
+                    unmet.extend(world::backend_unmet(steps.iter().copied()));
                     if unmet.is_empty() {
                         return true;
                     }

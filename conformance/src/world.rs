@@ -100,6 +100,72 @@ fn under_test() -> UnderTest {
     UNDER_TEST.get().cloned().unwrap_or_default()
 }
 
+/// Where this run's clusters run: a [`harness::backend`] name and an image
+/// for the container backends.
+#[derive(Debug, Clone, Default)]
+pub struct BackendChoice {
+    /// `embedded`, `testbed`, `kwok` or `kind`.
+    pub name: String,
+    /// The image, instead of the backend's default.
+    pub image: Option<String>,
+}
+
+static BACKEND: OnceLock<BackendChoice> = OnceLock::new();
+
+/// Sets where this process's clusters run (once; later calls are ignored
+/// and return false). Without it: the embedded cluster.
+pub fn configure_backend(choice: BackendChoice) -> bool {
+    BACKEND.set(choice).is_ok()
+}
+
+/// The backend configured for this run.
+pub fn backend() -> Result<Box<dyn harness::backend::ClusterBackend>, String> {
+    match BACKEND.get() {
+        Some(c) => harness::backend::by_name(&c.name, c.image.as_deref()),
+        None => Ok(Box::new(harness::backend::Embedded)),
+    }
+}
+
+/// Steps that need this suite's kwok Stages ([`not_ready_stage`],
+/// [`graceful_termination_stage`]), which only our kwok reads from the
+/// cluster (embedded and testbed image); on another backend a scenario with
+/// one is skipped with this reason.
+pub const STAGE_STEPS: [(&str, &str); 2] = [
+    (
+        r#"^new nodes of "\S+" never become ready$"#,
+        "keeps nodes NotReady through a kwok Stage of the suite's, which only the testbed's kwok reads",
+    ),
+    (
+        r#"^\d+ nodes? of "\S+" becomes? NotReady$"#,
+        "makes nodes NotReady through a kwok Stage of the suite's, which only the testbed's kwok reads",
+    ),
+];
+
+/// Why the configured backend cannot run a scenario of these steps (none: it can).
+pub fn backend_unmet<'a>(step_texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    if backend_reads_stages() {
+        return Vec::new();
+    }
+    let name = BACKEND.get().map_or("embedded", |c| c.name.as_str());
+    let mut unmet = Vec::new();
+    for text in step_texts {
+        for (pattern, why) in STAGE_STEPS {
+            if regex::Regex::new(pattern).is_ok_and(|re| re.is_match(text)) {
+                unmet.push(format!("the {name} backend: {why}"));
+            }
+        }
+    }
+    unmet.dedup();
+    unmet
+}
+
+/// Whether the configured backend's kwok reads Stage objects from the cluster.
+pub fn backend_reads_stages() -> bool {
+    BACKEND
+        .get()
+        .is_none_or(|c| matches!(c.name.as_str(), "embedded" | "testbed"))
+}
+
 /// Scenario time per real time of this run (1 in-process).
 pub fn time_scale() -> f64 {
     match under_test() {
@@ -319,8 +385,8 @@ struct BinaryProcess {
     child: tokio::process::Child,
     port: u16,
     log: PathBuf,
-    _dir: tempfile::TempDir,
-    _endpoint: apiserver::TlsEndpoint,
+    /// The embedded API server served for it (none for a cluster in a container).
+    _served: Option<Served>,
 }
 
 /// The running cluster and autoscaler of a scenario.
@@ -574,11 +640,17 @@ impl CaWorld {
             }
             Provider::Aws => builder.aws(&crate::aws::create_groups(&self.groups).await?),
         };
-        let cluster = builder
-            .start()
+        let backend = backend()?;
+        let cluster = backend
+            .start(builder)
             .await
-            .map_err(|e| format!("starting the cluster: {e}"))?;
-        for stage in [not_ready_stage(), graceful_termination_stage()] {
+            .map_err(|e| format!("starting the cluster ({} backend): {e}", backend.name()))?;
+        let stages = if backend_reads_stages() {
+            vec![not_ready_stage(), graceful_termination_stage()]
+        } else {
+            Vec::new()
+        };
+        for stage in stages {
             let name = stage["metadata"]["name"].clone();
             cluster
                 .create(stage)
@@ -866,6 +938,14 @@ pub struct Served {
     pub port: u16,
 }
 
+/// A free port on 127.0.0.1, for a binary's `--address`.
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("picking a port for --address: {e}"))
+}
+
 /// Serves the cluster's API server over TLS for a binary.
 pub async fn serve_for_binary(cluster: &Cluster) -> Result<Served, String> {
     let api = cluster
@@ -880,10 +960,7 @@ pub async fn serve_for_binary(cluster: &Cluster) -> Result<Served, String> {
     endpoint
         .write_kubeconfig(&kubeconfig)
         .map_err(|e| e.to_string())?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("picking a port for --address: {e}"))?;
+    let port = free_port()?;
     Ok(Served {
         endpoint,
         dir,
@@ -901,12 +978,16 @@ async fn start_binary(
     time_scale: f64,
 ) -> Result<Autoscaler, String> {
     info.check_provider(provider)?;
-    let Served {
-        endpoint,
-        dir,
-        kubeconfig,
-        port,
-    } = serve_for_binary(cluster).await?;
+    // A cluster in a container comes with its kubeconfig; the embedded one
+    // is served over TLS for the binary.
+    let (served, kubeconfig, port) = match cluster.kubeconfig() {
+        Some(path) => (None, path.to_path_buf(), free_port()?),
+        None => {
+            let s = serve_for_binary(cluster).await?;
+            let (kubeconfig, port) = (s.kubeconfig.clone(), s.port);
+            (Some(s), kubeconfig, port)
+        }
+    };
     // Kept after the scenario, for failures: the runner prints the path.
     static LOGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = LOGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -930,8 +1011,7 @@ async fn start_binary(
         child,
         port,
         log,
-        _dir: dir,
-        _endpoint: endpoint,
+        _served: served,
     })))
 }
 

@@ -22,16 +22,12 @@ use conformance::world::Provider;
 const CLUSTER_API_PASS: &str = "--cluster-api-pass";
 
 fn main() {
-    let binary = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent()?.parent().map(|d| d.join("cluster-autoscaler")))
-        .filter(|p| p.is_file());
-    let Some(binary) = binary else {
-        eprintln!(
-            "binary_mode: target/<profile>/cluster-autoscaler is missing; build it first \
-             (cargo build -p autoscaler --bin cluster-autoscaler, or run cargo test --workspace)"
-        );
-        std::process::exit(2);
+    let binary = match conformance::binary::sibling_autoscaler() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("binary_mode: {e}");
+            std::process::exit(2);
+        }
     };
     let cluster_api = std::env::args().any(|a| a == CLUSTER_API_PASS);
     let (cloud_provider, tags, what) = if cluster_api {
@@ -54,6 +50,8 @@ fn main() {
         autoscaler_args: Vec::new(),
         cloud_provider,
         time_scale: 60.0,
+        cluster: "embedded".into(),
+        cluster_image: None,
         report_dir: None,
         verbose: false,
     };

@@ -31,6 +31,8 @@ fn a_scenario_reading_decisions_untagged_fails_the_tag_check() {
         autoscaler_args: vec![],
         cloud_provider: Default::default(),
         time_scale: 60.0,
+        cluster: "embedded".into(),
+        cluster_image: None,
         report_dir: None,
         verbose: false,
     };

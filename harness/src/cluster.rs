@@ -52,6 +52,12 @@ pub enum ClusterError {
     /// A manifest or stage could not be used.
     #[error("{0}")]
     Invalid(String),
+    /// A container backend failed.
+    #[error(transparent)]
+    Container(#[from] crate::container::ContainerError),
+    /// The cluster is not what the backend can serve.
+    #[error("{0}")]
+    Backend(String),
     /// An observer timed out.
     #[error("timed out after {timeout:?} waiting until {what}; last seen: {seen}")]
     Timeout {
@@ -158,13 +164,13 @@ impl NodeTemplate {
 /// Builds an embedded cluster.
 #[derive(Default)]
 pub struct ClusterBuilder {
-    objects: Vec<Value>,
-    stages: Vec<kwok::Compiled>,
-    kwok: kwok::Config,
-    errors: Vec<String>,
-    time_scale: Option<f64>,
-    capi: bool,
-    aws: Option<String>,
+    pub(crate) objects: Vec<Value>,
+    pub(crate) stages: Vec<kwok::Compiled>,
+    pub(crate) kwok: kwok::Config,
+    pub(crate) errors: Vec<String>,
+    pub(crate) time_scale: Option<f64>,
+    pub(crate) capi: bool,
+    pub(crate) aws: Option<String>,
 }
 
 impl ClusterBuilder {
@@ -255,11 +261,7 @@ impl ClusterBuilder {
         // injection in scenarios); their CRD exists before kwok watches.
         let mut kwok_config = self.kwok;
         kwok_config.stages_from_cluster = true;
-        let setup = Cluster {
-            client: api.client(),
-            clock: clock.clone(),
-            embedded: None,
-        };
+        let setup = Cluster::external(api.client(), clock.clone());
         setup.create(kwok::stage_crd()).await?;
         if self.capi {
             for crd in crate::controllers::capi::crds() {
@@ -301,6 +303,7 @@ impl ClusterBuilder {
             client: api.client(),
             clock,
             embedded: Some(Embedded { api, tasks }),
+            remote: None,
         };
         for obj in self.objects {
             cluster.create(obj).await?;
@@ -322,11 +325,34 @@ impl Drop for Embedded {
     }
 }
 
+/// What a cluster outside this process comes with: the container it runs
+/// in (removed on drop), its kubeconfig on disk, and tasks of ours that
+/// serve it (kwok's controller for a kind node), stopped on drop.
+pub struct Remote {
+    /// The container, when the cluster runs in one.
+    pub container: Option<crate::container::Container>,
+    /// A kubeconfig that reaches it from this host.
+    pub kubeconfig: std::path::PathBuf,
+    /// Holds the kubeconfig's directory.
+    pub dir: Option<tempfile::TempDir>,
+    /// Our tasks serving it.
+    pub tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
 /// A running cluster.
 pub struct Cluster {
     client: Client,
     clock: Clock,
     embedded: Option<Embedded>,
+    remote: Option<Remote>,
 }
 
 impl Cluster {
@@ -342,7 +368,26 @@ impl Cluster {
             client,
             clock,
             embedded: None,
+            remote: None,
         }
+    }
+
+    /// A cluster outside this process ([`crate::backend`]'s container
+    /// backends), reached through `client`, kept alive by `remote`.
+    pub fn remote(client: Client, clock: Clock, remote: Remote) -> Self {
+        Self {
+            client,
+            clock,
+            embedded: None,
+            remote: Some(remote),
+        }
+    }
+
+    /// The kubeconfig of a cluster outside this process (an autoscaler
+    /// binary uses it); `None` for the embedded cluster, which
+    /// [`apiserver::ApiServer::serve_tls`] serves on demand.
+    pub fn kubeconfig(&self) -> Option<&std::path::Path> {
+        self.remote.as_ref().map(|r| r.kubeconfig.as_path())
     }
 
     /// A client (a fresh handle; all share the connection).

@@ -12,6 +12,9 @@
 //! - [`aws`]: an AWS API emulator (moto) for tests, and the bridge that
 //!   makes its Auto Scaling groups' instances kwok Nodes with
 //!   `aws:///<zone>/<id>` provider IDs ([`cluster::ClusterBuilder::aws`]).
+//! - [`backend`]: where a cluster runs, behind one trait: embedded, our
+//!   testbed image, kwok's cluster image or a kind node, the last three in
+//!   containers ([`container`]: Docker or podman through the Docker API).
 //! - [`EmbeddedApiServer`]: the API server alone, served over TLS with a
 //!   kubeconfig, for external binaries and kubectl.
 //!
@@ -20,7 +23,9 @@
 //! `apimachinery` crate.
 
 pub mod aws;
+pub mod backend;
 pub mod cluster;
+pub mod container;
 pub mod controllers;
 pub mod scheduler;
 

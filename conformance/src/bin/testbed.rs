@@ -23,7 +23,7 @@
 //! groups become kwok Nodes. It runs in real time: its
 //! clients (kubectl, an autoscaler binary) live outside the process.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -71,9 +71,26 @@ struct UpArgs {
     /// Where to write the kubeconfig [default: <tmp>/testbed/kubeconfig].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// Port to listen on at 127.0.0.1 (0 picks a free one).
+    /// Port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Address to listen on (0.0.0.0 in a container, whose published port
+    /// reaches it; the certificate is for 127.0.0.1 and localhost).
+    #[arg(long, default_value = "127.0.0.1")]
+    address: IpAddr,
+    /// For an autoscaler whose timing flags are divided by this scale: the
+    /// cluster's own waits (scheduler backoff) are divided too.
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Where the cluster runs: `embedded` (this process), or in a container
+    /// through Docker or podman: `testbed` (our image), `kwok` (kwok's
+    /// cluster image) or `kind` (a kind node image with our kwok). The
+    /// kubeconfig written reaches it; the container goes on Ctrl-C.
+    #[arg(long, default_value = "embedded", value_name = "BACKEND")]
+    cluster: String,
+    /// The container backend's image instead of its default.
+    #[arg(long, value_name = "IMAGE")]
+    cluster_image: Option<String>,
     /// Number of fake (kwok) nodes to create at start.
     #[arg(long, default_value_t = 0)]
     nodes: usize,
@@ -201,6 +218,10 @@ async fn serve(args: UpArgs) -> ExitCode {
         let UpArgs {
             kubeconfig,
             port,
+            address,
+            time_scale,
+            cluster,
+            cluster_image,
             nodes,
             node_cpu,
             node_memory,
@@ -213,7 +234,22 @@ async fn serve(args: UpArgs) -> ExitCode {
         } = args;
         {
             let path = kubeconfig.unwrap_or_else(harness::default_kubeconfig_path);
-            let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+            let addr = SocketAddr::new(address, port);
+            if !(time_scale.is_finite() && time_scale >= 1.0) {
+                eprintln!("testbed up: --time-scale {time_scale}: must be a number of at least 1");
+                return ExitCode::FAILURE;
+            }
+            let backend = match harness::backend::by_name(&cluster, cluster_image.as_deref()) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("testbed up: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if api_only && !backend.in_process() {
+                eprintln!("testbed up: --api-only is for the embedded cluster");
+                return ExitCode::FAILURE;
+            }
             if api_only {
                 let server = match EmbeddedApiServer::start(Clock::new(), addr, &path).await {
                     Ok(c) => c,
@@ -238,7 +274,12 @@ async fn serve(args: UpArgs) -> ExitCode {
                 node_pods,
                 node_template,
             };
-            match up(&path, addr, &template, &stages, capi, aws.as_deref()).await {
+            let options = UpOptions {
+                capi,
+                aws,
+                time_scale,
+            };
+            match up(&path, addr, &template, &stages, &options, &*backend).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("testbed up: {e}");
@@ -247,6 +288,12 @@ async fn serve(args: UpArgs) -> ExitCode {
             }
         }
     }
+}
+
+struct UpOptions {
+    capi: bool,
+    aws: Option<String>,
+    time_scale: f64,
 }
 
 struct NodeShape {
@@ -262,14 +309,14 @@ async fn up(
     addr: SocketAddr,
     shape: &NodeShape,
     stage_files: &[PathBuf],
-    capi: bool,
-    aws: Option<&str>,
+    options: &UpOptions,
+    backend: &dyn harness::backend::ClusterBackend,
 ) -> Result<(), String> {
-    let mut builder = Cluster::builder();
-    if capi {
+    let mut builder = Cluster::builder().time_scale(options.time_scale);
+    if options.capi {
         builder = builder.capi();
     }
-    if let Some(endpoint) = aws {
+    if let Some(endpoint) = &options.aws {
         builder = builder.aws(endpoint);
     }
     for f in stage_files {
@@ -302,7 +349,23 @@ async fn up(
             builder = builder.nodes(shape.nodes, &template);
         }
     }
-    let cluster = builder.start().await.map_err(|e| e.to_string())?;
+    let cluster = backend.start(builder).await.map_err(|e| e.to_string())?;
+    if let Some(kubeconfig) = cluster.kubeconfig() {
+        // A cluster in a container: its kubeconfig, copied where asked.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        }
+        std::fs::copy(kubeconfig, path)
+            .map_err(|e| format!("writing the kubeconfig to {}: {e}", path.display()))?;
+        println!("kubeconfig: {}", path.display());
+        eprintln!(
+            "cluster running in a container ({} backend); press Ctrl-C to stop and remove it",
+            backend.name()
+        );
+        wait_for_signal().await;
+        drop(cluster);
+        return Ok(());
+    }
     let api = cluster.api_server().ok_or("no embedded API server")?;
     let endpoint = api.serve_tls(addr).await.map_err(|e| e.to_string())?;
     endpoint.write_kubeconfig(path).map_err(|e| e.to_string())?;
