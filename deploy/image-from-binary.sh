@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a container image from one of this project's binaries as built on
 # this machine (no registry needed): the binary at /<name> and the shared
-# libraries it loads, on an empty (scratch) root, run as user 65532.
+# libraries it loads and the CA certificates, on an empty (scratch) root, run
+# as user 65532.
 #
 #   deploy/image-from-binary.sh target/debug/testbed localhost/testbed:dev
 #   deploy/image-from-binary.sh target/release/cluster-autoscaler localhost/cluster-autoscaler:dev
@@ -26,9 +27,15 @@ ldd "$binary" | awk '/=>/ { print $3 } /^\t\/.*ld-linux/ { print $1 }' | while r
   mkdir -p "$ctx/rootfs$(dirname "$lib")"
   cp -L "$lib" "$ctx/rootfs$lib"
 done
+# The CA bundle, for HTTPS to cloud APIs (the aws provider).
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$ctx/rootfs/etc/ssl/certs"
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/rootfs/etc/ssl/certs/"
+fi
 cat > "$ctx/Containerfile" <<CONTAINERFILE
 FROM scratch
 COPY rootfs/ /
+ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 65532:65532
 ENTRYPOINT ["/$name"]
 CONTAINERFILE

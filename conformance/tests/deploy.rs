@@ -3,8 +3,9 @@
 //! create token`, the TokenRequest API) in its kubeconfig, the Deployment's
 //! own arguments, against an API server that enforces RBAC for that token.
 //! It scales a group up for pending pods and back down when they go, with
-//! no request refused; the same token is refused what the Roles do not
-//! grant.
+//! no request refused, for the kwok provider and for Cluster API (on the
+//! testbed's CAPI controllers); the same token is refused what the Roles do
+//! not grant. The aws manifest is applied in a server-side dry run.
 //!
 //! The executable is the one `cargo test --workspace` builds next to this
 //! test (`target/<profile>/cluster-autoscaler`). Without kubectl the test
@@ -65,28 +66,59 @@ impl Drop for Process {
     }
 }
 
-async fn autoscaler_nodes(client: kube::Client) -> Result<usize, String> {
+/// The workload: six pods of one CPU each.
+const WEB: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        resources: {requests: {cpu: '1'}}
+";
+
+/// One provider's deployment: what to apply before the manifest, how the
+/// testbed serves it, and the label of the nodes its scale-up adds.
+struct Case {
+    provider: &'static str,
+    /// Applied with the manifest (the provider's own objects).
+    objects: &'static str,
+    /// The label selector of the nodes the autoscaler adds.
+    nodes: &'static str,
+    capi: bool,
+}
+
+async fn count_nodes(client: kube::Client, selector: &str) -> Result<usize, String> {
     let nodes = Api::<Node>::all(client)
-        .list(&ListParams::default().labels("kwok-nodegroup=small"))
+        .list(&ListParams::default().labels(selector))
         .await
         .map_err(|e| e.to_string())?;
     Ok(nodes.items.len())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_deployed_rbac_is_enough_for_the_binary_and_enforced() {
-    if Command::new("kubectl")
+fn kubectl_present() -> bool {
+    Command::new("kubectl")
         .arg("version")
         .arg("--client")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_err()
-    {
-        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
-        return;
+        .is_ok()
+}
+
+/// A testbed (with Cluster API when `capi`) served over TLS, and the
+/// administrator's kubeconfig.
+async fn served(capi: bool) -> (Cluster, harness::TlsEndpoint, tempfile::TempDir, PathBuf) {
+    let mut builder = Cluster::builder();
+    if capi {
+        builder = builder.capi();
     }
-    let cluster = Cluster::builder().start().await.unwrap();
+    let cluster = builder.start().await.unwrap();
     let endpoint = cluster
         .api_server()
         .unwrap()
@@ -96,20 +128,39 @@ async fn the_deployed_rbac_is_enough_for_the_binary_and_enforced() {
     let dir = tempfile::tempdir().unwrap();
     let admin = dir.path().join("admin");
     endpoint.write_kubeconfig(&admin).unwrap();
+    (cluster, endpoint, dir, admin)
+}
 
-    // What an operator does: the provider's ConfigMaps, then the manifests.
-    let manifest = repo().join("deploy/manifests/kwok.yaml");
+/// Applies `deploy/manifests/<provider>.yaml` with its provider's objects,
+/// runs our binary with the Deployment's arguments and only the
+/// ServiceAccount's token, and checks a scale-up for six 1-CPU pods, the
+/// scale-down once they go, and that nothing was refused.
+async fn deploy_and_run(case: Case) {
+    let (cluster, endpoint, dir, admin) = served(case.capi).await;
+
+    // What an operator does: the provider's objects, then the manifest.
+    let manifest = repo().join(format!("deploy/manifests/{}.yaml", case.provider));
     kubectl(
         &admin,
         &[
             "apply",
             "-f",
-            repo()
-                .join("deploy/kwok-provider-configmaps.yaml")
-                .to_str()
-                .unwrap(),
+            repo().join(case.objects).to_str().unwrap(),
             "-f",
             manifest.to_str().unwrap(),
+        ],
+    );
+    // The Deployment's pod is played by the process below (on kwok's nodes
+    // a pod only pretends to run): none of its own, which would hold a node.
+    kubectl(
+        &admin,
+        &[
+            "-n",
+            "kube-system",
+            "scale",
+            "deployment",
+            "cluster-autoscaler",
+            "--replicas=0",
         ],
     );
     let token = kubectl(
@@ -151,6 +202,8 @@ async fn the_deployed_rbac_is_enough_for_the_binary_and_enforced() {
         "--scan-interval=1s".into(),
         "--scale-down-delay-after-add=0s".into(),
         "--scale-down-unneeded-time=2s".into(),
+        // A node seen busy is looked at again after this (default 5 min).
+        "--unremovable-node-recheck-timeout=1s".into(),
     ]);
     let log = dir.path().join("autoscaler.log");
     let log_file = std::fs::File::create(&log).unwrap();
@@ -163,44 +216,74 @@ async fn the_deployed_rbac_is_enough_for_the_binary_and_enforced() {
             .spawn()
             .unwrap(),
     );
-    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    // On failure: the autoscaler's log, and what the cluster looked like.
+    let log_text = || {
+        let mut text = std::fs::read_to_string(&log).unwrap_or_default();
+        for what in [
+            &["get", "nodes,pods", "-A", "-o", "wide"][..],
+            &[
+                "-n",
+                "kube-system",
+                "get",
+                "configmap",
+                "cluster-autoscaler-status",
+                "-o",
+                "jsonpath={.data.status}",
+            ][..],
+        ] {
+            text.push_str(&format!("\n$ kubectl {}\n", what.join(" ")));
+            if let Ok(out) = Command::new("kubectl")
+                .env("KUBECONFIG", &admin)
+                .args(what)
+                .output()
+            {
+                text.push_str(&String::from_utf8_lossy(&out.stdout));
+                text.push_str(&String::from_utf8_lossy(&out.stderr));
+            }
+        }
+        if let Ok(out) = Command::new("curl")
+            .arg("-s")
+            .arg(format!("http://127.0.0.1:{port}/decisions"))
+            .output()
+        {
+            text.push_str("\n$ curl /decisions\n");
+            text.push_str(&String::from_utf8_lossy(&out.stdout));
+        }
+        text
+    };
 
-    // Scale-up: six 1-CPU pods need two 4-CPU nodes of "small".
-    kubectl(
-        &admin,
-        &[
-            "create",
-            "deployment",
-            "web",
-            "--image=nginx",
-            "--replicas=6",
-        ],
-    );
-    kubectl(
-        &admin,
-        &["set", "resources", "deployment", "web", "--requests=cpu=1"],
-    );
+    // Scale-up: six 1-CPU pods need two 4-CPU nodes.
+    let web = dir.path().join("web.yaml");
+    std::fs::write(&web, WEB).unwrap();
+    kubectl(&admin, &["apply", "-f", web.to_str().unwrap()]);
     let running = cluster
         .wait_pods_running("app=web", 6, Duration::from_secs(120))
         .await;
     assert!(
         running.is_ok(),
-        "{running:?}\nautoscaler log:\n{}",
+        "{}: {running:?}\nautoscaler log:\n{}",
+        case.provider,
         log_text()
     );
-    let added = autoscaler_nodes(cluster.client()).await.unwrap();
-    assert!(added >= 2, "{added} nodes of small");
+    let added = count_nodes(cluster.client(), case.nodes).await.unwrap();
+    assert!(
+        added >= 2,
+        "{}: {added} nodes {}",
+        case.provider,
+        case.nodes
+    );
 
-    // Scale-down: the pods go, the empty nodes are tainted and deleted.
+    // Scale-down: the pods go, the empty nodes are tainted and removed.
     kubectl(&admin, &["delete", "deployment", "web"]);
+    let selector = case.nodes;
     let gone = cluster
         .wait_until(
-            "the small nodes are removed",
+            "the added nodes are removed",
             Duration::from_secs(120),
             |client| async move {
-                match autoscaler_nodes(client).await {
+                match count_nodes(client, selector).await {
                     Ok(0) => Ok(()),
-                    Ok(n) => Err(format!("{n} nodes of small")),
+                    Ok(n) => Err(format!("{n} nodes {selector}")),
                     Err(e) => Err(e),
                 }
             },
@@ -208,7 +291,8 @@ async fn the_deployed_rbac_is_enough_for_the_binary_and_enforced() {
         .await;
     assert!(
         gone.is_ok(),
-        "{:?}\nautoscaler log:\n{}",
+        "{}: {:?}\nautoscaler log:\n{}",
+        case.provider,
         gone.map_err(|e: ClusterError| e.to_string()),
         log_text()
     );
@@ -221,7 +305,63 @@ async fn the_deployed_rbac_is_enough_for_the_binary_and_enforced() {
     let text = log_text();
     assert!(
         !text.to_lowercase().contains("forbidden"),
-        "the autoscaler was refused a request:\n{text}"
+        "{}: the autoscaler was refused a request:\n{text}",
+        case.provider
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployed_rbac_is_enough_for_the_kwok_provider_and_enforced() {
+    if !kubectl_present() {
+        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
+        return;
+    }
+    deploy_and_run(Case {
+        provider: "kwok",
+        objects: "deploy/kwok-provider-configmaps.yaml",
+        nodes: "kwok-nodegroup=small",
+        capi: false,
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployed_rbac_is_enough_for_the_clusterapi_provider_and_enforced() {
+    if !kubectl_present() {
+        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
+        return;
+    }
+    deploy_and_run(Case {
+        provider: "clusterapi",
+        objects: "deploy/clusterapi-example.yaml",
+        nodes: "pool=general",
+        capi: true,
+    })
+    .await;
+}
+
+/// The aws manifest applies too (its provider needs AWS, which the aws
+/// tests emulate): checked by the API server, nothing created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_aws_manifest_applies() {
+    if !kubectl_present() {
+        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
+        return;
+    }
+    let (_cluster, _endpoint, _dir, admin) = served(false).await;
+    let manifest = repo().join("deploy/manifests/aws.yaml");
+    let out = kubectl(
+        &admin,
+        &[
+            "apply",
+            "--dry-run=server",
+            "-f",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.contains("deployment.apps/cluster-autoscaler created (server dry run)"),
+        "{out}"
     );
 }
 

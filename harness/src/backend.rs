@@ -246,6 +246,11 @@ impl ClusterBackend for KindNode {
                 ports: vec![6443],
                 privileged: true,
                 tmpfs: vec!["/tmp".into(), "/run".into()],
+                // As kind: containerd's overlay snapshots need /var off
+                // the container's own overlay, and the kubelet reads the
+                // host's kernel modules.
+                volumes: vec!["/var".into()],
+                binds: vec!["/lib/modules:/lib/modules:ro".into()],
                 name_prefix: "kind-node".into(),
                 ..Default::default()
             };

@@ -184,10 +184,12 @@ impl Engine {
             cmd: (!spec.args.is_empty()).then(|| spec.args.clone()),
             env: (!spec.env.is_empty()).then(|| spec.env.clone()),
             exposed_ports: Some(exposed),
+            volumes: (!spec.volumes.is_empty()).then(|| spec.volumes.clone()),
             labels: Some(labels),
             host_config: Some(HostConfig {
                 port_bindings: Some(bindings),
                 privileged: spec.privileged.then_some(true),
+                binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
                 tmpfs: (!spec.tmpfs.is_empty()).then(|| {
                     spec.tmpfs
                         .iter()
@@ -250,6 +252,10 @@ pub struct ContainerSpec {
     pub privileged: bool,
     /// Paths mounted as tmpfs.
     pub tmpfs: Vec<String>,
+    /// Paths given an anonymous volume of their own (removed with the container).
+    pub volumes: Vec<String>,
+    /// `host:container[:ro]` bind mounts.
+    pub binds: Vec<String>,
     /// The container name's prefix (the process id and a random suffix follow).
     pub name_prefix: String,
 }
