@@ -101,6 +101,13 @@ async fn count_nodes(client: kube::Client, selector: &str) -> Result<usize, Stri
     Ok(nodes.items.len())
 }
 
+/// Prints why a check is skipped where the test harness does not capture
+/// it (straight to stderr, not through `eprintln!`), so that CI shows it.
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {why}");
+}
+
 fn kubectl_present() -> bool {
     Command::new("kubectl")
         .arg("version")
@@ -313,7 +320,7 @@ async fn deploy_and_run(case: Case) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deployed_rbac_is_enough_for_the_kwok_provider_and_enforced() {
     if !kubectl_present() {
-        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
+        skipped("kubectl is not installed; deploy/ cannot be applied");
         return;
     }
     deploy_and_run(Case {
@@ -328,7 +335,7 @@ async fn the_deployed_rbac_is_enough_for_the_kwok_provider_and_enforced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deployed_rbac_is_enough_for_the_clusterapi_provider_and_enforced() {
     if !kubectl_present() {
-        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
+        skipped("kubectl is not installed; deploy/ cannot be applied");
         return;
     }
     deploy_and_run(Case {
@@ -345,7 +352,7 @@ async fn the_deployed_rbac_is_enough_for_the_clusterapi_provider_and_enforced() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_aws_manifest_applies() {
     if !kubectl_present() {
-        println!("SKIPPED: kubectl is not installed; deploy/ cannot be applied");
+        skipped("kubectl is not installed; deploy/ cannot be applied");
         return;
     }
     let (_cluster, _endpoint, _dir, admin) = served(false).await;
@@ -405,7 +412,9 @@ fn the_manifests_and_the_chart_grant_the_same_rules() {
         .status()
         .is_ok_and(|s| s.success());
     if !helm {
-        println!("SKIPPED: helm is not installed: the chart is compared by its rule files only");
+        skipped(
+            "helm is not installed: the chart is compared by its rule files only, not rendered",
+        );
     }
     for provider in ["kwok", "clusterapi", "aws"] {
         let manifest =
