@@ -44,8 +44,10 @@ pub trait ClusterBackend: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// Whether the cluster runs in this process, so that scenarios may use
-    /// virtual time and the API server's in-process hooks.
-    fn in_process(&self) -> bool;
+    /// virtual time and the API server's in-process hooks (not in a container).
+    fn in_process(&self) -> bool {
+        false
+    }
 
     /// Starts a cluster as `setup` describes (its objects created, its
     /// kwok stages and time scale applied where the backend allows).
@@ -110,10 +112,6 @@ impl ClusterBackend for TestbedImage {
         "testbed"
     }
 
-    fn in_process(&self) -> bool {
-        false
-    }
-
     fn start(&self, setup: ClusterBuilder) -> BoxFuture<'_, Result<Cluster, ClusterError>> {
         Box::pin(async move {
             let mut args = vec![
@@ -157,7 +155,7 @@ impl ClusterBackend for TestbedImage {
                     &format!("https://127.0.0.1:{port}"),
                 )
                 .to_string();
-            let remote = remote_with_kubeconfig(Some(container), &text)?;
+            let remote = remote_with_kubeconfig(container, &text)?;
             finish(remote, setup).await
         })
     }
@@ -176,10 +174,6 @@ impl ClusterBackend for KwokImage {
         "kwok"
     }
 
-    fn in_process(&self) -> bool {
-        false
-    }
-
     fn start(&self, setup: ClusterBuilder) -> BoxFuture<'_, Result<Cluster, ClusterError>> {
         Box::pin(async move {
             let spec = ContainerSpec {
@@ -192,7 +186,7 @@ impl ClusterBackend for KwokImage {
             let text = format!(
                 "apiVersion: v1\nkind: Config\nclusters:\n- name: kwok\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: kwok\n  user: {{}}\ncontexts:\n- name: kwok\n  context:\n    cluster: kwok\n    user: kwok\ncurrent-context: kwok\n"
             );
-            let remote = remote_with_kubeconfig(Some(container), &text)?;
+            let remote = remote_with_kubeconfig(container, &text)?;
             finish(remote, setup).await
         })
     }
@@ -233,10 +227,6 @@ failSwapOn: false
 impl ClusterBackend for KindNode {
     fn name(&self) -> &'static str {
         "kind"
-    }
-
-    fn in_process(&self) -> bool {
-        false
     }
 
     fn start(&self, setup: ClusterBuilder) -> BoxFuture<'_, Result<Cluster, ClusterError>> {
@@ -285,7 +275,7 @@ impl ClusterBackend for KindNode {
                     &format!("https://127.0.0.1:{port}"),
                 )
                 .to_string();
-            let mut remote = remote_with_kubeconfig(Some(container), &text)?;
+            let mut remote = remote_with_kubeconfig(container, &text)?;
             let client = client_for(&remote.kubeconfig).await?;
             let mut kwok_config = setup.kwok.clone();
             kwok_config.stages_from_cluster = false;
@@ -357,10 +347,7 @@ async fn with_logs(e: ClusterError, container: &Container) -> ClusterError {
     }
 }
 
-fn remote_with_kubeconfig(
-    container: Option<Container>,
-    text: &str,
-) -> Result<Remote, ClusterError> {
+fn remote_with_kubeconfig(container: Container, text: &str) -> Result<Remote, ClusterError> {
     let dir = tempfile::tempdir()
         .map_err(|e| ClusterError::Backend(format!("creating a temp dir: {e}")))?;
     let kubeconfig = dir.path().join("kubeconfig");
@@ -369,7 +356,7 @@ fn remote_with_kubeconfig(
     Ok(Remote {
         container,
         kubeconfig,
-        dir: Some(dir),
+        dir,
         tasks: Vec::new(),
     })
 }

@@ -329,12 +329,12 @@ impl Drop for Embedded {
 /// in (removed on drop), its kubeconfig on disk, and tasks of ours that
 /// serve it (kwok's controller for a kind node), stopped on drop.
 pub struct Remote {
-    /// The container, when the cluster runs in one.
-    pub container: Option<crate::container::Container>,
+    /// The container the cluster runs in.
+    pub container: crate::container::Container,
     /// A kubeconfig that reaches it from this host.
     pub kubeconfig: std::path::PathBuf,
     /// Holds the kubeconfig's directory.
-    pub dir: Option<tempfile::TempDir>,
+    pub dir: tempfile::TempDir,
     /// Our tasks serving it.
     pub tasks: Vec<JoinHandle<()>>,
 }

@@ -385,13 +385,6 @@ impl Container {
         }
         Ok(out)
     }
-
-    /// Removes the container now.
-    pub async fn remove(&self) -> Result<(), ContainerError> {
-        remove(&self.engine.docker, &self.id)
-            .await
-            .map_err(engine_err(format!("removing container {}", self.name)))
-    }
 }
 
 async fn remove(docker: &Docker, id: &str) -> Result<(), bollard::errors::Error> {
