@@ -2,6 +2,13 @@
 //! status ConfigMap, deduplicated for five minutes per object and reason
 //! unless `--record-duplicated-events`. Every reason CA writes is an
 //! [`EventReason`]; its text is rendered only here.
+//!
+//! Load on the API server is bounded twice: at most [`MAX_QUEUED_EVENTS`]
+//! wait to be written (client-go's queue; more are dropped), and the
+//! events a scale-up writes on pending pods (`TriggeredScaleUp`,
+//! `NotTriggerScaleUp`) draw on a [`PodEventBudget`]: a queue's worth at
+//! once, then 50 a second, so a backlog of tens of thousands of pods costs a
+//! bounded number of writes however many loops act on it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,16 +159,29 @@ struct Seen {
 
 const DEDUP_WINDOW: Duration = Duration::from_secs(300);
 
-/// Whether an event with this key may be written now (and remembers it).
-fn allow(seen: &mut Seen, key: String, now: SystemTime) -> bool {
-    if seen.keys.get(&key).is_some_and(|t| *t + DEDUP_WINDOW > now) {
-        return false;
+impl Seen {
+    /// Whether an event with this key was written in the last five minutes.
+    fn recent(&self, key: &str, now: SystemTime) -> bool {
+        self.keys.get(key).is_some_and(|t| *t + DEDUP_WINDOW > now)
     }
+}
+
+/// Remembers that an event with this key was written at `now`.
+fn remember(seen: &mut Seen, key: String, now: SystemTime) {
     seen.keys.insert(key, now);
     if seen.keys.len() > seen.prune_at.max(8192) {
         seen.keys.retain(|_, t| *t + DEDUP_WINDOW > now);
         seen.prune_at = 2 * seen.keys.len();
     }
+}
+
+/// Whether an event with this key may be written now (and remembers it).
+#[cfg(test)]
+fn allow(seen: &mut Seen, key: String, now: SystemTime) -> bool {
+    if seen.recent(&key, now) {
+        return false;
+    }
+    remember(seen, key, now);
     true
 }
 
@@ -170,6 +190,64 @@ fn allow(seen: &mut Seen, key: String, now: SystemTime) -> bool {
 /// scale-up for 30,000 pods thus writes what the API server takes, not one
 /// request per pod at once.
 pub const MAX_QUEUED_EVENTS: usize = 1000;
+
+/// The pod events a scale-up writes: a token bucket of
+/// [`MAX_QUEUED_EVENTS`] that refills at that many per
+/// [`POD_EVENT_REFILL`]. Upstream bounds these only by its queue, which a
+/// scale-up for a large backlog overflows once per loop; we act in more,
+/// smaller loops, and the bucket keeps the total below what upstream writes
+/// for the same backlog, while a scale-up of up to 1,000 pods still
+/// writes an event on every pod.
+#[derive(Debug)]
+struct PodEventBudget {
+    tokens: f64,
+    at: Option<SystemTime>,
+}
+
+/// The time in which an empty [`PodEventBudget`] refills: 50 events a
+/// second.
+const POD_EVENT_REFILL: Duration = Duration::from_secs(20);
+
+impl PodEventBudget {
+    fn new() -> Self {
+        Self {
+            tokens: MAX_QUEUED_EVENTS as f64,
+            at: None,
+        }
+    }
+
+    /// Takes one event's token at `now`, if there is one.
+    fn take(&mut self, now: SystemTime) -> bool {
+        let full = MAX_QUEUED_EVENTS as f64;
+        if let Some(at) = self.at {
+            let elapsed = now.duration_since(at).unwrap_or_default();
+            self.tokens = (self.tokens
+                + full * elapsed.as_secs_f64() / POD_EVENT_REFILL.as_secs_f64())
+            .min(full);
+        }
+        self.at = Some(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl EventReason {
+    /// An event a scale-up writes on a pending pod.
+    fn on_pending_pod(self) -> bool {
+        matches!(self, Self::TriggeredScaleUp | Self::NotTriggerScaleUp)
+    }
+}
+
+/// What the recorder remembers between events.
+#[derive(Debug)]
+struct Memory {
+    seen: Seen,
+    pod_budget: PodEventBudget,
+}
 
 /// An event accepted by the recorder, waiting to be written.
 struct Pending {
@@ -191,7 +269,7 @@ pub struct EventRecorder {
     record_duplicates: bool,
     status_cm: ObjectRef,
     write_status: bool,
-    seen: Arc<Mutex<Seen>>,
+    memory: Arc<Mutex<Memory>>,
     queue: mpsc::Sender<Pending>,
     dropped: Arc<AtomicU64>,
 }
@@ -212,7 +290,10 @@ impl EventRecorder {
             record_duplicates,
             status_cm,
             write_status,
-            seen: Arc::new(Mutex::new(Seen::default())),
+            memory: Arc::new(Mutex::new(Memory {
+                seen: Seen::default(),
+                pod_budget: PodEventBudget::new(),
+            })),
             queue,
             dropped: Arc::new(AtomicU64::new(0)),
         }
@@ -225,7 +306,8 @@ impl EventRecorder {
         }
     }
 
-    /// Events dropped so far because the queue was full.
+    /// Events dropped so far because the queue was full or the pod event
+    /// budget spent.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -246,12 +328,17 @@ impl EventRecorder {
             object.namespace,
             object.name
         );
-        if !self.record_duplicates {
-            let key = dedup_key(object, &self.status_cm, reason, &message);
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            if !allow(&mut seen, key, now) {
-                return;
-            }
+        // As client-go: an event dropped (queue full, budget spent) is not
+        // remembered as written, so a later one on the object may go.
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let key =
+            (!self.record_duplicates).then(|| dedup_key(object, &self.status_cm, reason, &message));
+        if key.as_ref().is_some_and(|k| memory.seen.recent(k, now)) {
+            return;
+        }
+        if reason.on_pending_pod() && !memory.pod_budget.take(now) {
+            self.count_drop();
+            return;
         }
         let pending = Pending {
             object: object.clone(),
@@ -261,10 +348,18 @@ impl EventRecorder {
             at: now,
         };
         if self.queue.try_send(pending).is_err() {
-            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-            if n.is_power_of_two() {
-                tracing::debug!("event queue full: {n} events dropped so far");
-            }
+            self.count_drop();
+            return;
+        }
+        if let Some(key) = key {
+            remember(&mut memory.seen, key, now);
+        }
+    }
+
+    fn count_drop(&self) {
+        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::debug!("{n} events dropped so far (queue full or pod event budget spent)");
         }
     }
 }
@@ -359,6 +454,25 @@ mod tests {
             k(&cm, EventReason::ScaledUpGroup, "setting 1"),
             t0 + Duration::from_secs(1)
         ));
+    }
+
+    #[test]
+    fn pod_events_draw_on_a_budget_of_a_queue_then_fifty_a_second() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut budget = PodEventBudget::new();
+        let taken = (0..5_000).filter(|_| budget.take(t0)).count();
+        assert_eq!(taken, MAX_QUEUED_EVENTS, "a burst takes the whole bucket");
+        assert!(!budget.take(t0 + Duration::from_millis(5)), "not yet");
+        // A second refills 50.
+        let later = t0 + Duration::from_secs(1);
+        let taken = (0..5_000).filter(|_| budget.take(later)).count();
+        assert_eq!(taken, 50);
+        // Never more than a full bucket, however long it rested.
+        let much_later = later + Duration::from_secs(3_600);
+        let taken = (0..5_000).filter(|_| budget.take(much_later)).count();
+        assert_eq!(taken, MAX_QUEUED_EVENTS);
+        assert!(EventReason::TriggeredScaleUp.on_pending_pod());
+        assert!(!EventReason::ScaledUpGroup.on_pending_pod());
     }
 
     #[test]

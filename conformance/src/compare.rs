@@ -268,7 +268,7 @@ pub async fn measure(
         _ => None,
     };
     let _ = child.kill().await;
-    let events = count_events(&cluster).await?;
+    let events = count_events(&cluster, &logs.join(format!("{name}.events.csv"))).await?;
     let latency = pod_latencies(
         &cluster,
         &logs.join(format!("{name}.latency.csv")),
@@ -328,14 +328,23 @@ async fn replica_counts(cluster: &Cluster) -> Result<(usize, usize), String> {
     Ok((count(status.replicas), count(status.ready_replicas)))
 }
 
-async fn count_events(cluster: &Cluster) -> Result<usize, String> {
+/// The events the autoscaler wrote; their count per reason goes to `csv`.
+async fn count_events(cluster: &Cluster, csv: &Path) -> Result<usize, String> {
     let events = list::<Event>(&cluster.client(), "").await?;
-    Ok(events
-        .iter()
-        .filter(|e| {
-            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("cluster-autoscaler")
-        })
-        .count())
+    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in events.iter().filter(|e| {
+        e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("cluster-autoscaler")
+    }) {
+        *by_reason
+            .entry(e.reason.clone().unwrap_or_default())
+            .or_default() += 1;
+    }
+    let mut text = String::from("reason,events\n");
+    for (reason, n) in &by_reason {
+        text.push_str(&format!("{reason},{n}\n"));
+    }
+    std::fs::write(csv, text).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+    Ok(by_reason.values().sum())
 }
 
 /// CPU time and peak RSS of a live process, from `/proc` (zero elsewhere).

@@ -201,6 +201,32 @@ impl ApiError {
         }));
         e
     }
+    /// 429 with `details.retryAfterSeconds` (the response also carries a
+    /// `Retry-After` header; see [`ApiError::retry_after`]).
+    pub fn throttled(retry_after_seconds: u64) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        );
+        e.details = Some(json!({ "retryAfterSeconds": retry_after_seconds }));
+        e
+    }
+    /// 504: a request that did not complete in time.
+    pub fn timeout() -> Self {
+        Self::new(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )
+    }
+    /// The seconds a client is asked to wait before retrying, if any.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.details
+            .as_ref()
+            .and_then(|d| d.get("retryAfterSeconds"))
+            .and_then(Value::as_u64)
+    }
     /// 500.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
@@ -236,12 +262,18 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
-        (
+        let mut response = (
             code,
             [(http::header::CONTENT_TYPE, "application/json")],
             body,
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = self.retry_after() {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

@@ -12,13 +12,14 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::discovery;
 use crate::error::{ApiError, ApiResult};
+use crate::faults::{self, Fault, UnderTest};
 use crate::normalize::FieldValidation;
 use crate::protobuf;
 use crate::rbac::{self, Attributes, User};
@@ -67,6 +68,11 @@ pub fn router(server: Arc<Server>, token: Option<String>, address: String) -> Ro
             get(|| async { ApiError::no_route("/openapi/v2") }),
         )
         .route("/openapi/v3", get(openapi_root))
+        .route(
+            FAULTS_PATH,
+            get(faults_report).put(faults_set).delete(faults_clear),
+        )
+        .route(&format!("{FAULTS_PATH}/cut-watches"), post(faults_cut))
         .fallback(dispatch)
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .with_state(state)
@@ -89,6 +95,80 @@ async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Respo
         st.server.count_tls_request();
     }
     next.run(req).await
+}
+
+/// Where the fault rules are read and set (the administrator only):
+/// `GET` the rules and counts, `PUT` a JSON list of [`faults::Rule`]s,
+/// `DELETE` them, `POST .../cut-watches[?resource=pods]`.
+pub const FAULTS_PATH: &str = "/testbed/faults";
+
+/// Only the administrator (or an in-memory client) may set faults.
+fn faults_admin(req: &Request) -> ApiResult<()> {
+    match req.extensions().get::<User>() {
+        None | Some(User::Admin) => Ok(()),
+        Some(user) => Err(ApiError::forbidden(
+            "",
+            "testbed/faults",
+            "",
+            format!(
+                "User {:?} cannot change the testbed's fault rules",
+                user.name()
+            ),
+        )),
+    }
+}
+
+async fn faults_report(State(st): State<AppState>, req: Request) -> Response {
+    match faults_admin(&req) {
+        Ok(()) => json_response(StatusCode::OK, &json!(st.server.faults.report())),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn faults_set(State(st): State<AppState>, req: Request) -> Response {
+    let set = async {
+        faults_admin(&req)?;
+        let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
+            .await
+            .map_err(|e| ApiError::bad_request(format!("reading the fault rules failed: {e}")))?;
+        let rules: Vec<faults::Rule> = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("fault rules: {e}")))?;
+        st.server
+            .faults
+            .set(rules)
+            .map_err(|e| ApiError::bad_request(format!("fault rules: {e}")))?;
+        Ok::<_, ApiError>(json_response(
+            StatusCode::OK,
+            &json!(st.server.faults.report()),
+        ))
+    };
+    set.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn faults_clear(State(st): State<AppState>, req: Request) -> Response {
+    match faults_admin(&req) {
+        Ok(()) => {
+            st.server.faults.clear();
+            json_response(StatusCode::OK, &json!(st.server.faults.report()))
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn faults_cut(
+    State(st): State<AppState>,
+    Query(params): Query<Params>,
+    req: Request,
+) -> Response {
+    match faults_admin(&req) {
+        Ok(()) => {
+            st.server
+                .faults
+                .cut_watches(params.get("resource").map(String::as_str));
+            json_response(StatusCode::OK, &json!(st.server.faults.report()))
+        }
+        Err(e) => e.into_response(),
+    }
 }
 
 fn json_response(code: StatusCode, v: &Value) -> Response {
@@ -280,8 +360,35 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
     };
     let target = resolve(&server, group, version, rest, &path)?;
     let method = req.method().clone();
+    let attrs = attributes(&target, &method, &params);
     if let Some(user) = req.extensions().get::<User>() {
-        rbac::authorize(&server, user, &attributes(&target, &method, &params))?;
+        rbac::authorize(&server, user, &attrs)?;
+    }
+    let under_test =
+        req.extensions().get::<User>().is_some() || req.extensions().get::<UnderTest>().is_some();
+    let mut watch_fault = None;
+    if under_test && let Some(fault) = server.faults.check(&attrs) {
+        match fault {
+            Fault::Latency { millis } => {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+            }
+            Fault::WatchGone | Fault::WatchStall => watch_fault = Some(fault),
+            Fault::InternalError => {
+                return Err(ApiError::internal(
+                    "Internal error occurred: injected by the testbed's fault rules",
+                ));
+            }
+            Fault::TooManyRequests {
+                retry_after_seconds,
+            } => return Err(ApiError::throttled(retry_after_seconds)),
+            Fault::Conflict => {
+                return Err(ApiError::stale(&attrs.group, &attrs.resource, &attrs.name));
+            }
+            Fault::Timeout { seconds } => {
+                tokio::time::sleep(Duration::from_secs(seconds)).await;
+                return Err(ApiError::timeout());
+            }
+        }
     }
     let headers = req.headers().clone();
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
@@ -298,6 +405,8 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         body,
         wants_table,
         version: version.to_string(),
+        under_test,
+        watch_fault,
     };
     match target {
         Target::Collection { def, ns } => ctx.collection(&def, ns, &method),
@@ -314,6 +423,10 @@ struct Ctx {
     body: Bytes,
     wants_table: bool,
     version: String,
+    /// The request is the client under test's: its watches can be cut.
+    under_test: bool,
+    /// A fault for this request's watch.
+    watch_fault: Option<Fault>,
 }
 
 impl Ctx {
@@ -717,6 +830,11 @@ impl Ctx {
         };
         let bookmarks = self.flag("allowWatchBookmarks");
         let server = self.server.clone();
+        match self.watch_fault {
+            Some(Fault::WatchGone) => return Ok(watch_gone(&server)),
+            Some(Fault::WatchStall) => return Ok(stalled_watch(timeout)),
+            _ => {}
+        }
         let (id, rx, initial) = server
             .store
             .watch(Some(def.gr()), ns.clone(), from)
@@ -747,6 +865,7 @@ impl Ctx {
             bookmarks,
             next_bookmark: tokio::time::Instant::now() + BOOKMARK_INTERVAL,
             last_rv: start_rv,
+            cuts: self.under_test.then(|| server.faults.cuts()),
         };
         let stream = futures::stream::unfold(state, |mut st| async move {
             let chunk = st.next_chunk().await?;
@@ -759,6 +878,56 @@ impl Ctx {
             body,
         )
             .into_response())
+    }
+}
+
+/// A watch answered at once with kube-apiserver's `ERROR` event for a
+/// resourceVersion it no longer keeps (the client must list again).
+fn watch_gone(server: &Server) -> Response {
+    let rv = server.store.current_rv();
+    let status = ApiError::gone(format!("too old resource version: 1 ({rv})")).status();
+    let mut line =
+        serde_json::to_vec(&json!({"type": "ERROR", "object": status})).unwrap_or_default();
+    line.push(b'\n');
+    bytes_response(StatusCode::OK, Bytes::from(line))
+}
+
+/// A watch that sends nothing, not even bookmarks, until its timeout.
+fn stalled_watch(timeout: Duration) -> Response {
+    let stream = futures::stream::once(async move {
+        tokio::time::sleep(timeout).await;
+        Ok::<Bytes, std::convert::Infallible>(Bytes::new())
+    });
+    let body = Body::from_stream(stream.boxed());
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// Waits until the fault rules cut the watches on `resource`; never for a
+/// watch that cannot be cut.
+async fn cut(
+    cuts: &mut Option<tokio::sync::watch::Receiver<(u64, Option<String>)>>,
+    resource: &str,
+) {
+    let Some(rx) = cuts.as_mut() else {
+        return std::future::pending().await;
+    };
+    loop {
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        if rx
+            .borrow_and_update()
+            .1
+            .as_deref()
+            .is_none_or(|r| r == resource)
+        {
+            return;
+        }
     }
 }
 
@@ -787,6 +956,8 @@ struct WatchState {
     bookmarks: bool,
     next_bookmark: tokio::time::Instant,
     last_rv: u64,
+    /// Cuts from the fault rules, for the client under test's watches.
+    cuts: Option<tokio::sync::watch::Receiver<(u64, Option<String>)>>,
 }
 
 impl WatchState {
@@ -881,6 +1052,10 @@ impl WatchState {
                     }
                 }
                 _ = tokio::time::sleep_until(self.deadline) => return None,
+                () = cut(&mut self.cuts, &self.def.resource) => {
+                    self.guard.server.faults.count(faults::WATCH_CUT, 1);
+                    return None;
+                }
                 _ = tokio::time::sleep_until(self.next_bookmark), if self.bookmarks => {
                     self.next_bookmark = tokio::time::Instant::now() + BOOKMARK_INTERVAL;
                     self.guard.server.store.bookmark(self.guard.id);

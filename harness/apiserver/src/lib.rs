@@ -28,6 +28,7 @@
 //!  discovery.rs /api, /apis, /version, OpenAPI v3 stubs
 //!  tls.rs       certificates, TLS serving, kubeconfig
 //!  rbac.rs      who a TLS request is (admin or ServiceAccount token) and RBAC
+//!  faults.rs    injected errors, latency and watch faults for the client under test
 //! ```
 //!
 //! Every timestamp the server writes comes from one [`simclock::Clock`], so
@@ -37,6 +38,7 @@
 pub mod admission;
 pub mod discovery;
 pub mod error;
+pub mod faults;
 pub mod gc;
 pub mod http;
 pub mod normalize;
@@ -92,20 +94,39 @@ impl ApiServer {
 
     /// A kube client talking to this server in memory. With busy-time
     /// accounting on ([`simclock::busy`]), request handling and response
-    /// bodies (watch streams included) are charged to `apiserver`.
+    /// bodies (watch streams included) are charged to `apiserver`. The
+    /// testbed's own components use it: no fault is injected into it.
     pub fn client(&self) -> kube::Client {
-        if !simclock::busy::enabled() {
-            return kube::Client::new(self.router(), "default");
-        }
+        self.in_memory_client(false)
+    }
+
+    /// An in-memory client for the autoscaler under test: the server's
+    /// [`faults`] apply to its requests, as to every request over TLS.
+    pub fn client_under_test(&self) -> kube::Client {
+        self.in_memory_client(true)
+    }
+
+    fn in_memory_client(&self, under_test: bool) -> kube::Client {
         let router = self.router();
-        let service = tower::service_fn(move |req: ::http::Request<kube::client::Body>| {
+        let busy = simclock::busy::enabled();
+        let service = tower::service_fn(move |mut req: ::http::Request<kube::client::Body>| {
             let mut router = router.clone();
-            simclock::busy::timed("apiserver", async move {
-                let response = <axum::Router as tower::Service<_>>::call(&mut router, req).await?;
-                Ok::<_, std::convert::Infallible>(
-                    response.map(|b| axum::body::Body::new(TimedBody(b))),
-                )
-            })
+            if under_test {
+                req.extensions_mut().insert(faults::UnderTest);
+            }
+            async move {
+                let call = <axum::Router as tower::Service<_>>::call(&mut router, req);
+                if !busy {
+                    return call.await;
+                }
+                simclock::busy::timed("apiserver", async move {
+                    let response = call.await?;
+                    Ok::<_, std::convert::Infallible>(
+                        response.map(|b| axum::body::Body::new(TimedBody(b))),
+                    )
+                })
+                .await
+            }
         });
         kube::Client::new(service, "default")
     }

@@ -192,6 +192,8 @@ pub struct Server {
     pub clock: Clock,
     /// ServiceAccount tokens issued by TokenRequest.
     pub tokens: crate::rbac::Tokens,
+    /// Faults injected into requests from the client under test.
+    pub faults: crate::faults::Faults,
     next_ip: AtomicU32,
     tls_requests: AtomicU64,
 }
@@ -207,6 +209,7 @@ impl Server {
             registry: Registry::with_builtins(),
             clock,
             tokens: Default::default(),
+            faults: Default::default(),
             next_ip: AtomicU32::new(1),
             tls_requests: AtomicU64::new(0),
         });
