@@ -60,6 +60,7 @@ pub async fn kwok(
     args: &[String],
 ) -> Result<InProcess, InProcessError> {
     let (flags, validated) = parse("kwok", args)?;
+    let client = crate::client::honoring_retry_after(client);
     let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
     cache.wait_ready().await;
     let provider = KwokProvider::new(
@@ -97,6 +98,7 @@ pub async fn clusterapi(
     args: &[String],
 ) -> Result<InProcess, InProcessError> {
     let (flags, validated) = parse("clusterapi", args)?;
+    let client = crate::client::honoring_retry_after(client);
     let settings =
         clusterapi::Settings::new(&flags.node_group_auto_discovery).map_err(|error| {
             InProcessError::Provider {
@@ -133,6 +135,7 @@ pub async fn aws(
     args: &[String],
 ) -> Result<InProcess, InProcessError> {
     let (flags, validated) = parse("aws", args)?;
+    let client = crate::client::honoring_retry_after(client);
     let provider_error = |error| InProcessError::Provider {
         provider: "aws",
         error,

@@ -75,6 +75,7 @@ macro_rules! ca_names {
 }
 
 pub mod cache;
+pub mod client;
 pub mod cloudprovider;
 pub mod clusterstate;
 pub mod config;

@@ -68,7 +68,9 @@ async fn client(flags: &Flags) -> Result<kube::Client, String> {
     // backoff of up to 1000 s, which would hold a refused eviction (a PDB
     // 429) for minutes instead of letting the drain retry it on its own pace.
     config.default_retry = false;
-    kube::Client::try_from(config).map_err(|e| format!("building the API client: {e}"))
+    kube::Client::try_from(config)
+        .map(autoscaler::client::honoring_retry_after)
+        .map_err(|e| format!("building the API client: {e}"))
 }
 
 /// The Cluster API management cluster's client (upstream's rules): the
@@ -98,6 +100,7 @@ async fn management_client(flags: &Flags, workload: &kube::Client) -> Result<kub
         return Ok(workload.clone());
     };
     kube::Client::try_from(config)
+        .map(autoscaler::client::honoring_retry_after)
         .map_err(|e| format!("cannot build management cluster config: {e}"))
 }
 

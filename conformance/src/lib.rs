@@ -39,6 +39,7 @@ pub mod bench;
 pub mod binary;
 pub mod capi;
 pub mod compare;
+pub mod invariants;
 pub mod latency;
 pub mod runner;
 pub mod steps;

@@ -141,15 +141,27 @@ pub const STAGE_STEPS: [(&str, &str); 2] = [
     ),
 ];
 
+/// Steps that need the embedded API server in this process (its fault
+/// rules, [`crate::steps::faults`]); on any other backend a scenario with
+/// one is skipped with this reason.
+pub const EMBEDDED_STEPS: [(&str, &str); 1] = [(
+    r"^the API server (answers|times out|adds|stalls|cuts|injects|injected)",
+    "injects API faults, which only the embedded API server can",
+)];
+
 /// Why the configured backend cannot run a scenario of these steps (none: it can).
 pub fn backend_unmet<'a>(step_texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    if backend_reads_stages() {
-        return Vec::new();
-    }
     let name = BACKEND.get().map_or("embedded", |c| c.name.as_str());
+    let mut rules: Vec<(&str, &str)> = Vec::new();
+    if !backend_reads_stages() {
+        rules.extend(STAGE_STEPS);
+    }
+    if name != "embedded" {
+        rules.extend(EMBEDDED_STEPS);
+    }
     let mut unmet = Vec::new();
     for text in step_texts {
-        for (pattern, why) in STAGE_STEPS {
+        for &(pattern, why) in &rules {
             if regex::Regex::new(pattern).is_ok_and(|re| re.is_match(text)) {
                 unmet.push(format!("the {name} backend: {why}"));
             }
@@ -399,6 +411,8 @@ pub struct Running {
     flags: Vec<String>,
     extensions: Extensions,
     provider: Provider,
+    /// The safety invariants' observer, when the scenario asked for it.
+    pub observer: Option<crate::invariants::Observer>,
 }
 
 impl Drop for Running {
@@ -548,6 +562,8 @@ pub struct CaWorld {
     pub extensions: Extensions,
     /// The scenario asked for Cluster API whatever the run's provider.
     pub cluster_api: bool,
+    /// Watch the safety invariants from the start ([`crate::invariants`]).
+    pub observe: bool,
 }
 
 impl fmt::Debug for CaWorld {
@@ -645,6 +661,20 @@ impl CaWorld {
             .start(builder)
             .await
             .map_err(|e| format!("starting the cluster ({} backend): {e}", backend.name()))?;
+        let observer = self.observe.then(|| {
+            let bounds = self
+                .groups
+                .iter()
+                .map(|g| {
+                    let b = crate::invariants::Bounds {
+                        min: g.min,
+                        max: g.max,
+                    };
+                    (g.name.clone(), b)
+                })
+                .collect();
+            crate::invariants::Observer::start(cluster.client(), bounds)
+        });
         let stages = if backend_reads_stages() {
             vec![not_ready_stage(), graceful_termination_stage()]
         } else {
@@ -722,6 +752,7 @@ impl CaWorld {
             flags: self.flags.clone(),
             extensions: self.extensions.clone(),
             provider,
+            observer,
         })
     }
 
@@ -863,7 +894,7 @@ async fn start_in_process(
     provider: Provider,
     flags: &[String],
 ) -> Result<Autoscaler, String> {
-    let (client, clock) = (cluster.client(), cluster.clock().clone());
+    let (client, clock) = (cluster.client_under_test(), cluster.clock().clone());
     let built = match provider {
         Provider::Kwok => autoscaler::inprocess::kwok(client, clock, flags).await,
         Provider::ClusterApi => autoscaler::inprocess::clusterapi(client, clock, flags).await,

@@ -395,6 +395,14 @@ impl Cluster {
         self.client.clone()
     }
 
+    /// A client for the autoscaler under test: the embedded API server's
+    /// fault rules ([`apiserver::faults`]) apply to it. Elsewhere the same
+    /// as [`Cluster::client`].
+    pub fn client_under_test(&self) -> Client {
+        self.api_server()
+            .map_or_else(|| self.client(), apiserver::ApiServer::client_under_test)
+    }
+
     /// The cluster's clock.
     pub fn clock(&self) -> &Clock {
         &self.clock

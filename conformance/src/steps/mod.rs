@@ -16,13 +16,17 @@
 //! - [`assertions`]: node counts, pods, events, taints, the status
 //!   ConfigMap, metrics, health, decisions;
 //! - [`scalability`]: the FAQ's scale-up latency objective, per pod, and
-//!   the main loop's mean time.
+//!   the main loop's mean time;
+//! - [`faults`]: the API server failing, timing out, slowing down and
+//!   cutting watches for the autoscaler, and the safety invariants watched
+//!   over the whole scenario.
 //!
 //! `conformance/README.md` lists every step with an example.
 
 pub mod assertions;
 pub mod cluster;
 pub mod clusterapi;
+pub mod faults;
 pub mod scalability;
 pub mod time;
 pub mod workloads;

@@ -7,7 +7,8 @@
 //! for watches, a 410 Gone at once or a stream that sends nothing. Open
 //! watches can also be cut ([`Faults::cut_watches`]). Which requests are hit
 //! is deterministic: a rule of rate `r` hits the k-th matching request when
-//! `floor(k * r)` grows, so a run injects the same faults each time.
+//! `ceil(k * r)` grows (the first matching request is always hit), so a run
+//! injects the same faults each time.
 //!
 //! Faults apply only to requests from outside the testbed (over TLS, or
 //! through [`crate::ApiServer::client_under_test`]): the testbed's own
@@ -143,9 +144,9 @@ impl Armed {
         if self.rule.times.is_some_and(|t| self.injected >= t) {
             return false;
         }
-        let before = (self.matched as f64 * self.rule.rate).floor();
+        let before = (self.matched as f64 * self.rule.rate).ceil();
         self.matched += 1;
-        let after = (self.matched as f64 * self.rule.rate).floor();
+        let after = (self.matched as f64 * self.rule.rate).ceil();
         if after > before {
             self.injected += 1;
             true

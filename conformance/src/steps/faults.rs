@@ -1,0 +1,250 @@
+//! The API server misbehaving ([`apiserver::faults`]) and the safety
+//! invariants watched over the whole scenario ([`crate::invariants`]).
+//!
+//! Faults hit only the autoscaler under test (in-process through its own
+//! client, or a binary over TLS), never the testbed's scheduler,
+//! controllers or kwok. They need the embedded API server: on a cluster in
+//! a container these scenarios are skipped.
+
+use apiserver::faults::{Fault, Rule};
+use cucumber::{given, then, when};
+
+use crate::world::{CaWorld, StepResult};
+
+fn fault_of(code: &str) -> Result<Fault, String> {
+    match code {
+        "500" => Ok(Fault::InternalError),
+        "429" => Ok(Fault::TooManyRequests {
+            retry_after_seconds: 1,
+        }),
+        "409" => Ok(Fault::Conflict),
+        other => Err(format!("no such fault {other:?}: use 500, 429 or 409")),
+    }
+}
+
+/// Adds a rule to the cluster's API server (starting the cluster first).
+async fn inject(w: &mut CaWorld, rule: Rule) -> StepResult {
+    let r = w.running().await?;
+    let api = r
+        .cluster
+        .api_server()
+        .ok_or("API faults need the embedded API server")?;
+    api.server().faults.add(rule)
+}
+
+fn target(verb: &str, resource: &str) -> (Option<String>, Option<String>) {
+    let any = |s: &str| (s != "any").then(|| s.to_string());
+    (any(verb), any(resource))
+}
+
+#[given(regex = r#"^the API server answers (\d+)% of "(\S+)" requests on "(\S+)" with (\d{3})$"#)]
+#[when(regex = r#"^the API server answers (\d+)% of "(\S+)" requests on "(\S+)" with (\d{3})$"#)]
+async fn share_fails(
+    w: &mut CaWorld,
+    percent: u32,
+    verb: String,
+    resource: String,
+    code: String,
+) -> StepResult {
+    let (verb, resource) = target(&verb, &resource);
+    inject(
+        w,
+        Rule {
+            verb,
+            resource,
+            fault: fault_of(&code)?,
+            rate: f64::from(percent) / 100.0,
+            times: None,
+        },
+    )
+    .await
+}
+
+#[given(
+    regex = r#"^the API server answers the next (\d+) "(\S+)" requests? on "(\S+)" with (\d{3})$"#
+)]
+#[when(
+    regex = r#"^the API server answers the next (\d+) "(\S+)" requests? on "(\S+)" with (\d{3})$"#
+)]
+async fn next_fail(
+    w: &mut CaWorld,
+    times: u64,
+    verb: String,
+    resource: String,
+    code: String,
+) -> StepResult {
+    let (verb, resource) = target(&verb, &resource);
+    inject(
+        w,
+        Rule {
+            verb,
+            resource,
+            fault: fault_of(&code)?,
+            rate: 1.0,
+            times: Some(times),
+        },
+    )
+    .await
+}
+
+#[given(
+    regex = r#"^the API server times out the next (\d+) "(\S+)" requests? on "(\S+)" after (\d+) seconds$"#
+)]
+#[when(
+    regex = r#"^the API server times out the next (\d+) "(\S+)" requests? on "(\S+)" after (\d+) seconds$"#
+)]
+async fn next_time_out(
+    w: &mut CaWorld,
+    times: u64,
+    verb: String,
+    resource: String,
+    seconds: u64,
+) -> StepResult {
+    let (verb, resource) = target(&verb, &resource);
+    inject(
+        w,
+        Rule {
+            verb,
+            resource,
+            fault: Fault::Timeout { seconds },
+            rate: 1.0,
+            times: Some(times),
+        },
+    )
+    .await
+}
+
+#[given(regex = r"^the API server adds (\d+) ms to every request$")]
+#[when(regex = r"^the API server adds (\d+) ms to every request$")]
+async fn latency(w: &mut CaWorld, millis: u64) -> StepResult {
+    inject(
+        w,
+        Rule {
+            verb: None,
+            resource: None,
+            fault: Fault::Latency { millis },
+            rate: 1.0,
+            times: None,
+        },
+    )
+    .await
+}
+
+#[given(
+    regex = r#"^the API server (answers|stalls) the next (\d+) watch(?:es)? on "(\S+)"(?: with 410 Gone)?$"#
+)]
+#[when(
+    regex = r#"^the API server (answers|stalls) the next (\d+) watch(?:es)? on "(\S+)"(?: with 410 Gone)?$"#
+)]
+async fn watch_faults(w: &mut CaWorld, how: String, times: u64, resource: String) -> StepResult {
+    let fault = if how == "stalls" {
+        Fault::WatchStall
+    } else {
+        Fault::WatchGone
+    };
+    inject(
+        w,
+        Rule {
+            verb: Some("watch".into()),
+            resource: Some(resource),
+            fault,
+            rate: 1.0,
+            times: Some(times),
+        },
+    )
+    .await
+}
+
+#[when(regex = r#"^the API server cuts every watch(?: on "(\S+)")?$"#)]
+async fn cut_watches(w: &mut CaWorld, resource: String) -> StepResult {
+    let r = w.running().await?;
+    let api = r
+        .cluster
+        .api_server()
+        .ok_or("API faults need the embedded API server")?;
+    let resource = (!resource.is_empty()).then_some(resource);
+    api.server().faults.cut_watches(resource.as_deref());
+    Ok(())
+}
+
+#[when("the API server injects no more faults")]
+async fn no_more_faults(w: &mut CaWorld) -> StepResult {
+    let r = w.running().await?;
+    if let Some(api) = r.cluster.api_server() {
+        api.server().faults.clear();
+    }
+    Ok(())
+}
+
+#[then(regex = r"^the API server injected at least (\d+) faults?$")]
+async fn injected_at_least(w: &mut CaWorld, least: u64) -> StepResult {
+    let r = w.running().await?;
+    let api = r
+        .cluster
+        .api_server()
+        .ok_or("API faults need the embedded API server")?;
+    let report = api.server().faults.report();
+    eprintln!("faults injected: {} {:?}", report.total(), report.injected);
+    if report.total() < least {
+        return Err(format!(
+            "the API server injected {} faults ({:?}), fewer than {least}: the rule never matched the autoscaler's requests",
+            report.total(),
+            report.injected
+        ));
+    }
+    Ok(())
+}
+
+#[given("the safety invariants are observed throughout")]
+async fn observe(w: &mut CaWorld) -> StepResult {
+    if w.running.is_some() {
+        return Err(
+            "the safety invariants must be observed from the start, before the cluster runs".into(),
+        );
+    }
+    w.observe = true;
+    Ok(())
+}
+
+#[then("no safety invariant was violated")]
+async fn no_violation(w: &mut CaWorld) -> StepResult {
+    let r = w.running().await?;
+    let observer = r
+        .observer
+        .as_ref()
+        .ok_or("no observer: add \"Given the safety invariants are observed throughout\"")?;
+    let mut broken: Vec<String> = observer
+        .violations()
+        .into_iter()
+        .map(|v| format!("at {} s: {}", v.at_seconds, v.what))
+        .collect();
+    broken.extend(observer.check_end(&r.cluster.client()).await?);
+    if let Some(api) = r.cluster.api_server() {
+        let report = api.server().faults.report();
+        eprintln!("faults injected: {} {:?}", report.total(), report.injected);
+    }
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "safety invariants violated:\n  {}",
+            broken.join("\n  ")
+        ))
+    }
+}
+
+#[then(regex = r#"^the node group "(\S+)" never had more than (\d+) nodes?$"#)]
+async fn never_more_than(w: &mut CaWorld, group: String, most: usize) -> StepResult {
+    let r = w.running().await?;
+    let observer = r
+        .observer
+        .as_ref()
+        .ok_or("no observer: add \"Given the safety invariants are observed throughout\"")?;
+    let max = observer.max_nodes(&group);
+    if max > most {
+        return Err(format!(
+            "node group {group} had {max} nodes at one time, more than {most}: a duplicate scale-up"
+        ));
+    }
+    Ok(())
+}
