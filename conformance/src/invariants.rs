@@ -9,9 +9,10 @@
 //!   autoscaler (a deletion of a node it had tainted
 //!   `ToBeDeletedByClusterAutoscaler`; nodes the scenario itself deletes do
 //!   not count);
-//! - a node the autoscaler deleted while a pod that blocks removal still
-//!   ran on it: a pod annotated `safe-to-evict: "false"`, or one with no
-//!   controller and no `safe-to-evict: "true"`;
+//! - a pod that blocks removal evicted from a node the autoscaler removes,
+//!   or still on it when the node is deleted: a pod annotated
+//!   `safe-to-evict: "false"`, or one with no controller and no
+//!   `safe-to-evict: "true"`;
 //! - a pod evicted from a node being removed while its PDB allowed no
 //!   disruption: after its removal fewer pods are healthy than
 //!   `minAvailable`, or more than `maxUnavailable` of `expectedPods` are
@@ -319,6 +320,12 @@ impl State {
             return;
         }
         let mut broken = Vec::new();
+        if blocks_removal(before) {
+            broken.push(format!(
+                "pod {key}, which blocks its node's removal, was removed from node {} while the autoscaler removed it",
+                node.as_deref().unwrap_or_default()
+            ));
+        }
         for (name, b) in &self.budgets {
             if !budget_selects(b, pod) {
                 continue;
@@ -514,6 +521,13 @@ mod tests {
         s.apply(Change::Node(Box::new(Event::Delete(node("n0", true)))));
         assert_eq!(s.violations.len(), 1);
         assert!(s.violations[0].what.contains("default/bare"));
+        // Evicted by a drain, before the node goes: also a violation.
+        s.apply(Change::Node(Box::new(Event::Apply(node("n2", true)))));
+        let bare = pod("bare2", "n2", false, true);
+        s.apply(Change::Pod(Box::new(Event::Apply(bare.clone()))));
+        s.apply(Change::Pod(Box::new(Event::Delete(bare))));
+        assert_eq!(s.violations.len(), 2, "{:?}", s.violations);
+        assert!(s.violations[1].what.contains("default/bare2"));
     }
 
     #[test]
