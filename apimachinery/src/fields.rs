@@ -94,7 +94,10 @@ fn split_once_unescaped<'a>(s: &'a str, op: &str) -> Option<(&'a str, &'a str)> 
             i += 2;
             continue;
         }
-        if s[i..].starts_with(op) {
+        // Bytes, not `&s[i..]`: after a backslash `i` may be inside a
+        // multi-byte character. `op` is ASCII, so a match starts and ends on
+        // character boundaries.
+        if bytes[i..].starts_with(op.as_bytes()) {
             return Some((&s[..i], &s[i + op.len()..]));
         }
         i += 1;
@@ -121,6 +124,15 @@ fn unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_escape_before_a_multibyte_character_is_an_error_not_a_panic() {
+        // Found by conformance's parser properties: `\é` once sliced inside `é`.
+        let fields = ["metadata.name"];
+        assert!(FieldSelector::parse("\\ééé=x", &fields).is_err());
+        let s = FieldSelector::parse("metadata.name=é\\,x", &fields).unwrap();
+        assert!(s.matches(&["é,x".into()]));
+    }
 
     #[test]
     fn field_selectors() {
