@@ -120,3 +120,46 @@ fn templates_are_prepared_as_upstream() {
             .is_none()
     );
 }
+
+/// Properties of the provider's two ConfigMaps (issue 17; the other
+/// parsers' properties are in `conformance --test parsers`): whatever the
+/// text, no panic, and an error that names the ConfigMap.
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn yamlish() -> impl Strategy<Value = String> {
+        proptest::string::string_regex(r"[a-zA-Z0-9 _.,:\-\[\]{}'\x22\n|>&*!%@#]{0,120}").unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn the_config_never_panics_and_errors_name_the_config_map(text in yamlish()) {
+            if let Err(e) = parse_config("kwok-provider-config", &text) {
+                prop_assert!(e.to_string().contains("ConfigMap kwok-provider-config"), "{}", e);
+            }
+        }
+
+        #[test]
+        fn config_fields_with_any_value_never_panic(
+            field in prop::sample::select(vec!["readNodesFrom", "nodegroups", "fromNodeLabelKey", "configmap", "name", "key", "nodes", "skipTaint"]),
+            value in yamlish(),
+        ) {
+            let text = format!("readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: g\n{field}: {value:?}\n");
+            if let Err(e) = parse_config("kwok-provider-config", &text) {
+                prop_assert!(e.to_string().contains("ConfigMap kwok-provider-config"), "{}", e);
+            }
+        }
+
+        #[test]
+        fn templates_never_panic_and_errors_name_the_source(text in yamlish(), annotation in yamlish()) {
+            if let Err(e) = parse_templates("ConfigMap kwok-provider-templates", &text) {
+                prop_assert!(e.to_string().contains("kwok-provider-templates"), "{}", e);
+            }
+            let node = format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: t\n  annotations:\n    cluster-autoscaler.kwok.nodegroup/max-count: {annotation:?}\nstatus:\n  allocatable: {{cpu: {annotation:?}}}\n");
+            if let Err(e) = parse_templates("ConfigMap kwok-provider-templates", &node) {
+                prop_assert!(e.to_string().contains("kwok-provider-templates"), "{}", e);
+            }
+        }
+    }
+}
