@@ -18,10 +18,11 @@
 //! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
 //! | [`core`] | `core/static_autoscaler.go` | the loop and its housekeeping |
 //! | [`taints`] | `utils/taints` | ToBeDeleted, DeletionCandidate and startup taints |
-//! | [`events`], [`status`] | `utils/events`, `clusterstate/utils` | events with CA's typed reasons; the status ConfigMap |
+//! | [`events`], [`status`] | `utils/events`, `clusterstate/utils` | events with CA's typed reasons, the queue and the pod event budget; the status ConfigMap |
 //! | [`metrics`], [`server`] | `metrics` | `/metrics`, `/health-check` and `/decisions` |
 //! | [`decisions`] | (none) | the decision record of a loop, served at `/decisions` |
 //! | [`leaderelection`] | client-go leader election | the Lease |
+//! | [`client`] | client-go's request retries | 429 and 5xx with `Retry-After` retried, as client-go does |
 //! | [`inprocess`] | (none) | the autoscaler as a library beside an embedded cluster (tests and the conformance suite) |
 //!
 //! Outcomes are typed where CA names them: [`scaleup::ScaleUpStatus`],

@@ -29,6 +29,11 @@
 //! the `compare` scenario at several scales for one binary and writes a
 //! table and an SVG plot (`testbed bench`).
 //!
+//! [`invariants`] watches the safety promises over a whole scenario (group
+//! bounds, blocking pods, PDBs, leftover taints, replicas back) for the
+//! fault scenarios, whose API faults the embedded API server injects
+//! (`apiserver::faults`, steps in [`steps::faults`]).
+//!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
 //! run` and the `conformance` test target both use it. The step library
