@@ -72,3 +72,23 @@ Feature: Bad input
     Then all 6 pods of "web" are running within 5 minutes
     And the node group "pool" has 2 nodes
     And no safety invariant was violated
+
+  # Upstream's kwok provider reads its templates once, at start, and exits on such an annotation
+  # (klog.Fatalf); ours re-reads them every loop, leaves the group out, logs why once, and goes on
+  # with the others.
+  @kwok-only @extension
+  Scenario: A node group template with a malformed size annotation: that group is left out, the others scale
+    Given a node group "good" of nodes with 4 CPU and 16Gi memory, min 0 and max 3
+    And a node group "bad" of nodes with 8 CPU and 32Gi memory, min 0 and max 3
+    And the template of "bad" is annotated "cluster-autoscaler.kwok.nodegroup/max-count=lots"
+    And a deployment "big" of 1 pod requesting 6 CPU
+    And a deployment "web" of 2 pods requesting 1 CPU
+    Then all 2 pods of "web" are running within 5 minutes
+    And 1 pod of "big" stays pending for 5 minutes
+    And the node group "good" has 1 node
+    And the node group "bad" has 0 nodes
+    When the template of "bad" is annotated "cluster-autoscaler.kwok.nodegroup/max-count=3"
+    Then all 1 pods of "big" are running within 5 minutes
+    And the node group "bad" has 1 node
+    And no safety invariant was violated
+

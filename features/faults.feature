@@ -169,6 +169,17 @@ Feature: Faults, restarts and bad weather
     Then the node group "pool" reaches 1 node within 20 minutes
     And no safety invariant was violated
 
+  @extension @kwok-only
+  Scenario: The cloud refuses to delete nodes: they are untainted and stay, then go once it accepts
+    Given the node group "pool" starts with 3 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-failure=1m"
+    And the cloud provider refuses to delete nodes of "pool"
+    When 6 minutes pass
+    Then the node group "pool" has 3 nodes
+    When the faults of "pool" are cleared
+    Then the node group "pool" reaches 1 node within 20 minutes
+    And no safety invariant was violated
+
   Scenario: A pod that blocks removal keeps its node through API errors
     Given a node group "solo" of nodes with 4 CPU and 16Gi memory, min 0 and max 2
     And the node group "solo" starts with 1 node
@@ -206,6 +217,45 @@ Feature: Faults, restarts and bad weather
     And the node group "pool" never had more than 3 nodes
     And no safety invariant was violated
 
+  # Replicas with leader election: only the Lease's holder acts; killed, another takes over.
+
+  Scenario: Two replicas, the leader killed mid-scale-up: the other takes over, no duplicate scale-up
+    Given the autoscaler runs as 2 replicas with leader election
+    When a deployment "web" of 8 pods requesting 1 CPU is created
+    And 5 seconds pass
+    And the leading replica is killed
+    Then all 8 pods of "web" are running within 10 minutes
+    And the node group "pool" never had more than 3 nodes
+    And 2 replicas acted, one at a time
+    And no safety invariant was violated
+
+  Scenario: Two replicas, the leader killed mid-drain: its drain dies with it, the new leader finishes
+    Given the node group "pool" starts with 3 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m"
+    And the autoscaler runs as 2 replicas with leader election
+    And a deployment "web" of 3 pods requesting 500m CPU taking 2 minutes to terminate
+    And a pod disruption budget for "web" with maxUnavailable 1
+    Then a node of "pool" gets the taint "ToBeDeletedByClusterAutoscaler" within 10 minutes
+    When the leading replica is killed
+    Then the node group "pool" reaches 1 node within 25 minutes
+    And all 3 pods of "web" are running within 2 minutes
+    And 2 replicas acted, one at a time
+    And no safety invariant was violated
+
+  Scenario: Three replicas, two leaders killed in turn: each new leader acts alone
+    Given the autoscaler runs as 3 replicas with leader election
+    When a deployment "web" of 4 pods requesting 1 CPU is created
+    Then all 4 pods of "web" are running within 10 minutes
+    When the leading replica is killed
+    And a deployment "more" of 4 pods requesting 1 CPU is created
+    Then all 4 pods of "more" are running within 10 minutes
+    When the leading replica is killed
+    And the deployment "more" is scaled to 0 pods
+    And the deployment "web" is scaled to 0 pods
+    Then the node group "pool" reaches 1 node within 30 minutes
+    And 3 replicas acted, one at a time
+    And no safety invariant was violated
+
   Scenario: Nodes vanish during a scale-down: the rest goes on safely
     Given the node group "pool" starts with 4 nodes
     And the autoscaler runs with "--scale-down-unneeded-time=1m"
@@ -224,6 +274,31 @@ Feature: Faults, restarts and bad weather
     When a deployment "burst" of 12 pods requesting 1 CPU is created
     Then all 12 pods of "burst" are running within 10 minutes
     And all 2 pods of "web" are running within 2 minutes
+    And no safety invariant was violated
+
+  # Clocks that disagree: the autoscaler's machine's clock off the cluster's. Its own timers
+  # (unneeded time, delays, backoff) still take as long as configured; only the timestamps the
+  # cluster wrote (pod and node creation) look older or newer to it.
+
+  Scenario: The autoscaler's clock an hour ahead of the cluster's: nodes still wait their unneeded time
+    Given the autoscaler's clock is 1 hour ahead of the cluster's
+    And the node group "pool" starts with 3 nodes
+    Then the node group "pool" keeps 3 nodes for 9 minutes
+    And the node group "pool" reaches 1 node within 5 minutes
+    When a deployment "web" of 8 pods requesting 1 CPU is created
+    Then all 8 pods of "web" are running within 5 minutes
+    And no safety invariant was violated
+
+  Scenario: The autoscaler's clock 2 minutes behind the cluster's: new pods wait out the difference, then get nodes
+    Given the autoscaler's clock is 2 minutes behind the cluster's
+    And the node group "pool" starts with 3 nodes
+    Then the node group "pool" keeps 3 nodes for 9 minutes
+    And the node group "pool" reaches 1 node within 5 minutes
+    When a deployment "web" of 8 pods requesting 1 CPU is created
+    And 10 seconds pass
+    Then 4 pods of "web" stay pending for 1 minute
+    And all 8 pods of "web" are running within 6 minutes
+    And the node group "pool" never had more than 3 nodes
     And no safety invariant was violated
 
   Scenario: API errors everywhere for a while, then calm: the cluster settles

@@ -41,6 +41,23 @@ impl Clock {
         }
     }
 
+    /// This clock as another machine's would read it, `skew` seconds
+    /// ahead (positive) or behind (negative): the same passing of time, a
+    /// wall time off by `skew`. Timers are unaffected (they run on tokio
+    /// time); timestamps another machine wrote look older or newer by as
+    /// much.
+    pub fn skewed(&self, skew: std::time::Duration, ahead: bool) -> Self {
+        let epoch = if ahead {
+            self.epoch.checked_add(skew)
+        } else {
+            self.epoch.checked_sub(skew)
+        };
+        Self {
+            epoch: epoch.unwrap_or(self.epoch),
+            start: self.start,
+        }
+    }
+
     /// The current wall time.
     pub fn now(&self) -> SystemTime {
         self.epoch + self.elapsed()
@@ -196,6 +213,18 @@ mod tests {
         tokio::time::advance(Duration::from_secs(600)).await;
         assert_eq!(clock.now(), epoch + Duration::from_secs(600));
         assert_eq!(clock.clone().elapsed(), Duration::from_secs(600));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_skewed_clock_reads_off_by_its_skew_as_time_passes() {
+        let epoch = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let clock = Clock::starting_at(epoch);
+        let hour = Duration::from_secs(3600);
+        let (ahead, behind) = (clock.skewed(hour, true), clock.skewed(hour, false));
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(ahead.now(), clock.now() + hour);
+        assert_eq!(behind.now() + hour, clock.now());
+        assert_eq!(ahead.elapsed(), clock.elapsed());
     }
 
     #[tokio::test(start_paused = true)]

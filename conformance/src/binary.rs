@@ -274,6 +274,11 @@ impl BinaryInfo {
         {
             unmet.push(e);
         }
+        for (pattern, why) in IN_PROCESS_STEPS {
+            if step_texts.iter().any(|t| t.contains(pattern)) {
+                unmet.push(why.to_string());
+            }
+        }
         let mut missing = BTreeSet::new();
         for text in step_texts {
             for flag in flags_named(text) {
@@ -288,6 +293,13 @@ impl BinaryInfo {
         unmet
     }
 }
+
+/// Steps only the in-process autoscaler can take (a part of their text,
+/// and why a binary cannot).
+pub const IN_PROCESS_STEPS: [(&str, &str); 1] = [(
+    "the autoscaler's clock is",
+    "sets the autoscaler's clock, and a binary reads its own machine's",
+)];
 
 /// The flag names a `--help` text lists: pflag's `      --name type  ...`
 /// and `  -v, --v Level ...`, clap's `      --name <NAME>`.
@@ -473,8 +485,11 @@ pub fn command(
         format!("--cloud-provider={}", provider.flag()),
         format!("--kubeconfig={}", kubeconfig.display()),
         format!("--address=127.0.0.1:{port}"),
-        "--leader-elect=false".to_string(),
     ];
+    // One autoscaler needs no election; replicas ask for it in `extra`.
+    if !extra.iter().any(|a| a.starts_with("--leader-elect=")) {
+        args.push("--leader-elect=false".to_string());
+    }
     args.extend(scaled_flags(flags, time_scale, |f| info.knows(f))?);
     if provider == Provider::Aws {
         args.push(crate::aws::DISCOVERY.to_string());

@@ -32,7 +32,9 @@
 //! [`invariants`] watches the safety promises over a whole scenario (group
 //! bounds, blocking pods, PDBs, leftover taints, replicas back) for the
 //! fault scenarios, whose API faults the embedded API server injects
-//! (`apiserver::faults`, steps in [`steps::faults`]).
+//! (`apiserver::faults`, steps in [`steps::faults`]). [`replicas`] runs
+//! the autoscaler as several replicas with leader election and tells from
+//! the API server's log of writes which acted when.
 //!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
@@ -46,6 +48,7 @@ pub mod capi;
 pub mod compare;
 pub mod invariants;
 pub mod latency;
+pub mod replicas;
 pub mod runner;
 pub mod steps;
 pub mod world;

@@ -142,12 +142,18 @@ pub const STAGE_STEPS: [(&str, &str); 2] = [
 ];
 
 /// Steps that need the embedded API server in this process (its fault
-/// rules, [`crate::steps::faults`]); on any other backend a scenario with
-/// one is skipped with this reason.
-pub const EMBEDDED_STEPS: [(&str, &str); 1] = [(
-    r"^the API server (answers|times out|adds|stalls|cuts|injects|injected)",
-    "injects API faults, which only the embedded API server can",
-)];
+/// rules, [`crate::steps::faults`]; its log of writes, [`crate::replicas`]);
+/// on any other backend a scenario with one is skipped with this reason.
+pub const EMBEDDED_STEPS: [(&str, &str); 2] = [
+    (
+        r"^the API server (answers|times out|adds|stalls|cuts|injects|injected)",
+        "injects API faults, which only the embedded API server can",
+    ),
+    (
+        r"replicas? (with leader election|is killed|acted)",
+        "tells replicas apart by the embedded API server's log of writes",
+    ),
+];
 
 /// Why the configured backend cannot run a scenario of these steps (none: it can).
 pub fn backend_unmet<'a>(step_texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
@@ -310,10 +316,10 @@ impl GroupSpec {
             ("max-count", self.max),
             ("desired-count", self.initial.max(self.min)),
         ] {
-            annotations.insert(
-                format!("cluster-autoscaler.kwok.nodegroup/{k}"),
-                json!(v.to_string()),
-            );
+            // A scenario's own value (a malformed one, say) stays.
+            annotations
+                .entry(format!("cluster-autoscaler.kwok.nodegroup/{k}"))
+                .or_insert_with(|| json!(v.to_string()));
         }
         let mut resources = self.resources.clone();
         resources.insert("cpu".into(), json!(self.cpu));
@@ -373,16 +379,51 @@ enum Autoscaler {
         task: tokio::task::JoinHandle<()>,
     },
     Binary(Box<BinaryProcess>),
+    /// Replicas with leader election ([`crate::replicas`]), by the name
+    /// the API server's log of writes gives their clients.
+    Replicas(Vec<(Arc<str>, Replica)>),
+}
+
+/// Why a step that reads the autoscaler's endpoints (`/decisions`,
+/// `/metrics`, `/health-check`) fails with several replicas.
+const REPLICAS_ENDPOINTS: &str = "this step reads the autoscaler's endpoints, and a scenario with several replicas has no one autoscaler to read";
+
+/// One replica of several.
+enum Replica {
+    InProcess(tokio::task::JoinHandle<()>),
+    Binary(Box<BinaryProcess>),
+}
+
+impl Replica {
+    fn kill(&mut self) {
+        match self {
+            Replica::InProcess(task) => task.abort(),
+            Replica::Binary(b) => {
+                let _ = b.child.start_kill();
+            }
+        }
+    }
 }
 
 impl Autoscaler {
     /// When the binary has exited: its exit status and the tail of its log.
     fn exited(&mut self) -> Option<String> {
-        let Autoscaler::Binary(b) = self else {
-            return None;
-        };
-        let status = b.child.try_wait().ok()??;
-        let text = std::fs::read_to_string(&b.log).unwrap_or_default();
+        match self {
+            Autoscaler::Binary(b) => b.exited(),
+            Autoscaler::InProcess { .. } => None,
+            Autoscaler::Replicas(replicas) => replicas.iter_mut().find_map(|(_, r)| match r {
+                Replica::Binary(b) => b.exited(),
+                Replica::InProcess(_) => None,
+            }),
+        }
+    }
+}
+
+impl BinaryProcess {
+    /// When the binary has exited: its exit status and the tail of its log.
+    fn exited(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok()??;
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         Some(format!(
@@ -397,8 +438,9 @@ struct BinaryProcess {
     child: tokio::process::Child,
     port: u16,
     log: PathBuf,
-    /// The embedded API server served for it (none for a cluster in a container).
-    _served: Option<Served>,
+    /// The embedded API server served for it alone (none for a cluster in
+    /// a container): its address names the binary in the log of writes.
+    served: Option<Served>,
 }
 
 /// The running cluster and autoscaler of a scenario.
@@ -413,6 +455,8 @@ pub struct Running {
     provider: Provider,
     /// The safety invariants' observer, when the scenario asked for it.
     pub observer: Option<crate::invariants::Observer>,
+    /// The in-process autoscaler's clock (the cluster's, or skewed).
+    clock: simclock::Clock,
 }
 
 impl Drop for Running {
@@ -422,6 +466,7 @@ impl Drop for Running {
             Autoscaler::Binary(b) => {
                 let _ = b.child.start_kill();
             }
+            Autoscaler::Replicas(replicas) => replicas.iter_mut().for_each(|(_, r)| r.kill()),
         }
     }
 }
@@ -459,7 +504,7 @@ impl Running {
     pub fn log(&self) -> Option<&std::path::Path> {
         match &self.autoscaler {
             Autoscaler::Binary(b) => Some(&b.log),
-            Autoscaler::InProcess { .. } => None,
+            Autoscaler::InProcess { .. } | Autoscaler::Replicas(_) => None,
         }
     }
 
@@ -474,7 +519,7 @@ impl Running {
         self.autoscaler = match &mut self.autoscaler {
             Autoscaler::InProcess { task, .. } => {
                 task.abort();
-                start_in_process(&self.cluster, self.provider, &self.flags).await?
+                start_in_process(&self.cluster, &self.clock, self.provider, &self.flags).await?
             }
             Autoscaler::Binary(b) => {
                 b.child
@@ -484,18 +529,67 @@ impl Running {
                 let UnderTest::Binary { info, args, .. } = under_test() else {
                     return Err("binary mode is not configured".into());
                 };
-                start_binary(
-                    &self.cluster,
-                    &info,
-                    self.provider,
-                    &self.flags,
-                    &args,
-                    self.time_scale,
+                Autoscaler::Binary(
+                    start_binary(
+                        &self.cluster,
+                        &info,
+                        self.provider,
+                        &self.flags,
+                        &args,
+                        self.time_scale,
+                    )
+                    .await?,
                 )
-                .await?
+            }
+            Autoscaler::Replicas(_) => {
+                return Err(
+                    "with several replicas, kill one: \"When the leading replica is killed\""
+                        .into(),
+                );
             }
         };
         Ok(())
+    }
+
+    /// The writes of the autoscaler under test so far, by client (the
+    /// embedded API server's log).
+    pub fn writes(&self) -> Result<Vec<apiserver::writes::Write>, String> {
+        self.cluster
+            .api_server()
+            .map(apiserver::ApiServer::writes)
+            .ok_or_else(|| "the log of writes needs the embedded API server".into())
+    }
+
+    /// Kills the replica that holds the Lease (waiting up to `within` of
+    /// scenario time for one to), as `kubectl delete pod --force` or a node
+    /// failure would: no graceful shutdown. Returns its name.
+    pub async fn kill_leader(&mut self, within: Duration) -> Result<String, String> {
+        let deadline = self.window(within);
+        let mut waited = Duration::ZERO;
+        loop {
+            let leader = crate::replicas::leader(&self.writes()?);
+            if let Autoscaler::Replicas(replicas) = &mut self.autoscaler {
+                if let Some(i) = leader.and_then(|l| replicas.iter().position(|(n, _)| *n == l)) {
+                    let (name, mut replica) = replicas.remove(i);
+                    replica.kill();
+                    return Ok(name.to_string());
+                }
+            } else {
+                return Err(
+                    "no replicas: start them with \"Given the autoscaler runs as 2 replicas with leader election\"".into(),
+                );
+            }
+            if waited >= deadline {
+                return Err(format!(
+                    "no live replica renewed the lease {}/{} within {within:?}",
+                    crate::replicas::LEASE.0,
+                    crate::replicas::LEASE.1
+                ));
+            }
+            let step = Duration::from_secs(1);
+            self.pass(step).await?;
+            waited += step;
+        }
     }
 
     /// The autoscaler's last decision record (`/decisions` for a binary).
@@ -503,6 +597,7 @@ impl Running {
         self.extensions.record("the decision record (/decisions)");
         match &self.autoscaler {
             Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.decisions()),
+            Autoscaler::Replicas(_) => Err(REPLICAS_ENDPOINTS.into()),
             Autoscaler::Binary(b) => {
                 let (code, body) = http_get(b.port, "/decisions").await?;
                 if code != 200 {
@@ -519,6 +614,7 @@ impl Running {
     pub async fn metrics(&self) -> Result<String, String> {
         match &self.autoscaler {
             Autoscaler::InProcess { endpoints, .. } => Ok(endpoints.metrics.encode()),
+            Autoscaler::Replicas(_) => Err(REPLICAS_ENDPOINTS.into()),
             Autoscaler::Binary(b) => match http_get(b.port, "/metrics").await? {
                 (200, body) => Ok(body),
                 (code, body) => Err(format!("GET /metrics: {code}: {body}")),
@@ -529,6 +625,7 @@ impl Running {
     /// The autoscaler's `/health-check` answer: status code and body.
     pub async fn health(&self) -> Result<(u16, String), String> {
         match &self.autoscaler {
+            Autoscaler::Replicas(_) => Err(REPLICAS_ENDPOINTS.into()),
             Autoscaler::InProcess { endpoints, .. } => Ok(match endpoints.health() {
                 Ok(()) => (200, "OK".into()),
                 Err(e) => (500, e.to_string()),
@@ -564,6 +661,12 @@ pub struct CaWorld {
     pub cluster_api: bool,
     /// Watch the safety invariants from the start ([`crate::invariants`]).
     pub observe: bool,
+    /// Replicas of the autoscaler with leader election ([`crate::replicas`]);
+    /// 0 or 1: one autoscaler, without.
+    pub replicas: usize,
+    /// How far the in-process autoscaler's clock is off the cluster's:
+    /// the offset, and whether ahead.
+    pub clock_skew: Option<(Duration, bool)>,
 }
 
 impl fmt::Debug for CaWorld {
@@ -699,13 +802,30 @@ impl CaWorld {
                     .map_err(|e| format!("creating a starting node of {}: {e}", g.name))?;
             }
         }
+        let clock = match self.clock_skew {
+            Some((skew, ahead)) => cluster.clock().skewed(skew, ahead),
+            None => cluster.clock().clone(),
+        };
         let (autoscaler, time_scale) = match under_test() {
             UnderTest::InProcess => {
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(120)).await?;
-                (
-                    start_in_process(&cluster, provider, &self.flags).await?,
-                    1.0,
-                )
+                let autoscaler = if self.replicas > 1 {
+                    let replicas = (0..self.replicas).map(|i| {
+                        let name: Arc<str> = format!("replica-{i}").into();
+                        let task = crate::replicas::spawn_in_process(
+                            &cluster,
+                            &clock,
+                            provider,
+                            self.flags.clone(),
+                            name.to_string(),
+                        );
+                        (name, Replica::InProcess(task))
+                    });
+                    Autoscaler::Replicas(replicas.collect())
+                } else {
+                    start_in_process(&cluster, &clock, provider, &self.flags).await?
+                };
+                (autoscaler, 1.0)
             }
             UnderTest::Binary {
                 info,
@@ -713,8 +833,27 @@ impl CaWorld {
                 time_scale,
             } => {
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(60)).await?;
-                let mut binary =
-                    start_binary(&cluster, &info, provider, &self.flags, &args, time_scale).await?;
+                let mut binary = if self.replicas > 1 {
+                    let mut args = args.clone();
+                    args.extend(crate::replicas::BINARY_FLAGS.map(String::from));
+                    let mut replicas = Vec::new();
+                    for _ in 0..self.replicas {
+                        let b =
+                            start_binary(&cluster, &info, provider, &self.flags, &args, time_scale)
+                                .await?;
+                        let name: Arc<str> = b.served.as_ref().map_or_else(
+                            || "a binary on a cluster in a container".into(),
+                            |s| s.endpoint.addr.to_string().into(),
+                        );
+                        replicas.push((name, Replica::Binary(b)));
+                    }
+                    Autoscaler::Replicas(replicas)
+                } else {
+                    Autoscaler::Binary(
+                        start_binary(&cluster, &info, provider, &self.flags, &args, time_scale)
+                            .await?,
+                    )
+                };
                 wait_first_loop(&cluster, &mut binary, Duration::from_secs(30)).await?;
                 (binary, time_scale)
             }
@@ -753,6 +892,7 @@ impl CaWorld {
             extensions: self.extensions.clone(),
             provider,
             observer,
+            clock,
         })
     }
 
@@ -891,11 +1031,26 @@ pub fn priority_expander_config_map(
 
 async fn start_in_process(
     cluster: &Cluster,
+    clock: &simclock::Clock,
     provider: Provider,
     flags: &[String],
 ) -> Result<Autoscaler, String> {
-    let (client, clock) = (cluster.client_under_test(), cluster.clock().clone());
-    let built = match provider {
+    let built = build_in_process(cluster.client_under_test(), clock, provider, flags).await?;
+    let endpoints = built.endpoints;
+    let task = tokio::spawn(built.autoscaler.run());
+    Ok(Autoscaler::InProcess { endpoints, task })
+}
+
+/// Builds our autoscaler on `client` for the scenario's provider, as the
+/// binary wires it.
+pub(crate) async fn build_in_process(
+    client: kube::Client,
+    clock: &simclock::Clock,
+    provider: Provider,
+    flags: &[String],
+) -> Result<autoscaler::inprocess::InProcess, String> {
+    let clock = clock.clone();
+    match provider {
         Provider::Kwok => autoscaler::inprocess::kwok(client, clock, flags).await,
         Provider::ClusterApi => autoscaler::inprocess::clusterapi(client, clock, flags).await,
         Provider::Aws => {
@@ -906,10 +1061,7 @@ async fn start_in_process(
                 .await
         }
     }
-    .map_err(|e| e.to_string())?;
-    let endpoints = built.endpoints;
-    let task = tokio::spawn(built.autoscaler.run());
-    Ok(Autoscaler::InProcess { endpoints, task })
+    .map_err(|e| e.to_string())
 }
 
 /// Waits until the autoscaler binary has finished its first loop: every
@@ -1007,7 +1159,7 @@ async fn start_binary(
     flags: &[String],
     extra: &[String],
     time_scale: f64,
-) -> Result<Autoscaler, String> {
+) -> Result<Box<BinaryProcess>, String> {
     info.check_provider(provider)?;
     // A cluster in a container comes with its kubeconfig; the embedded one
     // is served over TLS for the binary.
@@ -1038,12 +1190,12 @@ async fn start_binary(
         .stderr(log_file)
         .spawn()
         .map_err(|e| format!("starting {}: {e}", info.path.display()))?;
-    Ok(Autoscaler::Binary(Box::new(BinaryProcess {
+    Ok(Box::new(BinaryProcess {
         child,
         port,
         log,
-        _served: served,
-    })))
+        served,
+    }))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! autoscaler's flags (duration, ratio, integer and node group values), the
 //! priority expander's ConfigMap, Cluster API's taint and label
 //! annotations, AWS node template tags, kwok's jq subset, templates and
-//! Stage YAML, and protobuf request bodies. The kwok provider's ConfigMaps
+//! Stage YAML, protobuf request bodies, and the status ConfigMap (any text
+//! read without a panic; what the autoscaler writes read back as written). The kwok provider's ConfigMaps
 //! have their properties beside the provider (`autoscaler`'s
 //! `cloudprovider::kwok` tests), as its parsers are private to it.
 //!
@@ -171,5 +172,22 @@ proptest! {
         if let Err(e) = apiserver::protobuf::decode(&framed) {
             prop_assert!((400..500).contains(&e.code), "{}", e);
         }
+    }
+
+    #[test]
+    fn status_config_maps_never_panic_and_keep_their_message(s in grammar_text(), message in grammar_text()) {
+        if let Err(e) = conformance::steps::assertions::parse_status(&s) {
+            prop_assert!(e.starts_with("the status is not YAML"), "{}", e);
+        }
+        // What the autoscaler writes, the suite reads back as written.
+        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let status = autoscaler::status::StatusWriter::initializing(now, Some(&message));
+        let text = serde_saphyr::to_string(&status).unwrap();
+        let read = conformance::steps::assertions::parse_status(&text).unwrap();
+        prop_assert_eq!(conformance::steps::assertions::field(&read, "message"), Some(message));
+        prop_assert_eq!(
+            conformance::steps::assertions::field(&read, "autoscalerStatus"),
+            Some("Initializing".to_string())
+        );
     }
 }

@@ -403,6 +403,14 @@ impl Cluster {
             .map_or_else(|| self.client(), apiserver::ApiServer::client_under_test)
     }
 
+    /// A client under test whose writes the embedded API server logs as
+    /// `name`'s ([`apiserver::writes`]): one autoscaler replica of several.
+    /// Elsewhere the same as [`Cluster::client`].
+    pub fn client_under_test_named(&self, name: &str) -> Client {
+        self.api_server()
+            .map_or_else(|| self.client(), |a| a.client_under_test_named(name))
+    }
+
     /// The cluster's clock.
     pub fn clock(&self) -> &Clock {
         &self.clock

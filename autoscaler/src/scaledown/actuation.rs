@@ -13,6 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{DeleteParams, EvictParams};
 use kube::{Api, Client};
+use tokio::task::JoinSet;
 
 use crate::cache::ClusterCache;
 use crate::cloudprovider::NodeGroup;
@@ -232,6 +233,8 @@ pub struct Actuator {
     events: EventRecorder,
     cache: Arc<ClusterCache>,
     progress: Arc<Mutex<Progress>>,
+    /// The deletions running now, each its own task.
+    deletions: Arc<Mutex<JoinSet<()>>>,
 }
 
 impl Actuator {
@@ -250,7 +253,18 @@ impl Actuator {
             events,
             cache,
             progress: Arc::new(Mutex::new(Progress::default())),
+            deletions: Arc::default(),
         }
+    }
+
+    /// Stops every deletion still running, where it is, as a process that
+    /// exits does: a node may keep its `ToBeDeletedByClusterAutoscaler`
+    /// taint, which the next autoscaler to lead cleans up at its start.
+    pub fn abort_deletions(&self) {
+        self.deletions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
     }
 
     fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
@@ -367,7 +381,9 @@ impl Actuator {
             };
             self.progress().in_progress.insert(n.name.clone(), deleting);
             let this = self.clone();
-            tokio::spawn(async move { this.delete(n).await });
+            let mut deletions = self.deletions.lock().unwrap_or_else(|e| e.into_inner());
+            while deletions.try_join_next().is_some() {}
+            deletions.spawn(async move { this.delete(n).await });
         }
         Ok(())
     }

@@ -29,6 +29,15 @@ pub struct ScaleDown {
     cooldown: Cooldown,
 }
 
+/// The autoscaler's drains end with it: dropped (its task aborted) or
+/// shut down, it leaves no deletion running behind it, as a process that
+/// exits leaves none.
+impl Drop for ScaleDown {
+    fn drop(&mut self) {
+        self.actuator.abort_deletions();
+    }
+}
+
 impl ScaleDown {
     /// Scale-down with its actuator.
     pub fn new(actuator: Actuator) -> Self {

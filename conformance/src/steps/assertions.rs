@@ -490,13 +490,18 @@ async fn status_config_map(w: &mut CaWorld) -> Result<(ConfigMap, Value, String)
         .as_ref()
         .and_then(|d| d.get("status").cloned())
         .ok_or("the status ConfigMap has no status key")?;
-    let status: Value = serde_saphyr::from_str(&text)
-        .map_err(|e| format!("the status is not YAML: {e}\n{text}"))?;
+    let status = parse_status(&text)?;
     Ok((cm, status, text))
 }
 
+/// The status ConfigMap's `status` text (YAML, any CA release's), or why
+/// it does not parse, with the text.
+pub fn parse_status(text: &str) -> Result<Value, String> {
+    serde_saphyr::from_str(text).map_err(|e| format!("the status is not YAML: {e}\n{text}"))
+}
+
 /// `a.b.c` in `v`, as text (numbers and strings alike).
-fn field(v: &Value, path: &str) -> Option<String> {
+pub fn field(v: &Value, path: &str) -> Option<String> {
     let mut cur = v;
     for part in path.split('.') {
         cur = cur.get(part)?;

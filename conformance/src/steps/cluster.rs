@@ -191,6 +191,26 @@ async fn annotate_nodes(w: &mut CaWorld, group: String, key: String, value: Stri
     .await
 }
 
+/// An annotation on a group's template node (the kwok provider's
+/// templates ConfigMap), read by the provider on its next refresh.
+#[given(regex = r#"^the template of "(\S+)" is annotated "([^"=]+)=([^"]*)"$"#)]
+#[when(regex = r#"^the template of "(\S+)" is annotated "([^"=]+)=([^"]*)"$"#)]
+async fn annotate_template(
+    w: &mut CaWorld,
+    group: String,
+    key: String,
+    value: String,
+) -> StepResult {
+    if w.provider() != crate::world::Provider::Kwok {
+        return Err(format!(
+            "templates are the kwok provider's; node groups of {} have none",
+            w.provider().flag()
+        ));
+    }
+    w.group_mut(&group)?.annotations.insert(key, json!(value));
+    w.update_templates().await
+}
+
 #[when(regex = r#"^(\d+) nodes? of "(\S+)" becomes? NotReady$"#)]
 async fn become_not_ready(w: &mut CaWorld, count: usize, group: String) -> StepResult {
     patch_nodes(

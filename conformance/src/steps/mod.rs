@@ -19,7 +19,9 @@
 //!   the main loop's mean time;
 //! - [`faults`]: the API server failing, timing out, slowing down and
 //!   cutting watches for the autoscaler, and the safety invariants watched
-//!   over the whole scenario.
+//!   over the whole scenario;
+//! - [`replicas`]: the autoscaler as replicas with leader election, the
+//!   leader killed, which replicas acted and whether one at a time.
 //!
 //! `conformance/README.md` lists every step with an example.
 
@@ -27,6 +29,7 @@ pub mod assertions;
 pub mod cluster;
 pub mod clusterapi;
 pub mod faults;
+pub mod replicas;
 pub mod scalability;
 pub mod time;
 pub mod workloads;
@@ -50,6 +53,9 @@ const EXTENSION_STEPS: &[&str] = &[
     "the cloud provider refuses to",
     "never register",
     "the faults of",
+    // A template changed while the autoscaler runs: upstream's kwok
+    // provider reads its templates once, at start (and exits on a bad one).
+    "the template of",
     // Our clusterapi provider's events on a MachineDeployment (upstream
     // only logs).
     "\"InvalidNodeGroupAnnotation\"",

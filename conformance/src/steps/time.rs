@@ -2,9 +2,27 @@
 
 use std::time::Duration;
 
-use cucumber::when;
+use cucumber::{given, when};
 
 use crate::world::{CaWorld, StepResult};
+
+/// The autoscaler's machine's clock off the cluster's (in-process only:
+/// a binary reads its own machine's clock, [`crate::binary::IN_PROCESS_STEPS`]).
+#[given(
+    regex = r"^the autoscaler's clock is (\d+) (second|minute|hour)s? (ahead of|behind) the cluster's$"
+)]
+fn clock_skew(w: &mut CaWorld, n: u64, unit: String, direction: String) -> StepResult {
+    if w.running.is_some() {
+        return Err("the autoscaler's clock is set before the cluster starts".into());
+    }
+    let seconds = match unit.as_str() {
+        "second" => 1,
+        "minute" => 60,
+        _ => 3600,
+    };
+    w.clock_skew = Some((Duration::from_secs(n * seconds), direction == "ahead of"));
+    Ok(())
+}
 
 #[when(regex = r"^(\d+) minutes? pass(?:es)?$")]
 async fn minutes_pass(w: &mut CaWorld, minutes: u64) -> StepResult {

@@ -281,10 +281,11 @@ pub fn timeout_of(fault: &Fault) -> Option<Duration> {
 /// The name cut watches are counted under.
 pub const WATCH_CUT: &str = "watch cut";
 
-/// Marks a request (an `http::Request` extension) as coming from the
-/// client under test, so that faults apply to it.
-#[derive(Debug, Clone, Copy)]
-pub struct UnderTest;
+/// Marks a request (an `http::Request` extension) as coming from a
+/// client under test, so that faults apply to it; the name is the client's
+/// in the log of writes ([`crate::writes`]).
+#[derive(Debug, Clone)]
+pub struct UnderTest(pub std::sync::Arc<str>);
 
 #[cfg(test)]
 mod tests {

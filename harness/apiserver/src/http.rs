@@ -92,6 +92,8 @@ async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Respo
             None => return ApiError::unauthorized().into_response(),
         };
         req.extensions_mut().insert(user);
+        // Every client over TLS is under test, named by its endpoint.
+        req.extensions_mut().insert(UnderTest(st.address.clone()));
         st.server.count_tls_request();
     }
     next.run(req).await
@@ -364,8 +366,8 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
     if let Some(user) = req.extensions().get::<User>() {
         rbac::authorize(&server, user, &attrs)?;
     }
-    let under_test =
-        req.extensions().get::<User>().is_some() || req.extensions().get::<UnderTest>().is_some();
+    let client_under_test = req.extensions().get::<UnderTest>().map(|u| u.0.clone());
+    let under_test = client_under_test.is_some();
     let mut watch_fault = None;
     if under_test && let Some(fault) = server.faults.check(&attrs) {
         match fault {
@@ -399,7 +401,7 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         .and_then(|h| h.to_str().ok())
         .is_some_and(|a| a.contains("as=Table"));
     let ctx = Ctx {
-        server,
+        server: server.clone(),
         params,
         headers,
         body,
@@ -408,12 +410,19 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         under_test,
         watch_fault,
     };
-    match target {
+    let result = match target {
         Target::Collection { def, ns } => ctx.collection(&def, ns, &method),
         Target::Object { def, ns, name, sub } => {
             ctx.object(&def, &ns, &name, sub.as_deref(), &method)
         }
+    };
+    if let Some(client) = &client_under_test {
+        let done = result.as_ref().is_ok_and(|r| r.status().is_success());
+        server
+            .writes
+            .record(client, &attrs, server.clock.now(), done);
     }
+    result
 }
 
 struct Ctx {

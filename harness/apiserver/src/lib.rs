@@ -29,6 +29,7 @@
 //!  tls.rs       certificates, TLS serving, kubeconfig
 //!  rbac.rs      who a TLS request is (admin or ServiceAccount token) and RBAC
 //!  faults.rs    injected errors, latency and watch faults for the client under test
+//!  writes.rs    the clients under test's writes, by client (which replica acted when)
 //! ```
 //!
 //! Every timestamp the server writes comes from one [`simclock::Clock`], so
@@ -51,6 +52,7 @@ pub mod server;
 pub mod store;
 pub mod table;
 pub mod tls;
+pub mod writes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -97,22 +99,34 @@ impl ApiServer {
     /// bodies (watch streams included) are charged to `apiserver`. The
     /// testbed's own components use it: no fault is injected into it.
     pub fn client(&self) -> kube::Client {
-        self.in_memory_client(false)
+        self.in_memory_client(None)
     }
 
     /// An in-memory client for the autoscaler under test: the server's
     /// [`faults`] apply to its requests, as to every request over TLS.
     pub fn client_under_test(&self) -> kube::Client {
-        self.in_memory_client(true)
+        self.client_under_test_named("in-memory")
     }
 
-    fn in_memory_client(&self, under_test: bool) -> kube::Client {
+    /// A client under test whose writes the log of writes
+    /// ([`Self::writes`]) gives as `name`'s: one autoscaler replica of
+    /// several.
+    pub fn client_under_test_named(&self, name: &str) -> kube::Client {
+        self.in_memory_client(Some(name.into()))
+    }
+
+    /// The writes of the clients under test so far, oldest first.
+    pub fn writes(&self) -> Vec<writes::Write> {
+        self.server.writes.all()
+    }
+
+    fn in_memory_client(&self, under_test: Option<std::sync::Arc<str>>) -> kube::Client {
         let router = self.router();
         let busy = simclock::busy::enabled();
         let service = tower::service_fn(move |mut req: ::http::Request<kube::client::Body>| {
             let mut router = router.clone();
-            if under_test {
-                req.extensions_mut().insert(faults::UnderTest);
+            if let Some(name) = &under_test {
+                req.extensions_mut().insert(faults::UnderTest(name.clone()));
             }
             async move {
                 let call = <axum::Router as tower::Service<_>>::call(&mut router, req);

@@ -141,6 +141,45 @@ struct Shared {
     faults: Arc<Faults>,
     config: Mutex<Option<Parsed>>,
     groups: Mutex<BTreeMap<String, GroupState>>,
+    /// Templates refused so far (logged once each).
+    refused: Mutex<BTreeSet<String>>,
+}
+
+/// A group's state from its template: its sizes, its fault and the
+/// template nodes are made from. Errors name the template and annotation.
+fn group_state(t: &Node, group: &str, parsed: &Parsed) -> Result<GroupState, CloudError> {
+    let min = size_annotation(t, MIN_COUNT_ANNOTATION, 0)?;
+    let max = size_annotation(t, MAX_COUNT_ANNOTATION, DEFAULT_MAX_COUNT)?;
+    let desired = size_annotation(t, DESIRED_COUNT_ANNOTATION, min)?;
+    let tname = t.metadata.name.as_deref().unwrap_or("");
+    if max < min {
+        return Err(CloudError::configuration(format!(
+            "kwok provider: template node {tname:?}: max-count {max} is below min-count {min}"
+        )));
+    }
+    if desired < min || desired > max {
+        return Err(CloudError::configuration(format!(
+            "kwok provider: template node {tname:?}: desired-count {desired} is outside [{min}, {max}]"
+        )));
+    }
+    let fault = annotation(t, FAULT_ANNOTATION)
+        .map(|v| {
+            parse_fault(v).map_err(|e| {
+                CloudError::configuration(format!(
+                    "kwok provider: template node {tname:?}: annotation {FAULT_ANNOTATION}: {e}"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(GroupState {
+        fault,
+        failed: BTreeMap::new(),
+        template: prepare_template(t, group, parsed.skip_taint)?,
+        min,
+        max,
+        target: if parsed.from_cluster { 1 } else { desired },
+        phantom: BTreeSet::new(),
+    })
 }
 
 /// The kwok provider.
@@ -165,6 +204,7 @@ impl KwokProvider {
                 faults: Arc::new(Faults::default()),
                 config: Mutex::new(None),
                 groups: Mutex::new(BTreeMap::new()),
+                refused: Mutex::new(BTreeSet::new()),
             }),
         };
         provider.load().await?;
@@ -188,7 +228,8 @@ impl KwokProvider {
         })
     }
 
-    /// (Re)reads the configuration and templates and rebuilds the groups;
+    /// (Re)reads the configuration and templates and rebuilds the groups
+    /// (a template that does not parse leaves its group out, logged once);
     /// existing groups keep their target size.
     async fn load(&self) -> Result<(), CloudError> {
         let name = self.shared.settings.config_map.clone();
@@ -239,41 +280,20 @@ impl KwokProvider {
                 }
                 continue;
             }
-            let min = size_annotation(t, MIN_COUNT_ANNOTATION, 0)?;
-            let max = size_annotation(t, MAX_COUNT_ANNOTATION, DEFAULT_MAX_COUNT)?;
-            let desired = size_annotation(t, DESIRED_COUNT_ANNOTATION, min)?;
-            let tname = t.metadata.name.as_deref().unwrap_or("");
-            if max < min {
-                return Err(CloudError::configuration(format!(
-                    "kwok provider: template node {tname:?}: max-count {max} is below min-count {min}"
-                )));
+            // A template that does not parse leaves its group out, and the
+            // others go on (upstream's provider exits at start instead).
+            match group_state(t, &group, &parsed) {
+                Ok(g) => {
+                    built.insert(group, g);
+                }
+                Err(e) => {
+                    let message =
+                        format!("{e}; node group {group:?} is left out until it is fixed");
+                    if lock(&self.shared.refused).insert(message.clone()) {
+                        tracing::error!("{message}");
+                    }
+                }
             }
-            if desired < min || desired > max {
-                return Err(CloudError::configuration(format!(
-                    "kwok provider: template node {tname:?}: desired-count {desired} is outside [{min}, {max}]"
-                )));
-            }
-            let fault = annotation(t, FAULT_ANNOTATION)
-                .map(|v| {
-                    parse_fault(v).map_err(|e| {
-                        CloudError::configuration(format!(
-                            "kwok provider: template node {tname:?}: annotation {FAULT_ANNOTATION}: {e}"
-                        ))
-                    })
-                })
-                .transpose()?;
-            built.insert(
-                group.clone(),
-                GroupState {
-                    fault,
-                    failed: BTreeMap::new(),
-                    template: prepare_template(t, &group, parsed.skip_taint)?,
-                    min,
-                    max,
-                    target: if parsed.from_cluster { 1 } else { desired },
-                    phantom: BTreeSet::new(),
-                },
-            );
         }
         let existing = (self.shared.nodes)();
         {

@@ -194,6 +194,8 @@ pub struct Server {
     pub tokens: crate::rbac::Tokens,
     /// Faults injected into requests from the client under test.
     pub faults: crate::faults::Faults,
+    /// The writes of the clients under test, by client.
+    pub writes: crate::writes::Writes,
     next_ip: AtomicU32,
     tls_requests: AtomicU64,
 }
@@ -210,6 +212,7 @@ impl Server {
             clock,
             tokens: Default::default(),
             faults: Default::default(),
+            writes: Default::default(),
             next_ip: AtomicU32::new(1),
             tls_requests: AtomicU64::new(0),
         });
