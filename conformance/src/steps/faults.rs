@@ -6,6 +6,8 @@
 //! controllers or kwok. They need the embedded API server: on a cluster in
 //! a container these scenarios are skipped.
 
+use std::time::Duration;
+
 use apiserver::faults::{Fault, Rule};
 use cucumber::{given, then, when};
 
@@ -101,12 +103,15 @@ async fn next_time_out(
     seconds: u64,
 ) -> StepResult {
     let (verb, resource) = target(&verb, &resource);
+    // Scenario seconds: a binary's real time is scaled.
+    let hold = w.running().await?.real(Duration::from_secs(seconds));
+    let millis = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
     inject(
         w,
         Rule {
             verb,
             resource,
-            fault: Fault::Timeout { seconds },
+            fault: Fault::Timeout { millis },
             rate: 1.0,
             times: Some(times),
         },

@@ -41,8 +41,8 @@ pub enum Fault {
     Conflict,
     /// Held this long, then 504 Timeout.
     Timeout {
-        /// How long the request hangs.
-        seconds: u64,
+        /// How long the request hangs, in milliseconds.
+        millis: u64,
     },
     /// Served, this much later.
     Latency {
@@ -273,7 +273,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// How long a [`Fault::Timeout`] holds its request.
 pub fn timeout_of(fault: &Fault) -> Option<Duration> {
     match fault {
-        Fault::Timeout { seconds } => Some(Duration::from_secs(*seconds)),
+        Fault::Timeout { millis } => Some(Duration::from_millis(*millis)),
         _ => None,
     }
 }

@@ -386,8 +386,8 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
             Fault::Conflict => {
                 return Err(ApiError::stale(&attrs.group, &attrs.resource, &attrs.name));
             }
-            Fault::Timeout { seconds } => {
-                tokio::time::sleep(Duration::from_secs(seconds)).await;
+            Fault::Timeout { millis } => {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
                 return Err(ApiError::timeout());
             }
         }

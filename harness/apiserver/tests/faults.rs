@@ -96,7 +96,11 @@ async fn a_timeout_holds_the_request_then_answers_504() {
     let api = ApiServer::start(Clock::new()).unwrap();
     api.server()
         .faults
-        .add(rule("list", "configmaps", Fault::Timeout { seconds: 30 }))
+        .add(rule(
+            "list",
+            "configmaps",
+            Fault::Timeout { millis: 30_000 },
+        ))
         .unwrap();
     let tested: Api<ConfigMap> = Api::namespaced(api.client_under_test(), "default");
     let started = tokio::time::Instant::now();
@@ -122,7 +126,8 @@ async fn the_429_carries_retry_after_over_http() {
     let mut req = http::Request::get("/api/v1/nodes")
         .body(axum::body::Body::empty())
         .unwrap();
-    req.extensions_mut().insert(apiserver::faults::UnderTest);
+    req.extensions_mut()
+        .insert(apiserver::faults::UnderTest("test".into()));
     let resp = api.router().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), 429);
     assert_eq!(resp.headers()["retry-after"], "7");
