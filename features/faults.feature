@@ -121,6 +121,7 @@ Feature: Faults, restarts and bad weather
     And the API server injected at least 4 faults
     And no safety invariant was violated
 
+  @binary
   Scenario: Evictions throttled with 429: the drain retries, the pods run again elsewhere
     Given the node group "pool" starts with 3 nodes
     And the autoscaler runs with "--scale-down-unneeded-time=1m"
@@ -196,6 +197,7 @@ Feature: Faults, restarts and bad weather
 
   # The autoscaler killed and restarted; nodes vanishing; bursts.
 
+  @binary
   Scenario: The autoscaler restarts mid-drain: the drain finishes or its taint is cleaned up
     Given the node group "pool" starts with 3 nodes
     And the autoscaler runs with "--scale-down-unneeded-time=1m"
@@ -219,6 +221,7 @@ Feature: Faults, restarts and bad weather
 
   # Replicas with leader election: only the Lease's holder acts; killed, another takes over.
 
+  @binary
   Scenario: Two replicas, the leader killed mid-scale-up: the other takes over, no duplicate scale-up
     Given the autoscaler runs as 2 replicas with leader election
     When a deployment "web" of 8 pods requesting 1 CPU is created
@@ -229,6 +232,7 @@ Feature: Faults, restarts and bad weather
     And 2 replicas acted, one at a time
     And no safety invariant was violated
 
+  @binary
   Scenario: Two replicas, the leader killed mid-drain: its drain dies with it, the new leader finishes
     Given the node group "pool" starts with 3 nodes
     And the autoscaler runs with "--scale-down-unneeded-time=1m"
