@@ -58,7 +58,9 @@ Feature: Faults, restarts and bad weather
   Scenario: The relist after a 410 fails three times: the autoscaler lists again and scales up
     Given the API server answers the next 1 watch on "pods" with 410 Gone
     And the API server answers the next 3 "list" requests on "pods" with 500
-    When 1 minute passes
+    # client-go backs a failing relist off for 0.8 s, 1.6 s, 3.2 s... of real time (about 25 s
+    # for three failures), half an hour of scenario time against a binary at the time scale of 60.
+    When 30 minutes pass
     And the API server cuts every watch on "pods"
     And a deployment "web" of 8 pods requesting 1 CPU is created
     Then all 8 pods of "web" are running within 10 minutes

@@ -294,6 +294,29 @@ impl BinaryInfo {
     }
 }
 
+/// `command` in a UTS namespace of its own whose hostname is `name`, as
+/// each pod of a Deployment has: upstream CA takes its leader election
+/// identity from its hostname alone (`os.Hostname()`), so replicas on one
+/// machine would all believe they hold the Lease. Needs `unshare` (from
+/// util-linux) and the right to make namespaces (root); otherwise the
+/// replica exits at once with `unshare`'s error in its log.
+pub fn with_hostname(command: &tokio::process::Command, name: &str) -> tokio::process::Command {
+    let std = command.as_std();
+    let mut wrapped = tokio::process::Command::new("unshare");
+    wrapped
+        .args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", name])
+        .arg(std.get_program())
+        .args(std.get_args());
+    for (key, value) in std.get_envs() {
+        match value {
+            Some(v) => wrapped.env(key, v),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped.kill_on_drop(true);
+    wrapped
+}
+
 /// Steps only the in-process autoscaler can take (a part of their text,
 /// and why a binary cannot).
 pub const IN_PROCESS_STEPS: [(&str, &str); 1] = [(

@@ -537,6 +537,7 @@ impl Running {
                         &self.flags,
                         &args,
                         self.time_scale,
+                        None,
                     )
                     .await?,
                 )
@@ -837,10 +838,17 @@ impl CaWorld {
                     let mut args = args.clone();
                     args.extend(crate::replicas::BINARY_FLAGS.map(String::from));
                     let mut replicas = Vec::new();
-                    for _ in 0..self.replicas {
-                        let b =
-                            start_binary(&cluster, &info, provider, &self.flags, &args, time_scale)
-                                .await?;
+                    for i in 0..self.replicas {
+                        let b = start_binary(
+                            &cluster,
+                            &info,
+                            provider,
+                            &self.flags,
+                            &args,
+                            time_scale,
+                            Some(&format!("replica-{i}")),
+                        )
+                        .await?;
                         let name: Arc<str> = b.served.as_ref().map_or_else(
                             || "a binary on a cluster in a container".into(),
                             |s| s.endpoint.addr.to_string().into(),
@@ -850,8 +858,16 @@ impl CaWorld {
                     Autoscaler::Replicas(replicas)
                 } else {
                     Autoscaler::Binary(
-                        start_binary(&cluster, &info, provider, &self.flags, &args, time_scale)
-                            .await?,
+                        start_binary(
+                            &cluster,
+                            &info,
+                            provider,
+                            &self.flags,
+                            &args,
+                            time_scale,
+                            None,
+                        )
+                        .await?,
                     )
                 };
                 wait_first_loop(&cluster, &mut binary, Duration::from_secs(30)).await?;
@@ -1159,6 +1175,7 @@ async fn start_binary(
     flags: &[String],
     extra: &[String],
     time_scale: f64,
+    hostname: Option<&str>,
 ) -> Result<Box<BinaryProcess>, String> {
     info.check_provider(provider)?;
     // A cluster in a container comes with its kubeconfig; the embedded one
@@ -1180,6 +1197,10 @@ async fn start_binary(
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
     let mut command = binary::command(info, provider, &kubeconfig, port, flags, extra, time_scale)?;
+    // A replica gets a hostname of its own, as a pod has.
+    if let Some(name) = hostname {
+        command = binary::with_hostname(&command, name);
+    }
     if provider == Provider::Aws {
         command.envs(crate::aws::environment(
             crate::aws::emulator().await?.endpoint(),
