@@ -834,41 +834,40 @@ impl CaWorld {
                 time_scale,
             } => {
                 wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(60)).await?;
-                let mut binary = if self.replicas > 1 {
-                    let mut args = args.clone();
+                // Replicas ask for leader election, and get a hostname each.
+                let replicas = self.replicas.max(1);
+                let mut args = args.clone();
+                if replicas > 1 {
                     args.extend(crate::replicas::BINARY_FLAGS.map(String::from));
-                    let mut replicas = Vec::new();
-                    for i in 0..self.replicas {
-                        let b = start_binary(
-                            &cluster,
-                            &info,
-                            provider,
-                            &self.flags,
-                            &args,
-                            time_scale,
-                            Some(&format!("replica-{i}")),
-                        )
-                        .await?;
+                }
+                let mut started = Vec::new();
+                for i in 0..replicas {
+                    let hostname = (replicas > 1).then(|| format!("replica-{i}"));
+                    let b = start_binary(
+                        &cluster,
+                        &info,
+                        provider,
+                        &self.flags,
+                        &args,
+                        time_scale,
+                        hostname.as_deref(),
+                    )
+                    .await?;
+                    started.push(b);
+                }
+                let mut binary = if replicas == 1
+                    && let Some(b) = started.pop()
+                {
+                    Autoscaler::Binary(b)
+                } else {
+                    let named = started.into_iter().map(|b| {
                         let name: Arc<str> = b.served.as_ref().map_or_else(
                             || "a binary on a cluster in a container".into(),
                             |s| s.endpoint.addr.to_string().into(),
                         );
-                        replicas.push((name, Replica::Binary(b)));
-                    }
-                    Autoscaler::Replicas(replicas)
-                } else {
-                    Autoscaler::Binary(
-                        start_binary(
-                            &cluster,
-                            &info,
-                            provider,
-                            &self.flags,
-                            &args,
-                            time_scale,
-                            None,
-                        )
-                        .await?,
-                    )
+                        (name, Replica::Binary(b))
+                    });
+                    Autoscaler::Replicas(named.collect())
                 };
                 wait_first_loop(&cluster, &mut binary, Duration::from_secs(30)).await?;
                 (binary, time_scale)
