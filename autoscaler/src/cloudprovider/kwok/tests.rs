@@ -163,3 +163,39 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_template_that_does_not_parse_is_refused_naming_it_and_the_annotation() {
+    let parsed = parse_config(
+        "kwok-provider-config",
+        "readNodesFrom: configmap\nnodegroups: {fromNodeLabelKey: g}\nconfigmap: {name: t}",
+    )
+    .unwrap();
+    let node = |annotations: &str| {
+        let text = format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: bad\n  labels: {{g: bad}}\n  annotations: {annotations}\nstatus:\n  allocatable: {{cpu: '4'}}\n"
+        );
+        parse_templates("t", &text).unwrap().remove(0)
+    };
+    for (annotations, names) in [
+        (
+            "{cluster-autoscaler.kwok.nodegroup/max-count: lots}",
+            "max-count",
+        ),
+        (
+            "{cluster-autoscaler.kwok.nodegroup/min-count: '3', cluster-autoscaler.kwok.nodegroup/max-count: '2'}",
+            "below min-count",
+        ),
+        (
+            "{testbed.cluster-autoscaler.kwok/fault: explode}",
+            FAULT_ANNOTATION,
+        ),
+    ] {
+        let e = group_state(&node(annotations), "bad", &parsed)
+            .err()
+            .unwrap_or_else(|| panic!("{annotations} was taken"))
+            .to_string();
+        assert!(e.contains("bad") && e.contains(names), "{annotations}: {e}");
+    }
+    assert!(group_state(&node("{}"), "bad", &parsed).is_ok());
+}
