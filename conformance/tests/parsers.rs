@@ -47,7 +47,8 @@ proptest! {
             .unwrap();
         let labels: BTreeMap<String, String> = [(key.clone(), value.clone())].into();
         prop_assert!(sel.matches(&labels));
-        let wrong: BTreeMap<String, String> = [(key, format!("{other}x"))].into();
+        // Longer than both values, so neither (`{other}x` was `0x` = `0x`).
+        let wrong: BTreeMap<String, String> = [(key, format!("{other}{value}z"))].into();
         prop_assert!(!sel.matches(&wrong));
     }
 
