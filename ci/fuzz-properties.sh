@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every property of outside input (conformance --test parsers and the
+# kwok provider's properties in autoscaler's unit tests) for SECONDS each
+# (600 by default), in rounds of fresh random cases, and prints a line per
+# property: cases run, seconds, and pass or the failure log's path.
+#   ci/fuzz-properties.sh [SECONDS] [CASES_PER_ROUND]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+limit=${1:-600}
+round=${2:-200000}
+test_binary() { # the test executable cargo builds for these arguments
+  cargo test --locked "$@" --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable"): print(m["executable"])' | tail -1
+}
+parsers=$(test_binary -p conformance --test parsers)
+autoscaler=$(test_binary -p autoscaler --lib)
+run() { # binary test
+  local bin=$1 t=$2 start cases=0 log
+  start=$(date +%s)
+  log=$(mktemp)
+  while [ $(( $(date +%s) - start )) -lt "$limit" ]; do
+    if ! PROPTEST_CASES=$round "$bin" --exact "$t" -q >"$log" 2>&1; then
+      echo "$t: FAILED after $cases cases in $(( $(date +%s) - start )) s: $log"
+      return 1
+    fi
+    cases=$((cases + round))
+  done
+  rm -f "$log"
+  echo "$t: $cases cases in $(( $(date +%s) - start )) s, no failure"
+}
+status=0
+for t in $("$parsers" --list 2>/dev/null | sed -n 's/: test$//p'); do
+  run "$parsers" "$t" || status=1
+done
+for t in $("$autoscaler" --list 2>/dev/null | sed -n 's/: test$//p' | grep 'kwok::tests::properties::'); do
+  run "$autoscaler" "$t" || status=1
+done
+exit "$status"
