@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use apiserver::faults::{Fault, Rule};
+use apiserver::faults::{Fault, Faults, Rule};
 use cucumber::{given, then, when};
 
 use crate::world::{CaWorld, StepResult};
@@ -24,19 +24,35 @@ fn fault_of(code: &str) -> Result<Fault, String> {
     }
 }
 
-/// Adds a rule to the cluster's API server (starting the cluster first).
-async fn inject(w: &mut CaWorld, rule: Rule) -> StepResult {
+/// The cluster's faults (starting the cluster first).
+async fn faults(w: &mut CaWorld) -> Result<&Faults, String> {
     let r = w.running().await?;
     let api = r
         .cluster
         .api_server()
         .ok_or("API faults need the embedded API server")?;
-    api.server().faults.add(rule)
+    Ok(&api.server().faults)
 }
 
-fn target(verb: &str, resource: &str) -> (Option<String>, Option<String>) {
+/// Adds a rule for `verb` requests on `resource` (`"any"`: all) to the
+/// cluster's API server: a `rate` share of them, the first `times` only
+/// when given.
+async fn inject(
+    w: &mut CaWorld,
+    (verb, resource): (&str, &str),
+    fault: Fault,
+    rate: f64,
+    times: Option<u64>,
+) -> StepResult {
     let any = |s: &str| (s != "any").then(|| s.to_string());
-    (any(verb), any(resource))
+    let rule = Rule {
+        verb: any(verb),
+        resource: any(resource),
+        fault,
+        rate,
+        times,
+    };
+    faults(w).await?.add(rule)
 }
 
 #[given(regex = r#"^the API server answers (\d+)% of "(\S+)" requests on "(\S+)" with (\d{3})$"#)]
@@ -48,18 +64,8 @@ async fn share_fails(
     resource: String,
     code: String,
 ) -> StepResult {
-    let (verb, resource) = target(&verb, &resource);
-    inject(
-        w,
-        Rule {
-            verb,
-            resource,
-            fault: fault_of(&code)?,
-            rate: f64::from(percent) / 100.0,
-            times: None,
-        },
-    )
-    .await
+    let rate = f64::from(percent) / 100.0;
+    inject(w, (&verb, &resource), fault_of(&code)?, rate, None).await
 }
 
 #[given(
@@ -75,18 +81,7 @@ async fn next_fail(
     resource: String,
     code: String,
 ) -> StepResult {
-    let (verb, resource) = target(&verb, &resource);
-    inject(
-        w,
-        Rule {
-            verb,
-            resource,
-            fault: fault_of(&code)?,
-            rate: 1.0,
-            times: Some(times),
-        },
-    )
-    .await
+    inject(w, (&verb, &resource), fault_of(&code)?, 1.0, Some(times)).await
 }
 
 #[given(
@@ -102,37 +97,17 @@ async fn next_time_out(
     resource: String,
     seconds: u64,
 ) -> StepResult {
-    let (verb, resource) = target(&verb, &resource);
     // Scenario seconds: a binary's real time is scaled.
     let hold = w.running().await?.real(Duration::from_secs(seconds));
     let millis = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
-    inject(
-        w,
-        Rule {
-            verb,
-            resource,
-            fault: Fault::Timeout { millis },
-            rate: 1.0,
-            times: Some(times),
-        },
-    )
-    .await
+    let fault = Fault::Timeout { millis };
+    inject(w, (&verb, &resource), fault, 1.0, Some(times)).await
 }
 
 #[given(regex = r"^the API server adds (\d+) ms to every request$")]
 #[when(regex = r"^the API server adds (\d+) ms to every request$")]
 async fn latency(w: &mut CaWorld, millis: u64) -> StepResult {
-    inject(
-        w,
-        Rule {
-            verb: None,
-            resource: None,
-            fault: Fault::Latency { millis },
-            rate: 1.0,
-            times: None,
-        },
-    )
-    .await
+    inject(w, ("any", "any"), Fault::Latency { millis }, 1.0, None).await
 }
 
 #[given(
@@ -147,28 +122,13 @@ async fn watch_faults(w: &mut CaWorld, how: String, times: u64, resource: String
     } else {
         Fault::WatchGone
     };
-    inject(
-        w,
-        Rule {
-            verb: Some("watch".into()),
-            resource: Some(resource),
-            fault,
-            rate: 1.0,
-            times: Some(times),
-        },
-    )
-    .await
+    inject(w, ("watch", &resource), fault, 1.0, Some(times)).await
 }
 
 #[when(regex = r#"^the API server cuts every watch(?: on "(\S+)")?$"#)]
 async fn cut_watches(w: &mut CaWorld, resource: String) -> StepResult {
-    let r = w.running().await?;
-    let api = r
-        .cluster
-        .api_server()
-        .ok_or("API faults need the embedded API server")?;
     let resource = (!resource.is_empty()).then_some(resource);
-    api.server().faults.cut_watches(resource.as_deref());
+    faults(w).await?.cut_watches(resource.as_deref());
     Ok(())
 }
 
@@ -183,12 +143,7 @@ async fn no_more_faults(w: &mut CaWorld) -> StepResult {
 
 #[then(regex = r"^the API server injected at least (\d+) faults?$")]
 async fn injected_at_least(w: &mut CaWorld, least: u64) -> StepResult {
-    let r = w.running().await?;
-    let api = r
-        .cluster
-        .api_server()
-        .ok_or("API faults need the embedded API server")?;
-    let report = api.server().faults.report();
+    let report = faults(w).await?.report();
     eprintln!("faults injected: {} {:?}", report.total(), report.injected);
     if report.total() < least {
         return Err(format!(

@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -268,14 +267,6 @@ impl Faults {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// How long a [`Fault::Timeout`] holds its request.
-pub fn timeout_of(fault: &Fault) -> Option<Duration> {
-    match fault {
-        Fault::Timeout { millis } => Some(Duration::from_millis(*millis)),
-        _ => None,
-    }
 }
 
 /// The name cut watches are counted under.

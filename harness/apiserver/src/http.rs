@@ -420,7 +420,7 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         let done = result.as_ref().is_ok_and(|r| r.status().is_success());
         server
             .writes
-            .record(client, &attrs, server.clock.now(), done);
+            .record(client, &attrs, || server.clock.now(), done);
     }
     result
 }

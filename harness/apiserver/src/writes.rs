@@ -46,9 +46,15 @@ pub struct Writes {
 }
 
 impl Writes {
-    /// Records a request of `client` if it writes, and whether the store
-    /// took it.
-    pub fn record(&self, client: &Arc<str>, attrs: &Attributes, at: SystemTime, done: bool) {
+    /// Records a request of `client` if it writes (read `at` then), and
+    /// whether the store took it.
+    pub fn record(
+        &self,
+        client: &Arc<str>,
+        attrs: &Attributes,
+        at: impl FnOnce() -> SystemTime,
+        done: bool,
+    ) {
         if !matches!(
             attrs.verb,
             "create" | "update" | "patch" | "delete" | "deletecollection"
@@ -64,7 +70,7 @@ impl Writes {
             log.pop_front();
         }
         log.push_back(Write {
-            at,
+            at: at(),
             client: client.clone(),
             verb: attrs.verb,
             resource,
@@ -102,10 +108,10 @@ mod tests {
         let w = Writes::default();
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         let t = SystemTime::UNIX_EPOCH;
-        w.record(&a, &attrs("get", None), t, true);
-        w.record(&a, &attrs("watch", None), t, true);
-        w.record(&a, &attrs("create", Some("eviction")), t, false);
-        w.record(&b, &attrs("delete", None), t, true);
+        w.record(&a, &attrs("get", None), || t, true);
+        w.record(&a, &attrs("watch", None), || t, true);
+        w.record(&a, &attrs("create", Some("eviction")), || t, false);
+        w.record(&b, &attrs("delete", None), || t, true);
         let all = w.all();
         assert_eq!(all.len(), 2, "{all:?}");
         assert_eq!(
@@ -121,7 +127,7 @@ mod tests {
         let w = Writes::default();
         let a: Arc<str> = "a".into();
         for _ in 0..KEPT + 2 {
-            w.record(&a, &attrs("patch", None), SystemTime::UNIX_EPOCH, true);
+            w.record(&a, &attrs("patch", None), || SystemTime::UNIX_EPOCH, true);
         }
         assert_eq!(w.all().len(), KEPT);
     }
