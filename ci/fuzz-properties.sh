@@ -4,10 +4,15 @@
 # (600 by default), in rounds of fresh random cases, and prints a line per
 # property: cases run, seconds, and pass or the failure log's path.
 #   ci/fuzz-properties.sh [SECONDS] [CASES_PER_ROUND]
+# SHARD=i/n runs the i-th of n interleaved shares of the properties (i from
+# 0), so n runs, one a core, cover them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit=${1:-600}
 round=${2:-200000}
+shard=${SHARD:-0/1}
+shard_i=${shard%/*}
+shard_n=${shard#*/}
 test_binary() { # the test executable cargo builds for these arguments
   cargo test --locked "$@" --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
@@ -32,10 +37,13 @@ run() { # binary test
   echo "$t: $cases cases in $(( $(date +%s) - start )) s, no failure"
 }
 status=0
-for t in $("$parsers" --list 2>/dev/null | sed -n 's/: test$//p'); do
-  run "$parsers" "$t" || status=1
-done
-for t in $("$autoscaler" --list 2>/dev/null | sed -n 's/: test$//p' | grep 'kwok::tests::properties::'); do
-  run "$autoscaler" "$t" || status=1
-done
+k=0
+while read -r bin t; do
+  if [ $((k % shard_n)) -eq "$shard_i" ]; then run "$bin" "$t" || status=1; fi
+  k=$((k + 1))
+done < <(
+  "$parsers" --list 2>/dev/null | sed -n "s|: test$||p" | sed "s|^|$parsers |"
+  "$autoscaler" --list 2>/dev/null | sed -n "s|: test$||p" | grep 'kwok::tests::properties::' \
+    | sed "s|^|$autoscaler |"
+)
 exit "$status"

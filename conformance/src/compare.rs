@@ -24,7 +24,7 @@ use kube::Api;
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
-use crate::latency::{Latencies, LatencySummary, marked_pods};
+use crate::latency::{Latencies, LatencySummary, workload_pods};
 use crate::world::{
     GroupSpec, Served, provider_config_map, serve_for_binary, templates_config_map,
 };
@@ -291,22 +291,24 @@ pub async fn measure(
 }
 
 /// p50 and p99 of the pods' scale-up latency ([`crate::latency`]); each
-/// marked pod's mark and node creation, in seconds from the Deployment's
-/// creation, go to `csv` for reading afterwards.
+/// pod's creation, mark (empty if never marked) and its node's creation, in seconds
+/// from the Deployment's creation, go to `csv` for reading afterwards.
 async fn pod_latencies(
     cluster: &Cluster,
     csv: &std::path::Path,
     started: std::time::SystemTime,
 ) -> Result<Option<(Duration, Duration)>, String> {
-    let pods = marked_pods(&cluster.client(), "app=backlog").await?;
+    let pods = workload_pods(&cluster.client(), "app=backlog").await?;
     let origin = started
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let secs = |ms: i64| format!("{:.3}", (ms - origin) as f64 / 1000.0);
-    let mut text = String::from("pod,marked_s,node_created_s\n");
+    let mut text = String::from("pod,created_s,marked_s,node_created_s\n");
     for p in &pods {
         let node = p.node_created_ms.map(secs).unwrap_or_default();
-        text.push_str(&format!("{},{},{node}\n", p.pod, secs(p.marked_ms)));
+        let created = p.created_ms.map(secs).unwrap_or_default();
+        let marked = p.marked_ms.map(secs).unwrap_or_default();
+        text.push_str(&format!("{},{created},{marked},{node}\n", p.pod));
     }
     std::fs::write(csv, text).map_err(|e| format!("writing {}: {e}", csv.display()))?;
     Ok(LatencySummary::of(Latencies::of(&pods).measured).map(|s| (s.p50, s.p99)))

@@ -12,12 +12,20 @@
 //! The increase that covers a pod: pods of one workload (one controller)
 //! are interchangeable, and which of them the scheduler binds to which new
 //! node is the scheduler's choice (its queue order and backoff), not the
-//! autoscaler's. So within a workload the k-th pod to be marked is paired
-//! with the k-th earliest node its marked pods run on: first marked, first
-//! covered. A pod without a controller is its own workload (its own node).
-//! A pod that was never marked needed no scale-up and is not counted; a
-//! pairing with a node older than the mark counts as 0 s. Used by the
-//! objective's step and by `testbed compare`.
+//! autoscaler's. A pod created late, never marked, often takes a slot on a
+//! node the autoscaler requested for pods marked earlier, which then wait
+//! for a later node: that wait is the scheduler's order, and the slot it
+//! took was still capacity the autoscaler had requested. So, within a
+//! workload, the slots its pods occupy (one a pod, at its node's creation)
+//! are the capacity requested for it, and the k-th pod to be marked is
+//! covered by the k-th earliest slot: first marked, first covered. Slots
+//! on nodes older than the workload's first mark count only when a marked
+//! pod holds them (an unmarked pod there needed no scale-up); a pairing
+//! with a slot older than the mark counts as 0 s. A pod without a
+//! controller is its own workload. A pod that was never marked needed no
+//! scale-up and is not measured. Used by the objective's step and by
+//! `testbed compare`, which also keeps each marked pod's wait for its own
+//! node.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -78,55 +86,69 @@ impl std::fmt::Display for LatencySummary {
 /// What [`scale_up_latencies`] measured.
 #[derive(Debug, Clone, Default)]
 pub struct Latencies {
-    /// One per pod that was marked unschedulable and is covered by a node.
+    /// One per pod that was marked unschedulable and is covered by a slot.
     pub measured: Vec<Duration>,
     /// Pods that were marked unschedulable and have no node yet.
     pub unplaced: Vec<String>,
 }
 
-/// One marked pod, as read from the cluster.
+/// One pod of a measured workload, as read from the cluster.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MarkedPod {
+pub struct WorkloadPod {
     /// The workload: its controller's uid, or the pod's own key.
     pub workload: String,
     /// `namespace/name`.
     pub pod: String,
-    /// When it was first marked unschedulable (ms since the epoch).
-    pub marked_ms: i64,
+    /// When it was created (ms since the epoch).
+    pub created_ms: Option<i64>,
+    /// When it was first marked unschedulable (ms since the epoch), if it
+    /// ever was.
+    pub marked_ms: Option<i64>,
     /// When the node it runs on was created (ms since the epoch).
     pub node_created_ms: Option<i64>,
 }
 
 impl Latencies {
-    /// Pairs, per workload, the k-th marked pod with the k-th earliest node
-    /// of its marked pods (module docs).
-    pub fn of(pods: &[MarkedPod]) -> Self {
-        let mut workloads: HashMap<&str, (Vec<i64>, Vec<i64>)> = HashMap::new();
-        let mut out = Self::default();
+    /// Pairs, per workload, the k-th marked pod with the k-th earliest slot
+    /// of the workload (module docs).
+    pub fn of(pods: &[WorkloadPod]) -> Self {
+        let mut workloads: HashMap<&str, Vec<&WorkloadPod>> = HashMap::new();
         for p in pods {
-            let (marks, nodes) = workloads.entry(p.workload.as_str()).or_default();
-            marks.push(p.marked_ms);
-            match p.node_created_ms {
-                Some(at) => nodes.push(at),
-                None => out.unplaced.push(p.pod.clone()),
-            }
+            workloads.entry(p.workload.as_str()).or_default().push(p);
         }
-        for (mut marks, mut nodes) in workloads.into_values() {
+        let mut out = Self::default();
+        for pods in workloads.into_values() {
+            let mut marks: Vec<i64> = pods.iter().filter_map(|p| p.marked_ms).collect();
+            let Some(&first_mark) = marks.iter().min() else {
+                continue;
+            };
+            let mut slots: Vec<i64> = pods
+                .iter()
+                .filter_map(|p| {
+                    let node = p.node_created_ms?;
+                    (p.marked_ms.is_some() || node >= first_mark).then_some(node)
+                })
+                .collect();
             marks.sort_unstable();
-            nodes.sort_unstable();
-            for (mark, node) in marks.iter().zip(&nodes) {
-                let millis = u64::try_from(node - mark).unwrap_or(0);
+            slots.sort_unstable();
+            for (mark, slot) in marks.iter().zip(&slots) {
+                let millis = u64::try_from(slot - mark).unwrap_or(0);
                 out.measured.push(Duration::from_millis(millis));
             }
+            out.unplaced.extend(
+                pods.iter()
+                    .filter(|p| p.marked_ms.is_some() && p.node_created_ms.is_none())
+                    .map(|p| p.pod.clone()),
+            );
         }
         out.unplaced.sort();
         out
     }
 }
 
-/// Every pod matching `selector` that was marked unschedulable, with its
-/// mark and its node's creation.
-pub async fn marked_pods(client: &Client, selector: &str) -> Result<Vec<MarkedPod>, String> {
+/// Every pod matching `selector`, with its first mark (if it was marked
+/// unschedulable) and its node's creation.
+pub async fn workload_pods(client: &Client, selector: &str) -> Result<Vec<WorkloadPod>, String> {
     let pods = harness::cluster::list::<Pod>(client, selector).await?;
     let events = Api::<Event>::all(client.clone())
         .list(&ListParams::default().fields("reason=FailedScheduling"))
@@ -161,9 +183,7 @@ pub async fn marked_pods(client: &Client, selector: &str) -> Result<Vec<MarkedPo
     for p in pods {
         let ns = p.metadata.namespace.clone().unwrap_or_default();
         let name = p.metadata.name.clone().unwrap_or_default();
-        let Some(&marked_ms) = marked.get(&(ns.clone(), name.clone())) else {
-            continue;
-        };
+        let marked_ms = marked.get(&(ns.clone(), name.clone())).copied();
         let key = format!("{ns}/{name}");
         let workload = p
             .metadata
@@ -173,9 +193,15 @@ pub async fn marked_pods(client: &Client, selector: &str) -> Result<Vec<MarkedPo
             .find(|o| o.controller == Some(true))
             .map_or_else(|| key.clone(), |o| o.uid.clone());
         let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        out.push(MarkedPod {
+        let created_ms = p
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond());
+        out.push(WorkloadPod {
             workload,
             pod: key,
+            created_ms,
             marked_ms,
             node_created_ms: node.and_then(|n| nodes.get(n)).copied(),
         });
@@ -185,7 +211,7 @@ pub async fn marked_pods(client: &Client, selector: &str) -> Result<Vec<MarkedPo
 
 /// The latencies of the pods matching `selector` ([`Latencies::of`]).
 pub async fn scale_up_latencies(client: &Client, selector: &str) -> Result<Latencies, String> {
-    Ok(Latencies::of(&marked_pods(client, selector).await?))
+    Ok(Latencies::of(&workload_pods(client, selector).await?))
 }
 
 #[cfg(test)]
@@ -203,13 +229,20 @@ mod tests {
         assert!(LatencySummary::of(Vec::new()).is_none());
     }
 
-    fn marked(workload: &str, pod: &str, marked_ms: i64, node: Option<i64>) -> MarkedPod {
-        MarkedPod {
+    fn pod(workload: &str, pod: &str, marked_ms: Option<i64>, node: Option<i64>) -> WorkloadPod {
+        WorkloadPod {
             workload: workload.into(),
             pod: pod.into(),
+            created_ms: None,
             marked_ms,
             node_created_ms: node,
         }
+    }
+
+    fn secs(l: &Latencies) -> Vec<u64> {
+        let mut secs: Vec<u64> = l.measured.iter().map(Duration::as_secs).collect();
+        secs.sort_unstable();
+        secs
     }
 
     #[test]
@@ -217,29 +250,53 @@ mod tests {
         // The scheduler put the first-marked pod on a later node: paired by
         // order, the latencies are 1, 3 and 2 s, not 11, 0 and 2 s.
         let pods = [
-            marked("rs", "default/a", 0, Some(11_000)),
-            marked("rs", "default/b", 8_000, Some(1_000)),
-            marked("rs", "default/c", 9_000, Some(11_000)),
+            pod("rs", "default/a", Some(0), Some(11_000)),
+            pod("rs", "default/b", Some(8_000), Some(1_000)),
+            pod("rs", "default/c", Some(9_000), Some(11_000)),
         ];
-        let mut l = Latencies::of(&pods);
-        l.measured.sort();
-        let secs: Vec<u64> = l.measured.iter().map(Duration::as_secs).collect();
-        assert_eq!(secs, [1, 2, 3]);
+        let l = Latencies::of(&pods);
+        assert_eq!(secs(&l), [1, 2, 3]);
         assert!(l.unplaced.is_empty());
+    }
+
+    #[test]
+    fn a_slot_an_unmarked_pod_took_on_a_new_node_covers_a_marked_pod() {
+        // a and b were marked at 0 s and the autoscaler requested two slots
+        // at 1 s; c, created later and never marked, took one, so b ran on
+        // the node requested at 12 s for nobody else. b was covered at 1 s.
+        let pods = [
+            pod("rs", "default/a", Some(0), Some(1_000)),
+            pod("rs", "default/b", Some(0), Some(12_000)),
+            pod("rs", "default/c", None, Some(1_000)),
+        ];
+        let l = Latencies::of(&pods);
+        assert_eq!(secs(&l), [1, 1]);
+        assert!(l.unplaced.is_empty());
+    }
+
+    #[test]
+    fn unmarked_pods_on_nodes_older_than_the_first_mark_cover_nobody() {
+        // c ran at once on a node from before; a waited for the node of 9 s.
+        let pods = [
+            pod("rs", "default/a", Some(2_000), Some(9_000)),
+            pod("rs", "default/c", None, Some(-60_000)),
+        ];
+        assert_eq!(secs(&Latencies::of(&pods)), [7]);
+        // A marked pod that ran on an older node was covered at once.
+        let pods = [pod("rs", "default/a", Some(2_000), Some(-60_000))];
+        assert_eq!(secs(&Latencies::of(&pods)), [0]);
     }
 
     #[test]
     fn workloads_are_paired_apart_and_unplaced_pods_are_named() {
         // Another workload's early node does not cover this one's pods.
         let pods = [
-            marked("fast", "default/f", 0, Some(1_000)),
-            marked("slow", "default/s1", 0, Some(20_000)),
-            marked("slow", "default/s2", 5_000, None),
+            pod("fast", "default/f", Some(0), Some(1_000)),
+            pod("slow", "default/s1", Some(0), Some(20_000)),
+            pod("slow", "default/s2", Some(5_000), None),
         ];
-        let mut l = Latencies::of(&pods);
-        l.measured.sort();
-        let secs: Vec<u64> = l.measured.iter().map(Duration::as_secs).collect();
-        assert_eq!(secs, [1, 20]);
+        let l = Latencies::of(&pods);
+        assert_eq!(secs(&l), [1, 20]);
         assert_eq!(l.unplaced, ["default/s2"]);
     }
 }

@@ -2,7 +2,9 @@
 //! `schedulerName` is `default-scheduler`, over the API server only.
 //!
 //! It keeps a cache of nodes and bound pods from watches, and a queue of
-//! pending pods ordered by priority, then age. Each pod gets one scheduling
+//! pending pods ordered as kube-scheduler's `PrioritySort`: by priority,
+//! then by when the pod entered the queue, which a failed attempt renews
+//! (a retried pod goes behind the pods that arrived meanwhile). Each pod gets one scheduling
 //! cycle ([`predicates::find_node`]); a pod that fits is bound through
 //! `pods/binding` and assumed on its node at once; a pod that fits nowhere
 //! may preempt lower-priority pods (victims deleted, `nominatedNodeName`
@@ -62,19 +64,50 @@ struct Pending {
     nominated: Option<String>,
     /// Its scheduling equivalence class ([`equivalence_class`]).
     class: Option<u64>,
-    /// Queue order: higher priority first, then older.
-    order: (i32, i64),
+    /// Its place in the queue.
+    order: QueueOrder,
 }
 
-/// A pod's place in the queue: priority (highest first), then age.
-fn queue_order(pod: &Pod) -> (i32, i64) {
-    let prio = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-    let created = pod
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map_or(0, |t| t.0.as_millisecond());
-    (-prio, created)
+/// A pod's place in the queue, as kube-scheduler's `PrioritySort`: higher
+/// priority first, then the earlier entry into the queue. kube-scheduler
+/// stamps a pod when it is added and again when a failed attempt puts it
+/// back, so a retried pod waits behind the pods that arrived meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct QueueOrder {
+    /// The pod's priority, negated (highest first).
+    neg_priority: i32,
+    /// When it (last) entered the queue, as a count of entries.
+    entered: u64,
+}
+
+/// Hands out queue places in the order pods enter.
+#[derive(Debug, Default)]
+struct Entries(u64);
+
+impl Entries {
+    /// The place of a pod of `priority` entering now.
+    fn enter(&mut self, priority: i32) -> QueueOrder {
+        self.0 += 1;
+        QueueOrder {
+            neg_priority: priority.saturating_neg(),
+            entered: self.0,
+        }
+    }
+
+    /// The place of a pod put back after a failed attempt: the same
+    /// priority, at the back.
+    fn reenter(&mut self, order: QueueOrder) -> QueueOrder {
+        self.0 += 1;
+        QueueOrder {
+            entered: self.0,
+            ..order
+        }
+    }
+}
+
+/// A pod's priority (`spec.priority`, 0 when unset).
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
 /// A status patch that marks a pod unschedulable, written after the pass.
@@ -114,6 +147,8 @@ pub struct Scheduler {
     time_scale: f64,
     /// The cluster changed since the last pass: unpark the pending pods.
     changed: bool,
+    /// Queue places, in order of entry.
+    entries: Entries,
 }
 
 impl Scheduler {
@@ -130,6 +165,7 @@ impl Scheduler {
             assumed: HashSet::new(),
             time_scale: 1.0,
             changed: false,
+            entries: Entries::default(),
         }
     }
 
@@ -333,16 +369,16 @@ impl Scheduler {
                 match self.pending.get_mut(&key) {
                     Some(p) => {
                         // Most updates are status writes: the class and the
-                        // queue order follow from the spec and labels only.
+                        // priority follow from the spec and labels only.
                         if p.pod.spec != pod.spec || p.pod.metadata.labels != pod.metadata.labels {
                             p.class = equivalence_class(&pod);
-                            p.order = queue_order(&pod);
+                            p.order.neg_priority = priority(&pod).saturating_neg();
                         }
                         p.pod = Arc::new(pod);
                     }
                     None => {
                         let class = equivalence_class(&pod);
-                        let order = queue_order(&pod);
+                        let order = self.entries.enter(priority(&pod));
                         let pod = Arc::new(pod);
                         self.pending.insert(
                             key,
@@ -389,7 +425,7 @@ impl Scheduler {
         }
         let now = Instant::now();
         let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
-        let mut ready: Vec<((i32, i64), String)> = self
+        let mut ready: Vec<(QueueOrder, String)> = self
             .pending
             .iter()
             .filter(|(_, p)| {
@@ -530,7 +566,8 @@ impl Scheduler {
             .collect()
     }
 
-    /// Counts a failed attempt and puts the pod's next try off by its backoff.
+    /// Counts a failed attempt, puts the pod's next try off by its backoff
+    /// and puts it back at the back of the queue.
     fn backoff(&mut self, key: &str) {
         let Some(attempts) = self.pending.get(key).map(|p| p.attempts + 1) else {
             return;
@@ -539,6 +576,7 @@ impl Scheduler {
         if let Some(p) = self.pending.get_mut(key) {
             p.attempts = attempts;
             p.ready_at = Instant::now() + delay;
+            p.order = self.entries.reenter(p.order);
         }
     }
 
@@ -797,23 +835,19 @@ mod tests {
     }
 
     #[test]
-    fn the_queue_puts_higher_priority_then_older_pods_first() {
-        let mut high = pod("high", "1", json!({"priority": 100}));
-        let mut old = pod("old", "1", json!({}));
-        let mut new = pod("new", "1", json!({}));
-        let at = |s: &str| {
-            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                s.parse().expect("a timestamp"),
-            ))
-        };
-        high.metadata.creation_timestamp = at("2026-01-01T00:00:09Z");
-        old.metadata.creation_timestamp = at("2026-01-01T00:00:01Z");
-        new.metadata.creation_timestamp = at("2026-01-01T00:00:05Z");
-        let mut order = [queue_order(&new), queue_order(&old), queue_order(&high)];
+    fn the_queue_puts_higher_priority_first_then_the_earlier_entry() {
+        let mut entries = Entries::default();
+        let old = entries.enter(0);
+        let new = entries.enter(0);
+        let high = entries.enter(100);
+        let mut order = [new, old, high];
         order.sort();
-        assert_eq!(
-            order,
-            [queue_order(&high), queue_order(&old), queue_order(&new)]
-        );
+        assert_eq!(order, [high, old, new]);
+        // The old pod failed an attempt: it goes behind the new one, and
+        // still ahead of nothing of higher priority.
+        let retried = entries.reenter(old);
+        let mut order = [retried, new, high];
+        order.sort();
+        assert_eq!(order, [high, new, retried]);
     }
 }
