@@ -7,8 +7,9 @@
 //! wait to be written (client-go's queue; more are dropped), and the
 //! events a scale-up writes on pending pods (`TriggeredScaleUp`,
 //! `NotTriggerScaleUp`) draw on a [`PodEventBudget`]: a queue's worth at
-//! once, then 50 a second, so a backlog of tens of thousands of pods costs a
-//! bounded number of writes however many loops act on it.
+//! once, refilled over the five minutes of deduplication, so a backlog of
+//! tens of thousands of pods costs a bounded number of writes however many
+//! loops act on it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -194,19 +195,20 @@ pub const MAX_QUEUED_EVENTS: usize = 1000;
 /// The pod events a scale-up writes: a token bucket of
 /// [`MAX_QUEUED_EVENTS`] that refills at that many per
 /// [`POD_EVENT_REFILL`]. Upstream bounds these only by its queue, which a
-/// scale-up for a large backlog overflows once per loop; we act in more,
-/// smaller loops, and the bucket keeps the total below what upstream writes
-/// for the same backlog, while a scale-up of up to 1,000 pods still
-/// writes an event on every pod.
+/// scale-up for a large backlog overflows, so it writes at least a queue's
+/// worth for such a backlog; we act in more, smaller loops, and the bucket
+/// keeps our total near one queue's worth (below upstream's), while a
+/// scale-up of up to 1,000 pods still writes an event on every pod.
 #[derive(Debug)]
 struct PodEventBudget {
     tokens: f64,
     at: Option<SystemTime>,
 }
 
-/// The time in which an empty [`PodEventBudget`] refills: 50 events a
-/// second.
-const POD_EVENT_REFILL: Duration = Duration::from_secs(20);
+/// The time in which an empty [`PodEventBudget`] refills: the
+/// deduplication window, so a pod event per pod at most once a window for
+/// a backlog of up to a queue's worth (3.3 events a second).
+const POD_EVENT_REFILL: Duration = DEDUP_WINDOW;
 
 impl PodEventBudget {
     fn new() -> Self {
@@ -457,16 +459,16 @@ mod tests {
     }
 
     #[test]
-    fn pod_events_draw_on_a_budget_of_a_queue_then_fifty_a_second() {
+    fn pod_events_draw_on_a_budget_of_a_queue_refilled_over_five_minutes() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let mut budget = PodEventBudget::new();
         let taken = (0..5_000).filter(|_| budget.take(t0)).count();
         assert_eq!(taken, MAX_QUEUED_EVENTS, "a burst takes the whole bucket");
-        assert!(!budget.take(t0 + Duration::from_millis(5)), "not yet");
-        // A second refills 50.
-        let later = t0 + Duration::from_secs(1);
+        assert!(!budget.take(t0), "not yet");
+        // Three seconds refill 10 (1,000 in 300 s).
+        let later = t0 + Duration::from_secs(3);
         let taken = (0..5_000).filter(|_| budget.take(later)).count();
-        assert_eq!(taken, 50);
+        assert_eq!(taken, 10);
         // Never more than a full bucket, however long it rested.
         let much_later = later + Duration::from_secs(3_600);
         let taken = (0..5_000).filter(|_| budget.take(much_later)).count();
