@@ -10,9 +10,10 @@
 //! pods requesting one CPU each, so exactly `--nodes` nodes are needed.
 //! Time is real; CPU and memory are read from `/proc` (Linux). A pod's
 //! latency is the FAQ's: from when the scheduler first marked it
-//! unschedulable to the creation of the node it runs on (the kwok providers
-//! create the Node when the group is increased), in the API's whole
-//! seconds ([`crate::latency`]).
+//! unschedulable to the increase that covers it, the creation of the node
+//! holding its slot in first-marked, first-covered order (the kwok
+//! providers create the Node when the group is increased), in the API's
+//! whole seconds ([`crate::latency`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -93,8 +94,8 @@ pub struct Row {
     /// Peak resident memory (`VmHWM`), KiB.
     pub peak_rss_kib: u64,
     /// The FAQ's per-pod latency ([`crate::latency`]: first marked
-    /// unschedulable → its node created; whole seconds, the API's
-    /// timestamps), p50 and p99.
+    /// unschedulable → the node of the slot that covers it created; whole
+    /// seconds, the API's timestamps), p50 and p99.
     pub latency: Option<(Duration, Duration)>,
     /// The autoscaler's main loop over the run, from its own
     /// `cluster_autoscaler_function_duration_seconds{function="main"}`.
