@@ -13,6 +13,10 @@ round=${2:-200000}
 shard=${SHARD:-0/1}
 shard_i=${shard%/*}
 shard_n=${shard#*/}
+if ! [[ $shard =~ ^[0-9]+/[0-9]+$ ]] || [ "$shard_n" -eq 0 ] || [ "$shard_i" -ge "$shard_n" ]; then
+  echo "SHARD=$shard: expected i/n with 0 <= i < n, as 0/2 and 1/2" >&2
+  exit 2
+fi
 test_binary() { # the test executable cargo builds for these arguments
   cargo test --locked "$@" --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
