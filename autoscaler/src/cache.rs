@@ -231,7 +231,10 @@ impl State {
 
     /// Pods bound to a node (compact: no containers).
     pub fn pods_on(&self, node: &str) -> Vec<Arc<Pod>> {
-        self.pod_infos_on(node).into_iter().map(|p| p.pod).collect()
+        self.pod_infos_on(node)
+            .into_iter()
+            .map(|p| p.pod.clone())
+            .collect()
     }
 
     /// The scheduling facts of the pods bound to a node.
@@ -300,7 +303,7 @@ impl Controllers for State {
 /// Keeps a pod's scheduling facts and drops the parts of the object that
 /// nothing reads once they are computed (module docs). Scale-up compares
 /// pods for equivalence by these facts and the rest of the spec.
-pub fn compact(mut info: PodInfo) -> PodInfo {
+pub fn compact(info: PodInfo) -> PodInfo {
     let mut pod = (*info.pod).clone();
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers = Vec::new();
@@ -315,8 +318,7 @@ pub fn compact(mut info: PodInfo) -> PodInfo {
     if let Some(a) = pod.metadata.annotations.as_mut() {
         a.remove("kubectl.kubernetes.io/last-applied-configuration");
     }
-    info.pod = Arc::new(pod);
-    info
+    info.with_pod(pod)
 }
 
 /// Whether a pod is expendable: priority below the cutoff (a pod without

@@ -275,6 +275,19 @@ impl<'a> PreFilter<'a> {
     /// Precomputes, over all nodes, what the InterPodAffinity and
     /// PodTopologySpread filters need for `pod`.
     pub fn new(pod: &'a PodInfo, nodes: &[NodeInfo]) -> Self {
+        let existing = nodes.iter().any(|n| n.anti_affinity_pods > 0);
+        Self::with_existing_anti_affinity(pod, nodes, existing)
+    }
+
+    /// As [`Self::new`], told whether any node holds a pod with required
+    /// anti-affinity (a snapshot counts them as it changes): a pod without
+    /// terms of its own among nodes without such pods skips the scan of
+    /// every node's pods, which would make a loop cost pods x nodes.
+    pub fn with_existing_anti_affinity(
+        pod: &'a PodInfo,
+        nodes: &[NodeInfo],
+        existing: bool,
+    ) -> Self {
         let affinity = required_terms(&pod.pod, false);
         let anti_affinity = required_terms(&pod.pod, true);
         let mut affinity_counts = HashMap::new();
@@ -283,7 +296,8 @@ impl<'a> PreFilter<'a> {
         let ns = pod.namespace();
         let labels = pod.labels();
         let own_terms = !affinity.is_empty() || !anti_affinity.is_empty();
-        for node in nodes {
+        let scanned = if own_terms || existing { nodes } else { &[] };
+        for node in scanned {
             // Most pods have no terms and most nodes no anti-affine pods.
             if !own_terms && node.anti_affinity_pods == 0 {
                 continue;
@@ -347,6 +361,9 @@ impl<'a> PreFilter<'a> {
             .flat_map(|s| s.topology_spread_constraints.iter().flatten())
             .filter(|c| c.when_unsatisfiable == "DoNotSchedule")
             .collect();
+        if constraints.is_empty() {
+            return Vec::new();
+        }
         let tols = tolerations(&pod.pod);
         constraints
             .into_iter()

@@ -54,9 +54,15 @@ pub fn pod_host_ports(pod: &Pod) -> Vec<HostPort> {
         .collect()
 }
 
-/// A pod with what the scheduler computes about it once.
+/// A pod with what the scheduler computes about it once. Cloning it is
+/// cheap (the facts are shared): a snapshot copies every pod of the
+/// cluster each loop.
 #[derive(Debug, Clone)]
-pub struct PodInfo {
+pub struct PodInfo(Arc<PodFacts>);
+
+/// What [`PodInfo`] holds.
+#[derive(Debug, Clone)]
+pub struct PodFacts {
     /// The pod.
     pub pod: Arc<Pod>,
     /// `namespace/name`.
@@ -74,6 +80,14 @@ pub struct PodInfo {
     pub has_required_anti_affinity: bool,
 }
 
+impl std::ops::Deref for PodInfo {
+    type Target = PodFacts;
+
+    fn deref(&self) -> &PodFacts {
+        &self.0
+    }
+}
+
 impl PodInfo {
     /// Computes the pod's scheduling facts.
     pub fn new(pod: Arc<Pod>) -> Self {
@@ -88,7 +102,7 @@ impl PodInfo {
                     .as_ref()
             })
             .is_some_and(|t| !t.is_empty());
-        Self {
+        Self(Arc::new(PodFacts {
             requests: pod_requests(&pod),
             non_zero: pod_requests_for_scoring(&pod),
             ports: pod_host_ports(&pod),
@@ -96,7 +110,18 @@ impl PodInfo {
             has_required_anti_affinity,
             key,
             pod,
-        }
+        }))
+    }
+
+    /// The same scheduling facts for another version of the pod (bound
+    /// elsewhere, renamed, stripped of what scheduling never reads): its key
+    /// follows the new object.
+    pub fn with_pod(&self, pod: Pod) -> Self {
+        Self(Arc::new(PodFacts {
+            key: pod_key(&pod),
+            pod: Arc::new(pod),
+            ..PodFacts::clone(&self.0)
+        }))
     }
 
     /// The pod's namespace.

@@ -214,10 +214,7 @@ fn sanitize(ctx: &AutoscalingContext, group: &str, mut node: Node, pods: Vec<Pod
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = Some(name.clone());
         }
-        info.add_pod(PodInfo {
-            pod: Arc::new(pod),
-            ..p
-        });
+        info.add_pod(p.with_pod(pod));
     }
     info
 }

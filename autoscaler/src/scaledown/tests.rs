@@ -246,7 +246,7 @@ fn deletion_waits_ten_minutes_respects_min_size_and_budgets() {
         since: now(),
         group: "g".into(),
         pods_to_move: (0..pods)
-            .map(|i| pod(&format!("p{i}"), "x", "1", "1", json!({})).pod)
+            .map(|i| pod(&format!("p{i}"), "x", "1", "1", json!({})).pod.clone())
             .collect(),
         daemonset_pods: Vec::new(),
         utilization: Utilization {

@@ -219,10 +219,7 @@ impl Planner {
                 spec.node_name = None;
             }
             // Same scheduling facts (the cached pod is compact), unbound.
-            let moving = PodInfo {
-                pod: Arc::new(moving),
-                ..info
-            };
+            let moving = info.with_pod(moving);
             match snapshot.find_fit(&moving, 0, |i| i != index) {
                 Some(dest) => snapshot.add_pod(dest, moving),
                 None => {

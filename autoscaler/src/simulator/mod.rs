@@ -33,6 +33,9 @@ pub struct Snapshot {
     index: HashMap<String, usize>,
     journal: Vec<Undo>,
     marks: Vec<usize>,
+    /// Pods with required anti-affinity on all nodes (see
+    /// [`PreFilter::with_existing_anti_affinity`]).
+    anti_affinity_pods: usize,
 }
 
 impl Snapshot {
@@ -45,6 +48,7 @@ impl Snapshot {
             .collect();
         Self {
             disabled: vec![false; nodes.len()],
+            anti_affinity_pods: nodes.iter().map(|n| n.anti_affinity_pods).sum(),
             nodes,
             index,
             journal: Vec::new(),
@@ -85,12 +89,13 @@ impl Snapshot {
         while self.journal.len() > mark {
             match self.journal.pop() {
                 Some(Undo::AddedPod { node, key }) => {
-                    self.nodes[node].remove_pod(&key);
+                    self.take(node, &key);
                 }
-                Some(Undo::RemovedPod { node, pod }) => self.nodes[node].add_pod(pod),
+                Some(Undo::RemovedPod { node, pod }) => self.place(node, pod),
                 Some(Undo::AddedNode) => {
                     if let Some(n) = self.nodes.pop() {
                         self.index.remove(n.name());
+                        self.anti_affinity_pods -= n.anti_affinity_pods;
                     }
                     self.disabled.pop();
                 }
@@ -113,6 +118,7 @@ impl Snapshot {
     pub fn add_node(&mut self, node: NodeInfo) -> usize {
         let i = self.nodes.len();
         self.index.insert(node.name().to_string(), i);
+        self.anti_affinity_pods += node.anti_affinity_pods;
         self.nodes.push(node);
         self.disabled.push(false);
         self.journal.push(Undo::AddedNode);
@@ -122,17 +128,33 @@ impl Snapshot {
     /// Places a pod on a node.
     pub fn add_pod(&mut self, node: usize, pod: PodInfo) {
         let key = pod.key.clone();
-        self.nodes[node].add_pod(pod);
+        self.place(node, pod);
         self.journal.push(Undo::AddedPod { node, key });
     }
 
     /// Takes a pod off a node.
     pub fn remove_pod(&mut self, node: usize, key: &str) -> Option<PodInfo> {
-        let pod = self.nodes[node].remove_pod(key)?;
+        let pod = self.take(node, key)?;
         self.journal.push(Undo::RemovedPod {
             node,
             pod: pod.clone(),
         });
+        Some(pod)
+    }
+
+    /// Puts a pod on a node (replacing one with its key), keeping the count
+    /// of anti-affine pods.
+    fn place(&mut self, node: usize, pod: PodInfo) {
+        let before = self.nodes[node].anti_affinity_pods;
+        self.nodes[node].add_pod(pod);
+        self.anti_affinity_pods =
+            self.anti_affinity_pods + self.nodes[node].anti_affinity_pods - before;
+    }
+
+    /// Takes a pod off a node, keeping the count of anti-affine pods.
+    fn take(&mut self, node: usize, key: &str) -> Option<PodInfo> {
+        let pod = self.nodes[node].remove_pod(key)?;
+        self.anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
         Some(pod)
     }
 
@@ -146,7 +168,11 @@ impl Snapshot {
 
     /// Whether the pod passes the scheduler's filters on one node.
     pub fn fits(&self, pod: &PodInfo, node: usize) -> Result<(), Vec<Reason>> {
-        PreFilter::new(pod, &self.nodes).filter(&self.nodes[node])
+        self.prefilter(pod).filter(&self.nodes[node])
+    }
+
+    fn prefilter<'a>(&self, pod: &'a PodInfo) -> PreFilter<'a> {
+        PreFilter::with_existing_anti_affinity(pod, &self.nodes, self.anti_affinity_pods > 0)
     }
 
     /// The first enabled node (from `start`, wrapping) where the pod fits,
@@ -161,7 +187,7 @@ impl Snapshot {
         if n == 0 {
             return None;
         }
-        let pre = PreFilter::new(pod, &self.nodes);
+        let pre = self.prefilter(pod);
         (0..n)
             .map(|k| (start + k) % n)
             .find(|&i| !self.disabled[i] && accept(i) && pre.filter(&self.nodes[i]).is_ok())
@@ -187,11 +213,7 @@ pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = Some(name.to_string());
         }
-        info.add_pod(PodInfo {
-            key: predicates::nodeinfo::pod_key(&pod),
-            pod: Arc::new(pod),
-            ..p.clone()
-        });
+        info.add_pod(p.with_pod(pod));
     }
     info
 }
@@ -261,6 +283,67 @@ mod tests {
         assert_eq!(s.find_fit(&pod("p", "3"), 0, |_| true), None);
         assert_eq!(s.find_fit(&pod("p", "500m"), 1, |i| i != 2), Some(0));
         assert!(s.fits(&pod("p", "1500m"), 0).is_err());
+    }
+
+    /// A pod of app=web that no other app=web pod may share a node with.
+    fn anti_affine(name: &str) -> PodInfo {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "web"}},
+                     "topologyKey": "kubernetes.io/hostname"}]}}}}))
+        .unwrap();
+        PodInfo::new(Arc::new(p))
+    }
+
+    /// A pod of app=web without terms of its own: only an existing pod's
+    /// anti-affinity keeps it off a node.
+    fn plain_web(name: &str) -> PodInfo {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap();
+        PodInfo::new(Arc::new(p))
+    }
+
+    fn hostname_node(name: &str) -> NodeInfo {
+        NodeInfo::new(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name,
+                "labels": {"kubernetes.io/hostname": name}},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+            .unwrap(),
+        ))
+    }
+
+    #[test]
+    fn an_existing_pods_anti_affinity_is_honoured_through_every_change() {
+        let first = |s: &Snapshot| s.find_fit(&plain_web("w"), 0, |_| true);
+        let mut s = Snapshot::new(vec![hostname_node("a"), hostname_node("b")]);
+        assert_eq!(first(&s), Some(0));
+        s.fork();
+        s.add_pod(0, anti_affine("guard"));
+        assert_eq!(first(&s), Some(1), "added");
+        s.revert();
+        assert_eq!(first(&s), Some(0), "reverted");
+        s.add_pod(0, anti_affine("guard"));
+        s.commit();
+        s.fork();
+        s.remove_pod(0, "default/guard");
+        assert_eq!(first(&s), Some(0), "removed");
+        s.revert();
+        assert_eq!(first(&s), Some(1), "restored");
+        // A node that came with one, and stays guarded after another node
+        // came and went.
+        let mut guarded = hostname_node("c");
+        guarded.add_pod(anti_affine("guard-c"));
+        let mut s = Snapshot::new(vec![guarded]);
+        assert_eq!(first(&s), None, "came with one");
+        s.fork();
+        s.add_node(hostname_node("t"));
+        assert_eq!(first(&s), Some(1), "the new node");
+        s.revert();
+        assert_eq!(first(&s), None, "after a node came and went");
     }
 
     #[test]
