@@ -10,7 +10,14 @@
 //! [`RECENT_UNSCHEDULABLE`] of being marked Unschedulable notifies
 //! [`ClusterCache::unschedulable_pod`], so the loop can start at once
 //! (upstream's `UnschedulablePodObserver`: a re-mark with a new message,
-//! after the scheduler's backoff, triggers a loop too).
+//! after the scheduler's backoff, triggers a loop too). While the loop has
+//! nodes upcoming ([`ClusterCache::set_nodes_upcoming`]), a pod the
+//! scheduler binds notifies [`ClusterCache::pod_bound`]: the room a loop
+//! counted on upcoming nodes for marked pods may have gone to pods the
+//! scheduler had not tried, and the marked pods would otherwise wait for
+//! its backoff to mark them again (a tail of seconds at 30,000 pods).
+//! Upstream has no such trigger; it changes when a loop starts, not what it
+//! decides.
 //!
 //! Pods are kept compact: their scheduling facts (requests, ports,
 //! priority, anti-affinity) are computed once into a [`PodInfo`] when the
@@ -344,6 +351,9 @@ pub struct ClusterCache {
     /// The autoscaler's clock (how recent an Unschedulable mark is).
     clock: Clock,
     unschedulable: Notify,
+    /// Whether the last loop left nodes upcoming.
+    nodes_upcoming: std::sync::atomic::AtomicBool,
+    bound: Notify,
     ready: watch::Sender<bool>,
     /// Counts pod events, so that waiters wake on the next one.
     pod_events: watch::Sender<u64>,
@@ -359,6 +369,8 @@ impl ClusterCache {
             state: RwLock::new(State::default()),
             clock,
             unschedulable: Notify::new(),
+            nodes_upcoming: std::sync::atomic::AtomicBool::new(false),
+            bound: Notify::new(),
             ready,
             pod_events,
         });
@@ -392,6 +404,19 @@ impl ClusterCache {
     /// docs), or at once if one came since the last call.
     pub async fn unschedulable_pod(&self) {
         self.unschedulable.notified().await;
+    }
+
+    /// Whether nodes are upcoming, which makes binds notify
+    /// [`Self::pod_bound`].
+    pub fn set_nodes_upcoming(&self, upcoming: bool) {
+        self.nodes_upcoming
+            .store(upcoming, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Resolves on the next pod bound while nodes are upcoming (module
+    /// docs), or at once if one was since the last call.
+    pub async fn pod_bound(&self) {
+        self.bound.notified().await;
     }
 
     async fn run(self: Arc<Self>, client: Client) {
@@ -483,6 +508,7 @@ impl ClusterCache {
         let mut changes = futures::stream::select_all(streams);
         while let Some(change) = changes.next().await {
             let mut notify = false;
+            let mut bound = false;
             let mut init_done = false;
             let pod_event = matches!(&change, Change::Pod(e) if matches!(**e, Event::Apply(_) | Event::Delete(_)));
             {
@@ -512,6 +538,11 @@ impl ClusterCache {
                         Event::Apply(p) | Event::InitApply(p) => {
                             s.seen("Pod", &predicates::nodeinfo::pod_key(&p));
                             notify = is_recent_unschedulable(&p, self.clock.now());
+                            bound = node_name(&p).is_some()
+                                && self
+                                    .nodes_upcoming
+                                    .load(std::sync::atomic::Ordering::Relaxed)
+                                && s.unbound.contains_key(&predicates::nodeinfo::pod_key(&p));
                             s.put_pod(p);
                         }
                         Event::Delete(p) => s.drop_pod(&predicates::nodeinfo::pod_key(&p)),
@@ -584,6 +615,9 @@ impl ClusterCache {
             }
             if notify {
                 self.unschedulable.notify_one();
+            }
+            if bound {
+                self.bound.notify_one();
             }
             if pod_event {
                 self.pod_events.send_modify(|n| *n = n.wrapping_add(1));

@@ -982,3 +982,50 @@ async fn with_frequent_loops_new_pods_wait_only_until_they_are_not_new() {
     );
     assert_eq!(group_nodes(&r.cluster, "pool").await.len(), 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_frequent_loops_a_pod_bound_while_nodes_are_upcoming_starts_a_loop() {
+    let r = start(
+        &[template("ghost", "4", json!({}))],
+        Vec::new(),
+        &["--frequent-loops-enabled=true", "--scan-interval=1m"],
+    )
+    .await;
+    // The scale-up's node never registers: it stays upcoming.
+    r.faults.set("ghost", Fault::NeverRegister);
+    r.cluster
+        .create(deployment("web", 1, "1", json!({}), json!({})))
+        .await
+        .unwrap();
+    // A pod no scheduler here serves: unbound and never marked.
+    r.cluster
+        .create(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "elsewhere", "namespace": "default"},
+            "spec": {"schedulerName": "other-scheduler",
+                "containers": [{"name": "c", "image": "i"}]}}))
+        .await
+        .unwrap();
+    r.cluster.advance(Duration::from_secs(20)).await;
+    let s = status(&r.cluster).await;
+    assert_eq!(s["nodeGroups"][0]["health"]["cloudProviderTarget"], 1);
+    let before = r.decisions.lock().unwrap().time.clone();
+    r.cluster.advance(Duration::from_secs(5)).await;
+    assert_eq!(
+        r.decisions.lock().unwrap().time,
+        before,
+        "no loop before the 1 min timer without a trigger"
+    );
+    let binding = json!({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "elsewhere", "namespace": "default"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "some-node"}});
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(r.cluster.client(), "default")
+        .create_subresource::<_, Value>("binding", "elsewhere", &Default::default(), &binding)
+        .await
+        .unwrap();
+    r.cluster.advance(Duration::from_secs(1)).await;
+    let after = r.decisions.lock().unwrap().time.clone();
+    assert!(
+        after > before,
+        "the bind started a loop: {before} then {after}"
+    );
+}

@@ -223,8 +223,9 @@ impl Autoscaler {
     }
 
     /// Runs loops every `--scan-interval` until the task is dropped; with
-    /// `--frequent-loops-enabled`, a newly unschedulable pod or a loop that
-    /// acted starts the next one at once.
+    /// `--frequent-loops-enabled`, a newly unschedulable pod, a pod bound
+    /// while nodes are upcoming ([`crate::cache`]) or a loop that acted
+    /// starts the next one at once.
     pub async fn run(self) {
         self.run_until(std::future::pending()).await;
     }
@@ -266,6 +267,9 @@ impl Autoscaler {
                 },
                 _ = self.ctx.cache.unschedulable_pod(), if frequent => {
                     tracing::info!("Autoscaler loop triggered by unschedulable pod appearing");
+                }
+                _ = self.ctx.cache.pod_bound(), if frequent => {
+                    tracing::info!("Autoscaler loop triggered by a pod bound while nodes are upcoming");
                 }
             }
         }
@@ -414,6 +418,9 @@ impl Autoscaler {
         let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
         let too_new = up.status == ScaleUpStatus::InCooldown;
         self.pods_new_until = up.pods_new_until;
+        self.ctx
+            .cache
+            .set_nodes_upcoming(!self.registry.upcoming().is_empty());
         self.scale_down
             .cooldown()
             .record_scale_up(too_new, &scaled_groups, now);
