@@ -441,6 +441,8 @@ struct BinaryProcess {
     /// The embedded API server served for it alone (none for a cluster in
     /// a container): its address names the binary in the log of writes.
     served: Option<Served>,
+    /// The hostname of its UTS namespace, for a replica.
+    hostname: Option<String>,
 }
 
 /// The running cluster and autoscaler of a scenario.
@@ -571,6 +573,11 @@ impl Running {
             let leader = crate::replicas::leader(&self.writes()?);
             if let Autoscaler::Replicas(replicas) = &mut self.autoscaler {
                 if let Some(i) = leader.and_then(|l| replicas.iter().position(|(n, _)| *n == l)) {
+                    if let (_, Replica::Binary(b)) = &replicas[i]
+                        && let Some(host) = &b.hostname
+                    {
+                        check_holder_identity(&self.cluster.client(), host).await?;
+                    }
                     let (name, mut replica) = replicas.remove(i);
                     replica.kill();
                     return Ok(name.to_string());
@@ -1215,12 +1222,59 @@ async fn start_binary(
         port,
         log,
         served,
+        hostname: hostname.map(String::from),
     }))
+}
+
+/// The Lease's holder must be the leading replica under its own name: its
+/// hostname, alone (CA 1.30: `os.Hostname()`) or with a uniquifier after
+/// `_` (client-go's `<hostname>_<UUID>`). Replicas that all took one name
+/// (an inherited `$HOSTNAME`, say) would each believe they hold the Lease.
+async fn check_holder_identity(client: &kube::Client, hostname: &str) -> Result<(), String> {
+    let (ns, name) = crate::replicas::LEASE;
+    let lease =
+        kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), ns)
+            .get(name)
+            .await
+            .map_err(|e| format!("reading the Lease {ns}/{name}: {e}"))?;
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    if holder_is_host(&holder, hostname) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Lease {ns}/{name} is held as {holder:?}, but its holder is the replica whose hostname is {hostname:?}: a leader election identity is the hostname, or the hostname, `_` and a uniquifier"
+        ))
+    }
+}
+
+/// Whether a holder identity names the host `hostname`.
+fn holder_is_host(holder: &str, hostname: &str) -> bool {
+    holder == hostname
+        || holder
+            .strip_prefix(hostname)
+            .is_some_and(|rest| rest.starts_with('_'))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_holder_identity_is_the_hostname_alone_or_with_a_uniquifier() {
+        assert!(holder_is_host("replica-0", "replica-0"));
+        assert!(holder_is_host(
+            "replica-0_0f8fad5b-d9cb-469f-a165-70867728950e",
+            "replica-0"
+        ));
+        assert!(!holder_is_host(
+            "vm_0f8fad5b-d9cb-469f-a165-70867728950e",
+            "replica-0"
+        ));
+        assert!(!holder_is_host("replica-01", "replica-0"));
+    }
 
     #[test]
     fn namespace_names_are_dns_labels() {
