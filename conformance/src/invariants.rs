@@ -20,7 +20,8 @@
 //!
 //! At the end ([`Observer::check_end`]): no node that stays has the
 //! `ToBeDeletedByClusterAutoscaler` taint, and every ReplicaSet's pods
-//! are back and ready. The most nodes a group ever had is kept for "no
+//! are back and ready (counted from the pods, not the ReplicaSet's
+//! status, which lags them). The most nodes a group ever had is kept for "no
 //! duplicate scale-up" ([`Observer::max_nodes`]).
 
 use std::collections::{BTreeMap, HashMap};
@@ -156,13 +157,13 @@ impl Observer {
             .list(&Default::default())
             .await
             .map_err(|e| format!("listing ReplicaSets: {e}"))?;
+        let pods = Api::<Pod>::all(client.clone())
+            .list(&Default::default())
+            .await
+            .map_err(|e| format!("listing pods: {e}"))?;
         for rs in &sets.items {
             let want = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-            let ready = rs
-                .status
-                .as_ref()
-                .and_then(|s| s.ready_replicas)
-                .unwrap_or(0);
+            let ready = ready_pods_of(rs, &pods.items);
             if ready < want {
                 broken.push(format!(
                     "ReplicaSet {}/{} has {ready} of {want} pods ready",
@@ -375,6 +376,29 @@ fn has_taint(n: &Node, key: &str) -> bool {
         .is_some_and(|t| t.iter().any(|t| t.key == key))
 }
 
+/// The pods of a ReplicaSet that are ready and not terminating, counted
+/// from the pods themselves as the ReplicaSet controller counts
+/// `readyReplicas` (its status, written a moment after a pod turns
+/// ready, can lag the step that waited for that pod).
+fn ready_pods_of(rs: &ReplicaSet, pods: &[Pod]) -> i32 {
+    let Some(uid) = rs.metadata.uid.as_deref() else {
+        return 0;
+    };
+    let count =
+        pods.iter()
+            .filter(|p| {
+                p.metadata.namespace == rs.metadata.namespace
+                    && p.metadata.deletion_timestamp.is_none()
+                    && !finished(p)
+                    && healthy(p)
+                    && p.metadata.owner_references.as_ref().is_some_and(|o| {
+                        o.iter().any(|o| o.controller == Some(true) && o.uid == uid)
+                    })
+            })
+            .count();
+    i32::try_from(count).unwrap_or(i32::MAX)
+}
+
 fn finished(p: &Pod) -> bool {
     matches!(
         p.status.as_ref().and_then(|s| s.phase.as_deref()),
@@ -471,6 +495,30 @@ mod tests {
             "spec": {"nodeName": node, "containers": []},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}}))
         .unwrap()
+    }
+
+    #[test]
+    fn a_replica_set_counts_its_own_ready_pods_that_stay() {
+        let rs: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": "rs", "namespace": "default", "uid": "u"},
+            "spec": {"replicas": 3, "selector": {}}}))
+        .unwrap();
+        let mut terminating = pod("c", "n1", true, true);
+        terminating.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().unwrap(),
+            ));
+        let mut other_set = pod("e", "n1", true, true);
+        other_set.metadata.owner_references.as_mut().unwrap()[0].uid = "v".into();
+        let pods = vec![
+            pod("a", "n1", true, true),
+            pod("b", "n1", true, true),
+            terminating,
+            pod("d", "n1", true, false),
+            other_set,
+            pod("f", "n1", false, true),
+        ];
+        assert_eq!(ready_pods_of(&rs, &pods), 2);
     }
 
     fn state(min: usize, max: usize) -> State {

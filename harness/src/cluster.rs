@@ -503,7 +503,8 @@ impl Cluster {
     }
 
     /// Waits until at least `count` pods matching `selector` (all
-    /// namespaces) are Running and Ready; returns them.
+    /// namespaces) are Running and Ready and not being deleted; returns
+    /// them.
     pub async fn wait_pods_running(
         &self,
         selector: &str,
@@ -518,8 +519,13 @@ impl Cluster {
                 let selector = selector.clone();
                 async move {
                     let pods = list::<Pod>(&c, &selector).await?;
-                    let running: Vec<Pod> =
-                        pods.iter().filter(|p| pod_running(p)).cloned().collect();
+                    // A terminating pod is on its way out, not one of the
+                    // `count` that run.
+                    let running: Vec<Pod> = pods
+                        .iter()
+                        .filter(|p| pod_running(p) && p.metadata.deletion_timestamp.is_none())
+                        .cloned()
+                        .collect();
                     if running.len() >= count {
                         Ok(running)
                     } else {
