@@ -116,7 +116,7 @@ pub struct StepRecord {
 }
 
 /// One finished scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ScenarioRecord {
     /// Feature name.
     pub feature: String,
@@ -890,9 +890,23 @@ pub fn write_reports(dir: &Path, summary: &Summary) -> Result<(), String> {
     std::fs::write(&json_path, text).map_err(|e| format!("writing {}: {e}", json_path.display()))
 }
 
+/// Each failed scenario and why, a line each (empty when none failed).
+fn failures(summary: &Summary) -> String {
+    let mut out = String::new();
+    for s in &summary.scenarios {
+        if let Some(why) = &s.failure {
+            let _ = writeln!(out, "FAILED {} › {}: {why}", s.feature, s.name);
+        }
+    }
+    out
+}
+
 /// Prints the `test result:` line that `.ci/run` counts and returns the
-/// exit code: 1 when a scenario failed or none ran.
+/// exit code: 1 when a scenario failed or none ran. Each failure's step
+/// and message come again just above it: a CI log cut to its tail still
+/// says why.
 pub fn test_result(summary: &Summary, what: &str) -> i32 {
+    print!("{}", failures(summary));
     let failed = summary.failed();
     let verdict = if failed > 0 { "FAILED" } else { "ok" };
     println!(
@@ -900,4 +914,30 @@ pub fn test_result(summary: &Summary, what: &str) -> i32 {
         summary.passed()
     );
     i32::from(failed > 0 || summary.scenarios.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_name_the_scenario_and_say_why() {
+        let scenario = |name: &str, failure: Option<&str>| ScenarioRecord {
+            feature: "Faults".into(),
+            name: name.into(),
+            failure: failure.map(String::from),
+            ..ScenarioRecord::default()
+        };
+        let summary = Summary {
+            scenarios: vec![
+                scenario("passes", None),
+                scenario("fails", Some("step \"Then x\" (line 3): no x")),
+            ],
+            ..Summary::default()
+        };
+        assert_eq!(
+            failures(&summary),
+            "FAILED Faults › fails: step \"Then x\" (line 3): no x\n"
+        );
+    }
 }
