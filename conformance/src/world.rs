@@ -395,6 +395,14 @@ enum Replica {
 }
 
 impl Replica {
+    /// The hostname of a binary replica's UTS namespace.
+    fn hostname(&self) -> Option<&str> {
+        match self {
+            Replica::InProcess(_) => None,
+            Replica::Binary(b) => b.hostname.as_deref(),
+        }
+    }
+
     fn kill(&mut self) {
         match self {
             Replica::InProcess(task) => task.abort(),
@@ -573,14 +581,17 @@ impl Running {
             let leader = crate::replicas::leader(&self.writes()?);
             if let Autoscaler::Replicas(replicas) = &mut self.autoscaler {
                 if let Some(i) = leader.and_then(|l| replicas.iter().position(|(n, _)| *n == l)) {
-                    if let (_, Replica::Binary(b)) = &replicas[i]
-                        && let Some(host) = &b.hostname
-                    {
-                        check_holder_identity(&self.cluster.client(), host).await?;
+                    let hosts: Vec<Option<&str>> =
+                        replicas.iter().map(|(_, r)| r.hostname()).collect();
+                    match check_holder_identity(&self.cluster.client(), &hosts, i).await? {
+                        Holder::Leader => {
+                            let (name, mut replica) = replicas.remove(i);
+                            replica.kill();
+                            return Ok(name.to_string());
+                        }
+                        // The Lease changed hands since the log was read.
+                        Holder::Moved => {}
                     }
-                    let (name, mut replica) = replicas.remove(i);
-                    replica.kill();
-                    return Ok(name.to_string());
                 }
             } else {
                 return Err(
@@ -1226,11 +1237,27 @@ async fn start_binary(
     }))
 }
 
-/// The Lease's holder must be the leading replica under its own name: its
-/// hostname, alone (CA 1.30: `os.Hostname()`) or with a uniquifier after
-/// `_` (client-go's `<hostname>_<UUID>`). Replicas that all took one name
-/// (an inherited `$HOSTNAME`, say) would each believe they hold the Lease.
-async fn check_holder_identity(client: &kube::Client, hostname: &str) -> Result<(), String> {
+/// Who holds the Lease, against the replica the log of writes names.
+enum Holder {
+    /// The leading replica (or a replica without a hostname of its own).
+    Leader,
+    /// Another live replica: the Lease changed hands since the log was read.
+    Moved,
+}
+
+/// The Lease's holder must be the leading replica (`hosts[leader]`) under
+/// its own name: its hostname, alone (CA 1.30: `os.Hostname()`) or with a
+/// uniquifier after `_` (client-go's `<hostname>_<UUID>`). Replicas that
+/// all took one name (an inherited `$HOSTNAME`, say) would each believe
+/// they hold the Lease.
+async fn check_holder_identity(
+    client: &kube::Client,
+    hosts: &[Option<&str>],
+    leader: usize,
+) -> Result<Holder, String> {
+    let Some(Some(hostname)) = hosts.get(leader) else {
+        return Ok(Holder::Leader);
+    };
     let (ns, name) = crate::replicas::LEASE;
     let lease =
         kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), ns)
@@ -1242,7 +1269,9 @@ async fn check_holder_identity(client: &kube::Client, hostname: &str) -> Result<
         .and_then(|s| s.holder_identity)
         .unwrap_or_default();
     if holder_is_host(&holder, hostname) {
-        Ok(())
+        Ok(Holder::Leader)
+    } else if hosts.iter().flatten().any(|h| holder_is_host(&holder, h)) {
+        Ok(Holder::Moved)
     } else {
         Err(format!(
             "the Lease {ns}/{name} is held as {holder:?}, but its holder is the replica whose hostname is {hostname:?}: a leader election identity is the hostname, or the hostname, `_` and a uniquifier"
