@@ -174,9 +174,9 @@ impl State {
         self.dirty.insert(node.to_string());
     }
 
-    fn put_pod(&mut self, mut pod: Pod) {
+    /// Keeps `pod` under `key` (its [`predicates::nodeinfo::pod_key`]).
+    fn put_pod(&mut self, key: String, mut pod: Pod) {
         pod.metadata.managed_fields = None;
-        let key = predicates::nodeinfo::pod_key(&pod);
         self.drop_pod(&key);
         if !is_active(&pod) {
             return;
@@ -536,14 +536,15 @@ impl ClusterCache {
                     },
                     Change::Pod(e) => match *e {
                         Event::Apply(p) | Event::InitApply(p) => {
-                            s.seen("Pod", &predicates::nodeinfo::pod_key(&p));
+                            let key = predicates::nodeinfo::pod_key(&p);
+                            s.seen("Pod", &key);
                             notify = is_recent_unschedulable(&p, self.clock.now());
                             bound = node_name(&p).is_some()
                                 && self
                                     .nodes_upcoming
                                     .load(std::sync::atomic::Ordering::Relaxed)
-                                && s.unbound.contains_key(&predicates::nodeinfo::pod_key(&p));
-                            s.put_pod(p);
+                                && s.unbound.contains_key(&key);
+                            s.put_pod(key, p);
                         }
                         Event::Delete(p) => s.drop_pod(&predicates::nodeinfo::pod_key(&p)),
                         Event::InitDone => {
@@ -632,6 +633,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn put(s: &mut State, pod: Pod) {
+        s.put_pod(predicates::nodeinfo::pod_key(&pod), pod);
+    }
+
     #[test]
     fn pods_are_kept_compact_with_their_scheduling_facts() {
         let mut s = State::default();
@@ -643,7 +648,7 @@ mod tests {
             "status": {"phase": "Running", "containerStatuses": [{"name": "c", "image": "i", "imageID": "x", "ready": true, "restartCount": 0}]}
         }))
         .unwrap();
-        s.put_pod(pod.clone());
+        put(&mut s, pod.clone());
         let info = &s.pods["default/p"];
         assert_eq!(info.requests.milli_cpu, 2000, "init container counted");
         assert_eq!(info.ports.len(), 1);
@@ -663,7 +668,7 @@ mod tests {
         let mut pending = pod;
         pending.metadata.name = Some("q".into());
         pending.spec.as_mut().unwrap().node_name = None;
-        s.put_pod(pending);
+        put(&mut s, pending);
         let q = &s.unbound["default/q"];
         assert!(q.pod.spec.as_ref().unwrap().containers.is_empty());
         assert_eq!(q.requests.milli_cpu, 2000);
@@ -679,14 +684,14 @@ mod tests {
                 "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}))
             .unwrap()
         };
-        s.put_pod(pod("a", Some("n1"), "rs1"));
-        s.put_pod(pod("b", Some("n2"), "rs1"));
-        s.put_pod(pod("c", None, "rs2"));
+        put(&mut s, pod("a", Some("n1"), "rs1"));
+        put(&mut s, pod("b", Some("n2"), "rs1"));
+        put(&mut s, pod("c", None, "rs2"));
         assert_eq!(s.pods_of_owner("rs1").len(), 2);
         assert_eq!(s.pods_of_owner("rs2").len(), 1);
         assert_eq!(s.pods_on("n1").len(), 1);
         // Moving and deleting keep the indexes right.
-        s.put_pod(pod("a", Some("n2"), "rs1"));
+        put(&mut s, pod("a", Some("n2"), "rs1"));
         assert!(s.pods_on("n1").is_empty());
         assert_eq!(s.pods_on("n2").len(), 2);
         s.drop_pod("default/b");
