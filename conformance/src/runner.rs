@@ -32,7 +32,9 @@ pub const CAPI_DEFAULT_TAGS: &str = "not @known-gap and not @kwok-only";
 
 /// The tag filter without `--tags` with `--cloud-provider aws`: as
 /// [`CAPI_DEFAULT_TAGS`], less the scenarios that delete a Node whose
-/// instance, still running, registers it again (`@not-aws`).
+/// instance, still running, registers it again, or that time a scale-up
+/// to the second by its Nodes' creation, which on AWS comes when the
+/// instance registers (`@not-aws`).
 pub const AWS_DEFAULT_TAGS: &str = "not @known-gap and not @kwok-only and not @not-aws";
 
 /// What to run and how (the flags of `testbed run`; the test target takes

@@ -279,8 +279,12 @@ pub fn cluster_resources(nodes: &[Arc<Node>], now: SystemTime) -> (i64, i64) {
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
+/// NVIDIA's GPU resource, the one CA's GPU rules look for (`utils/gpu`'s
+/// `ResourceNvidiaGPU`).
+pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
+
 /// GPU resource names CA knows (`utils/gpu`).
-pub const GPU_RESOURCES: [&str; 3] = ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915"];
+pub const GPU_RESOURCES: [&str; 3] = [NVIDIA_GPU, "amd.com/gpu", "gpu.intel.com/i915"];
 
 /// A node labelled as a GPU node whose GPUs are not allocatable yet is not
 /// ready (reason `cluster-autoscaler.kubernetes.io/resource-not-ready`).

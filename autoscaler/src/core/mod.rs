@@ -84,7 +84,7 @@ pub struct Autoscaler {
     sizes: housekeeping::SizeFixer,
     cleaned_up: bool,
     /// Set by a loop that left every pending pod for being very new: when
-    /// the oldest of them stops being new.
+    /// the wait ends (`scaleup::new_pods`).
     pods_new_until: Option<SystemTime>,
     /// The last loop's decisions.
     pub decisions: Arc<Mutex<Decisions>>,

@@ -180,7 +180,7 @@ pub fn candidates(
                 .labels
                 .as_ref()
                 .is_some_and(|l| l.contains_key(&gpu_label)))
-        .then(|| "nvidia.com/gpu".to_string());
+        .then(|| crate::clusterstate::NVIDIA_GPU.to_string());
         out.push(CandidateNode {
             name: name.clone(),
             group: Some(group.to_string()),

@@ -9,8 +9,8 @@
 //!   cluster-wide [`limits`]; the expander chooses; similar groups share
 //!   the increase ([`balancing`]).
 //! - [`orchestrator`]: the loop step around the plan (pods of draining
-//!   nodes, `--max-nodes-total`, the too-new-pods wait, events, the decision
-//!   record).
+//!   nodes, `--max-nodes-total`, the wait for very new pods ([`new_pods`]),
+//!   events, the decision record).
 //! - [`executor`]: the one place where node groups are increased, for the
 //!   plan and for `--enforce-node-group-min-size` ([`minsize`]).
 //!
@@ -22,6 +22,7 @@ pub mod estimator;
 pub mod executor;
 pub mod limits;
 pub mod minsize;
+pub mod new_pods;
 pub mod orchestrator;
 pub mod pending;
 pub mod plan;
@@ -49,7 +50,8 @@ pub enum ScaleUpStatus {
     NoOptionsAvailable,
     /// An increase failed.
     Error,
-    /// The pending pods are too new (the scheduler may still place them).
+    /// Every pending pod is very new: the loop waits for more
+    /// ([`new_pods`]).
     InCooldown,
     /// `--max-nodes-total` is reached.
     LimitedByMaxNodesTotal,

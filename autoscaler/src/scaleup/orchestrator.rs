@@ -5,13 +5,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use predicates::{NodeInfo, PodInfo};
 
-use super::{Balancing, Candidate, Limits, Plan, PlanInputs, ScaleUpInfo, ScaleUpStatus, executor};
+use super::{
+    Balancing, Candidate, Limits, Plan, PlanInputs, ScaleUpInfo, ScaleUpStatus, executor, new_pods,
+};
 use crate::clusterstate::{self, ClusterStateRegistry};
 use crate::context::AutoscalingContext;
 use crate::events::{EventReason, EventType, ObjectRef};
@@ -31,9 +33,9 @@ pub struct ScaleUpOutcome {
     pub options: BTreeMap<String, usize>,
     /// The increases that succeeded.
     pub scaled: Vec<ScaleUpInfo>,
-    /// When every pending pod was too new (upstream's "Unschedulable pods
-    /// are very new, waiting one iteration for more"): the time the oldest
-    /// of them stops being new.
+    /// When every pending pod was very new (upstream's "Unschedulable pods
+    /// are very new, waiting one iteration for more", [`new_pods`]): when
+    /// the wait ends.
     pub pods_new_until: Option<SystemTime>,
 }
 
@@ -48,10 +50,6 @@ impl ScaleUpOutcome {
         }
     }
 }
-
-/// Pending pods younger than this are "very new": when all are, the loop
-/// waits for more before scaling up (upstream's unschedulablePodTimeBuffer).
-pub const NEW_POD_BUFFER: Duration = Duration::from_secs(2);
 
 /// What the loop hands the scale-up step.
 pub struct ScaleUpInputs<'a> {
@@ -120,26 +118,17 @@ pub async fn scale_up(
         }
         return ScaleUpOutcome::stopped(ScaleUpStatus::LimitedByMaxNodesTotal);
     }
-    if f.bypassed_scheduler_names.is_empty() {
-        let oldest = pending
-            .iter()
-            .filter_map(|p| {
-                p.pod
-                    .metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map(|t| SystemTime::from(t.0))
-            })
-            .min();
-        if let Some(oldest) = oldest
-            && oldest + NEW_POD_BUFFER > now
-        {
-            tracing::debug!("Unschedulable pods are very new, waiting one iteration for more");
-            return ScaleUpOutcome {
-                pods_new_until: Some(oldest + NEW_POD_BUFFER),
-                ..ScaleUpOutcome::stopped(ScaleUpStatus::InCooldown)
-            };
-        }
+    let new_until = f
+        .bypassed_scheduler_names
+        .is_empty()
+        .then(|| new_pods::very_new_until(&pending, now, f.frequent_loops_enabled))
+        .flatten();
+    if new_until.is_some() {
+        tracing::debug!("Unschedulable pods are very new, waiting one iteration for more");
+        return ScaleUpOutcome {
+            pods_new_until: new_until,
+            ..ScaleUpOutcome::stopped(ScaleUpStatus::InCooldown)
+        };
     }
     let (candidates, skipped) = candidates(ctx, registry, inputs.templates, now);
     let (cores, memory) = clusterstate::cluster_resources(inputs.nodes, now);

@@ -18,7 +18,7 @@ use crate::world::{CaWorld, StepResult};
 /// averages are "about", so the step prints the mean and percentiles
 /// rather than failing on them.
 #[then(
-    regex = r#"^every pod of "(\S+)" got a new node within (\d+) seconds of being marked unschedulable$"#
+    regex = r#"^every pod of "(\S+)" got a new node within (\d+) seconds? of being marked unschedulable$"#
 )]
 async fn scale_up_slo(w: &mut CaWorld, app: String, max: u64) -> StepResult {
     let client = w.running().await?.cluster.client();
