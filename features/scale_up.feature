@@ -119,7 +119,7 @@ Feature: Scale-up
     # Upstream skips scale-up while every pending pod is under 2 s old ("Unschedulable pods are very new,
     # waiting one iteration for more"). Ours, with --frequent-loops-enabled, starts a loop for each new
     # unschedulable pod, so it does not wait (README: the timings that differ from upstream).
-    Given the autoscaler runs with "--frequent-loops-enabled"
+    Given the autoscaler runs with frequent loops, without upstream's wait for very new pods
     When a deployment "web" of 10 pods requesting 900m CPU is created
     Then all 10 pods of "web" are running within 5 minutes
     And every pod of "web" got a new node within 1 second of being marked unschedulable

@@ -78,6 +78,17 @@ fn autoscaler_flags(w: &mut CaWorld, flags: String) {
     w.flags.extend(flags.split_whitespace().map(str::to_string));
 }
 
+/// Ours alone: with `--frequent-loops-enabled` our autoscaler does not
+/// wait, as upstream does, until the oldest pending pod is 2 s old
+/// (`autoscaler::scaleup::new_pods`). Sets the flag.
+#[given("the autoscaler runs with frequent loops, without upstream's wait for very new pods")]
+fn frequent_loops_without_new_pod_wait(w: &mut CaWorld) {
+    w.extensions.record(
+        "scale-up without upstream's 2 s wait for very new pods (ours, with --frequent-loops-enabled)",
+    );
+    w.flags.push("--frequent-loops-enabled".into());
+}
+
 #[when("the autoscaler restarts")]
 async fn restart(w: &mut CaWorld) -> StepResult {
     w.running().await?.restart().await

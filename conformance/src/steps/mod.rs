@@ -41,8 +41,8 @@ use autoscaler::decisions::Decisions;
 use crate::world::CaWorld;
 
 /// The tag of scenarios that need more than an upstream Cluster Autoscaler
-/// offers: our decision record (`/decisions`) or the kwok provider's fault
-/// annotation. Run an upstream binary with `--tags "not @extension"`.
+/// offers: our decision record (`/decisions`), the kwok provider's fault
+/// annotation, or a behaviour of ours alone. Run an upstream binary with `--tags "not @extension"`.
 pub const EXTENSION_TAG: &str = "extension";
 
 /// Parts of the steps that need those extensions ([`EXTENSION_TAG`]).
@@ -60,6 +60,8 @@ const EXTENSION_STEPS: &[&str] = &[
     // only logs).
     "\"InvalidNodeGroupAnnotation\"",
     "\"ScaleFromZeroUnavailable\"",
+    // With --frequent-loops-enabled ours does not wait for very new pods.
+    "without upstream's wait for very new pods",
 ];
 
 /// Whether a step needs an extension of ours ([`EXTENSION_TAG`]).
