@@ -8,7 +8,7 @@
 //!
 //! - [`NEW_POD_BUFFER`], 2 s, for every pod: upstream's
 //!   `unschedulablePodTimeBuffer`. With `--frequent-loops-enabled` we do
-//!   not apply it, on purpose (README, "One timing differs"). Upstream's
+//!   not apply it, on purpose (README, `core`: "Timings that differ"). Upstream's
 //!   buffer insures against acting on part of a burst when the rest would
 //!   wait a whole `--scan-interval`. Our loop with that flag starts again
 //!   for every new unschedulable pod and for every pod bound while nodes
