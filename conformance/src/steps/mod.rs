@@ -42,7 +42,8 @@ use crate::world::CaWorld;
 
 /// The tag of scenarios that need more than an upstream Cluster Autoscaler
 /// offers: our decision record (`/decisions`), the kwok provider's fault
-/// annotation, or a behaviour of ours alone. Run an upstream binary with `--tags "not @extension"`.
+/// annotation, or a behaviour of ours alone. Run an upstream binary with
+/// `--tags "not @extension"`.
 pub const EXTENSION_TAG: &str = "extension";
 
 /// Parts of the steps that need those extensions ([`EXTENSION_TAG`]).
