@@ -46,7 +46,9 @@ Feature: Cluster API node groups and scale from zero
     And the nodes of "gpu" have 1 "nvidia.com/gpu"
     And a node group "plain" of nodes with 8 CPU and 32Gi memory, min 0 and max 3
     And a deployment "train" of 2 pods requesting 1 CPU and 1 "nvidia.com/gpu"
-    Then all 2 pods of "train" are running within 5 minutes
+    # Pods requesting GPUs wait 30 s for more before a scale-up (scale_up.feature): 30 real
+    # seconds in binary mode, 30 scenario minutes at the default time scale.
+    Then all 2 pods of "train" are running within 40 minutes
     And the node group "gpu" has 2 nodes
     And the node group "plain" has 0 nodes
 

@@ -112,7 +112,7 @@ Feature: Scale-up
     When a deployment "train" of 2 pods requesting 1 CPU and 1 "nvidia.com/gpu" is created
     And 25 seconds pass
     Then the node group "gpu" has 0 nodes
-    And the node group "gpu" reaches 2 nodes within 15 minutes
+    And the node group "gpu" reaches 2 nodes within 20 minutes
 
   @extension @not-aws
   Scenario: With frequent loops, a burst of new pods gets its nodes without upstream's 2-second wait
