@@ -11,9 +11,8 @@ Feature: Scalability at 1,000 nodes
   nodes), with average latency of about 15 sec."
 
   Each scenario runs at a tenth of the scale (100 nodes) and at upstream's (1,000 nodes,
-  tagged @scale-1000). The `cargo test` run leaves @scale-1000 out and says so: in a debug
-  build one takes many minutes. `testbed run features/scalability.feature` (a release
-  build) runs both.
+  tagged @scale-1000). Both run in `cargo test` (the @scale-1000 examples in two child
+  processes beside the rest) and in `testbed run features/scalability.feature`.
 
   # Nodes have 30 CPU. The backlog pods ask for 990m so that 30 fit on a node both as
   # the autoscaler plans it (the kwok provider's template carries kube-proxy's 100m, as

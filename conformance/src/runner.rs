@@ -89,6 +89,43 @@ pub struct RunArgs {
     /// Print every step as it finishes, not only the failing ones.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Run only share K of N (0-based) of the scenarios the tags select:
+    /// the K-th, (K+N)-th, ... in file order. N processes with shares 0 to
+    /// N-1 run them all between them (the conformance test splits the
+    /// 1,000-node examples so over the machine's cores).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+}
+
+/// One share of the selected scenarios ([`RunArgs::shard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// Which share, from 0.
+    pub index: usize,
+    /// How many shares.
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether the `nth` selected scenario (from 0) is in this share.
+    pub fn holds(self, nth: usize) -> bool {
+        nth % self.count == self.index
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("--shard {s:?}: want K/N with 0 <= K < N, e.g. 0/2");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = k.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
 }
 
 /// The outcome of a step.
@@ -305,6 +342,8 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
     }
     let started = Instant::now();
     let state = Arc::new(Mutex::new(State::default()));
+    // Counts the scenarios the tags select, across paths, for `--shard`.
+    let selected = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for path in &paths {
         if !path.exists() {
             return Err(format!(
@@ -319,6 +358,8 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
         let after_state = state.clone();
         let filter_state = state.clone();
         let tags = tags.clone();
+        let selected = selected.clone();
+        let shard = args.shard;
         let binary_info = match &under_test {
             UnderTest::Binary { info, .. } => Some(info.clone()),
             UnderTest::InProcess => None,
@@ -358,6 +399,11 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, String
                         if let Ok(mut s) = filter_state.lock() {
                             s.summary.filtered_out.push(name);
                         }
+                        return false;
+                    }
+                    let nth = selected.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if shard.is_some_and(|shard| !shard.holds(nth)) {
+                        // Another share runs it.
                         return false;
                     }
                     let Some(info) = &binary_info else {
@@ -921,6 +967,20 @@ pub fn test_result(summary: &Summary, what: &str) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_split_the_selected_scenarios_between_them() {
+        let shards: Vec<Shard> = ["0/2", "1/2"].iter().map(|s| s.parse().unwrap()).collect();
+        for nth in 0..7 {
+            let holders = shards.iter().filter(|s| s.holds(nth)).count();
+            assert_eq!(holders, 1, "scenario {nth} is in {holders} shares");
+        }
+        assert!(shards[0].holds(0) && shards[1].holds(1) && shards[0].holds(2));
+        for bad in ["2/2", "1", "a/2", "0/0", "-1/2"] {
+            let err = bad.parse::<Shard>().unwrap_err();
+            assert!(err.contains("K/N"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn failures_name_the_scenario_and_say_why() {

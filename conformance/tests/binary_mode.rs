@@ -54,6 +54,7 @@ fn main() {
         cluster_image: None,
         report_dir: None,
         verbose: false,
+        shard: None,
     };
     let features = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../features"));
     let summary = match runner::run(&args, &[features]) {

@@ -1,15 +1,20 @@
 //! Runs every feature in `features/` against the in-process autoscaler on
-//! the embedded cluster, in virtual time, one scenario at a time (the same
-//! run as `testbed run`, with the same flags after `--`). Undefined steps
-//! fail. Prints a `test result:` line with the scenario counts and exits
-//! non-zero when a scenario failed.
+//! the embedded cluster, in virtual time (the same run as `testbed run`,
+//! with the same flags after `--`). Undefined steps fail. Prints a
+//! `test result:` line with the scenario counts and exits non-zero when a
+//! scenario failed.
 //!
-//! Without `--tags`, the `@scale-1000` examples (1,000 nodes × 30 pods)
-//! are left out with a printed reason: in a debug build each takes many
-//! minutes. `testbed run` (release) runs them; so does
-//! `-- --tags "not @known-gap"` here.
+//! Without `--tags`, the suite's default selection runs on both of the
+//! machine's cores: the `@scale-1000` examples (1,000 nodes × 30 pods, most
+//! of the work) are split between two child processes of this test
+//! (`--shard 0/2` and `--shard 1/2`) while this process runs the rest. The
+//! children's reports follow this one's, each with its own `test result:`
+//! line. Each run is single-threaded in virtual time, so the split changes
+//! no scenario's outcome, only the wall time.
 
 use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::thread::JoinHandle;
 
 use clap::Parser;
 use conformance::runner::{self, RunArgs};
@@ -21,27 +26,68 @@ struct Cli {
     run: RunArgs,
 }
 
-/// The tag filter without `--tags`: the suite's default, less the
-/// 1,000-node examples.
-const TEST_TAGS: &str = "not @known-gap and not @scale-1000";
+/// The suite's default selection less the 1,000-node examples: what this
+/// process runs without `--tags`.
+const HERE_TAGS: &str = "not @known-gap and not @scale-1000";
+
+/// The 1,000-node examples of the default selection: what the children run.
+const SCALE_1000_TAGS: &str = "not @known-gap and @scale-1000";
+
+/// How many children share the 1,000-node examples.
+const SCALE_1000_SHARDS: usize = 2;
 
 fn main() {
     let mut cli = Cli::parse();
-    if cli.run.tags.is_none() {
-        println!(
-            "SKIPPED: the @scale-1000 examples of features/scalability.feature (1,000 nodes x 30 pods \
-             take minutes each in a debug build); run them with \
-             `cargo run --release -p conformance --bin testbed -- run features/scalability.feature`"
-        );
-        cli.run.tags = Some(TEST_TAGS.to_string());
+    let mut children = Vec::new();
+    if cli.run.tags.is_none() && cli.run.shard.is_none() {
+        for index in 0..SCALE_1000_SHARDS {
+            children.push(spawn_share(index));
+        }
+        cli.run.tags = Some(HERE_TAGS.to_string());
     }
     let features = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../features"));
-    let summary = match runner::run(&cli.run, &[features]) {
-        Ok(s) => s,
+    let mut code = match runner::run(&cli.run, &[features]) {
+        Ok(s) => runner::test_result(&s, "conformance scenarios"),
         Err(e) => {
             eprintln!("conformance: {e}");
-            std::process::exit(2);
+            2
         }
     };
-    std::process::exit(runner::test_result(&summary, "conformance scenarios"));
+    for (index, child) in children.into_iter().enumerate() {
+        let what = format!(
+            "the @scale-1000 examples, share {index}/{SCALE_1000_SHARDS} (`-- --tags \"{SCALE_1000_TAGS}\" --shard {index}/{SCALE_1000_SHARDS}`)"
+        );
+        println!("\n{what}:");
+        match child.join() {
+            Ok(Ok(out)) => {
+                print!("{}", String::from_utf8_lossy(&out.stdout));
+                eprint!("{}", String::from_utf8_lossy(&out.stderr));
+                if !out.status.success() {
+                    eprintln!("conformance: {what} failed ({})", out.status);
+                    code = code.max(1);
+                }
+            }
+            Ok(Err(e)) => {
+                eprintln!("conformance: {what} could not run: {e}");
+                code = 2;
+            }
+            Err(_) => {
+                eprintln!("conformance: {what}: the thread waiting for it panicked");
+                code = 2;
+            }
+        }
+    }
+    std::process::exit(code);
+}
+
+/// Starts this test again on share `index` of the 1,000-node examples; the
+/// thread returns the child's output once it has exited.
+fn spawn_share(index: usize) -> JoinHandle<std::io::Result<Output>> {
+    std::thread::spawn(move || {
+        let exe = std::env::current_exe()?;
+        Command::new(exe)
+            .args(["--tags", SCALE_1000_TAGS])
+            .args(["--shard", &format!("{index}/{SCALE_1000_SHARDS}")])
+            .output()
+    })
 }

@@ -71,6 +71,7 @@ fn main() {
         cluster_image: Some(image),
         report_dir: None,
         verbose: false,
+        shard: None,
     };
     let summary = match runner::run(&args, &[]) {
         Ok(s) => s,

@@ -35,6 +35,7 @@ fn a_scenario_reading_decisions_untagged_fails_the_tag_check() {
         cluster_image: None,
         report_dir: None,
         verbose: false,
+        shard: None,
     };
     let summary = runner::run(&args, &[]).unwrap();
     let results: Vec<(&str, Option<&str>)> = summary

@@ -149,10 +149,10 @@ fn finalizers(v: &Value) -> Vec<String> {
 /// Objects being deleted with `foregroundDeletion` or `orphan` finalizers,
 /// and namespaces being terminated.
 fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
-    let v = obj.value();
-    if v.pointer("/metadata/deletionTimestamp").is_none() {
+    if !obj.deleting {
         return;
     }
+    let v = obj.value();
     if gr.group.is_empty() && gr.resource == "namespaces" {
         terminate_namespace(server, &obj.name, &v);
         return;
@@ -290,7 +290,7 @@ fn terminate_namespace(server: &Server, ns: &str, v: &Value) {
     }
     for (gr, (cns, name)) in content {
         if let Some(o) = server.store.get(&gr, &cns, &name)
-            && o.value().pointer("/metadata/deletionTimestamp").is_none()
+            && !o.deleting
         {
             delete(server, &gr, &cns, &name, "Background");
         }

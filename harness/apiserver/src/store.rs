@@ -42,6 +42,8 @@ pub struct Stored {
     pub fields: Vec<String>,
     /// uids of `metadata.ownerReferences`.
     pub owners: Vec<String>,
+    /// Whether `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
 }
 
 impl Stored {
@@ -545,6 +547,7 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
                 .collect()
         })
         .unwrap_or_default();
+    let deleting = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
     let fields = def.field_values(value);
     let json =
         Bytes::from(serde_json::to_vec(value).map_err(|e| StoreError::Malformed(e.to_string()))?);
@@ -557,6 +560,7 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
         labels,
         fields,
         owners,
+        deleting,
     })
 }
 
