@@ -38,13 +38,15 @@
 //!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
-//! run` and the `conformance` test target both use it. The step library
-//! ([`steps`]) is meant for users' own feature files too.
+//! run` and the `conformance` test target both use it; test targets run
+//! independent selections side by side in child processes ([`child_run`]).
+//! The step library ([`steps`]) is meant for users' own feature files too.
 
 pub mod aws;
 pub mod bench;
 pub mod binary;
 pub mod capi;
+pub mod child_run;
 pub mod compare;
 pub mod invariants;
 pub mod latency;

@@ -113,6 +113,13 @@ impl Shard {
     }
 }
 
+impl std::fmt::Display for Shard {
+    /// `K/N`, as `--shard` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
 impl std::str::FromStr for Shard {
     type Err = String;
 
@@ -976,6 +983,7 @@ mod tests {
             assert_eq!(holders, 1, "scenario {nth} is in {holders} shares");
         }
         assert!(shards[0].holds(0) && shards[1].holds(1) && shards[0].holds(2));
+        assert_eq!(shards[1].to_string(), "1/2");
         for bad in ["2/2", "1", "a/2", "0/0", "-1/2"] {
             let err = bad.parse::<Shard>().unwrap_err();
             assert!(err.contains("K/N"), "{bad}: {err}");

@@ -15,10 +15,9 @@
 //! so flags such as `--cloud-provider` or `--report-dir` apply to all of it.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::thread::JoinHandle;
 
 use clap::Parser;
+use conformance::child_run::ChildRun;
 use conformance::runner::{self, RunArgs};
 
 #[derive(Parser)]
@@ -44,7 +43,18 @@ fn main() {
     let mut children = Vec::new();
     if split {
         for index in 0..SCALE_1000_SHARDS {
-            children.push(spawn_share(index));
+            let shard = format!("{index}/{SCALE_1000_SHARDS}");
+            children.push(ChildRun::start(
+                format!(
+                    "the @scale-1000 examples, share {shard} (`-- --tags \"{SCALE_1000_TAGS}\" --shard {shard}`)"
+                ),
+                vec![
+                    "--tags".into(),
+                    SCALE_1000_TAGS.into(),
+                    "--shard".into(),
+                    shard,
+                ],
+            ));
         }
         cli.run.tags = Some(HERE_TAGS.to_string());
     }
@@ -56,41 +66,8 @@ fn main() {
             2
         }
     };
-    for (index, child) in children.into_iter().enumerate() {
-        let what = format!(
-            "the @scale-1000 examples, share {index}/{SCALE_1000_SHARDS} (`-- --tags \"{SCALE_1000_TAGS}\" --shard {index}/{SCALE_1000_SHARDS}`)"
-        );
-        println!("\n{what}:");
-        match child.join() {
-            Ok(Ok(out)) => {
-                print!("{}", String::from_utf8_lossy(&out.stdout));
-                eprint!("{}", String::from_utf8_lossy(&out.stderr));
-                if !out.status.success() {
-                    eprintln!("conformance: {what} failed ({})", out.status);
-                    code = code.max(1);
-                }
-            }
-            Ok(Err(e)) => {
-                eprintln!("conformance: {what} could not run: {e}");
-                code = 2;
-            }
-            Err(_) => {
-                eprintln!("conformance: {what}: the thread waiting for it panicked");
-                code = 2;
-            }
-        }
+    for child in children {
+        code = code.max(child.finish("conformance"));
     }
     std::process::exit(code);
-}
-
-/// Starts this test again on share `index` of the 1,000-node examples; the
-/// thread returns the child's output once it has exited.
-fn spawn_share(index: usize) -> JoinHandle<std::io::Result<Output>> {
-    std::thread::spawn(move || {
-        let exe = std::env::current_exe()?;
-        Command::new(exe)
-            .args(["--tags", SCALE_1000_TAGS])
-            .args(["--shard", &format!("{index}/{SCALE_1000_SHARDS}")])
-            .output()
-    })
 }

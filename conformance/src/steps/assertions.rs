@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::{WatchEvent, WatchParams};
 use serde_json::Value;
 
-use super::{minutes, node_names, quoted_list, watch_decisions};
+use super::{few_names, minutes, node_names, quoted_list, watch_decisions};
 use crate::world::{CaWorld, StepResult, node_group_of};
 
 // ---- Nodes ----
@@ -28,8 +28,9 @@ async fn group_has(w: &mut CaWorld, group: String, want: usize) -> StepResult {
         return Ok(());
     }
     Err(format!(
-        "node group {group} has {} nodes, want {want}: {names:?}",
-        names.len()
+        "node group {group} has {} nodes, want {want}: {}",
+        names.len(),
+        few_names(&names)
     ))
 }
 

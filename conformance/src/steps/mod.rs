@@ -84,6 +84,21 @@ pub async fn node_names(w: &mut CaWorld, group: &str) -> Result<Vec<String>, Str
         .collect())
 }
 
+/// How many names a failure message lists before it gives only the count
+/// of the rest.
+const NAMES_SHOWN: usize = 5;
+
+/// Names for a failure message: all of them up to [`NAMES_SHOWN`], else the
+/// first few and how many more (a 1,000-node group's would fill a screen).
+pub fn few_names(names: &[String]) -> String {
+    let shown = names.iter().take(NAMES_SHOWN).map(String::as_str);
+    let mut text = shown.collect::<Vec<_>>().join(", ");
+    if names.len() > NAMES_SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - NAMES_SHOWN));
+    }
+    text
+}
+
 /// Advances one second at a time, for up to `seconds`, until the
 /// autoscaler's decision record satisfies `check`; `Err` holds the last
 /// record seen.
@@ -151,6 +166,21 @@ pub fn parse_taint(text: &str) -> Result<serde_json::Value, String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn failure_messages_list_a_few_names_and_count_the_rest() {
+        let names: Vec<String> = (1..=1001).map(|i| format!("pool-{i}")).collect();
+        assert_eq!(
+            few_names(&names),
+            "pool-1, pool-2, pool-3, pool-4, pool-5 and 996 more"
+        );
+        assert_eq!(few_names(&names[..2]), "pool-1, pool-2");
+        assert_eq!(
+            few_names(&names[..5]),
+            "pool-1, pool-2, pool-3, pool-4, pool-5"
+        );
+        assert_eq!(few_names(&[]), "");
+    }
 
     /// Every scenario that uses an extension step is tagged `@extension`,
     /// and every `@extension` scenario uses one, so that an upstream binary
