@@ -48,6 +48,23 @@ Feature: Scale-down
     And a deployment "big" of 1 pod requesting 2100m CPU
     Then the autoscaler keeps a node of "pool" because of "NoPlaceToMovePods"
 
+  Scenario: A GPU node is judged by its GPUs alone: busy CPUs do not keep a node whose GPU is idle
+    "scale-down-gpu-utilization-threshold: ... Utilization calculation only cares about gpu resource for
+    accelerator node. cpu and memory utilization will be ignored."
+    The pod starts on the GPU node, the only node; then a filler pod (pinned to "pool") brings up a
+    node of "pool". The GPU node's CPU is 75% requested, but its GPU is idle: it is unneeded, and its
+    pod moves to the "pool" node, which the filler pod keeps (after --scale-down-delay-after-add: the
+    filler pod made a scale-up).
+    Given a node group "gpu" of nodes with 4 CPU and 16Gi memory, min 0 and max 3
+    And the nodes of "gpu" have 1 "nvidia.com/gpu"
+    And the node group "gpu" starts with 1 node
+    And a deployment "batch" of 1 pod requesting 3 CPU
+    Then all 1 pods of "batch" are running within 1 minute
+    When a filler pod brings up a node of "pool"
+    Then the node group "gpu" reaches 0 nodes within 20 minutes
+    And the node group "pool" has 1 node
+    And all 1 pods of "batch" are running within 1 minute
+
   @binary
   Scenario: Pods of a removed node are moved elsewhere and run again
     "All pods running on the node ... can be moved to other nodes. ... Cluster Autoscaler does this by

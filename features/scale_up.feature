@@ -114,6 +114,17 @@ Feature: Scale-up
     Then the node group "gpu" has 0 nodes
     And the node group "gpu" reaches 2 nodes within 20 minutes
 
+  @ca>=1.35
+  Scenario: Pods requesting another vendor's GPU wait the same 30 seconds
+    # CA 1.35 made its GPU rules vendor-neutral (utils/gpu's GPUVendorResourceNames): a pod requesting
+    # amd.com/gpu, gpu.intel.com/xe, habana.ai/gaudi or microsoft.com/directx is a GPU pod too.
+    Given a node group "gpu" of nodes with 8 CPU and 32Gi memory, min 0 and max 3
+    And the nodes of "gpu" have 1 "amd.com/gpu"
+    When a deployment "train" of 2 pods requesting 1 CPU and 1 "amd.com/gpu" is created
+    And 25 seconds pass
+    Then the node group "gpu" has 0 nodes
+    And the node group "gpu" reaches 2 nodes within 20 minutes
+
   @extension @not-aws
   Scenario: With frequent loops, a burst of new pods gets its nodes without upstream's 2-second wait
     # Upstream skips scale-up while every pending pod is under 2 s old ("Unschedulable pods are very new,

@@ -18,6 +18,7 @@
 //! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
 //! | [`core`] | `core/static_autoscaler.go` | the loop and its housekeeping |
 //! | [`taints`] | `utils/taints` | ToBeDeleted, DeletionCandidate and startup taints |
+//! | [`gpu`] | `utils/gpu` | the vendors' GPU resources; GPU pods and GPU nodes |
 //! | [`events`], [`status`] | `utils/events`, `clusterstate/utils` | events with CA's typed reasons, the queue and the pod event budget; the status ConfigMap |
 //! | [`metrics`], [`server`] | `metrics` | `/metrics`, `/health-check` and `/decisions` |
 //! | [`decisions`] | (none) | the decision record of a loop, served at `/decisions` |
@@ -33,7 +34,7 @@
 //! rules in `apimachinery`; the clock in `simclock`.
 //!
 //! The modules form no cycle: the low ones (`config`, `cache`,
-//! `cloudprovider`, `simulator`, `taints`, `events`, `metrics`) know
+//! `cloudprovider`, `simulator`, `taints`, `gpu`, `events`, `metrics`) know
 //! nothing of the loop; `context` gathers them; the steps (`clusterstate`,
 //! `processors`, `scaleup`, `scaledown`, `expander`) take a context; `core`
 //! calls the steps and writes the `decisions` record and the `status`.
@@ -85,6 +86,7 @@ pub mod core;
 pub mod decisions;
 pub mod events;
 pub mod expander;
+pub mod gpu;
 pub mod inprocess;
 pub mod leaderelection;
 pub mod metrics;

@@ -279,31 +279,6 @@ pub fn cluster_resources(nodes: &[Arc<Node>], now: SystemTime) -> (i64, i64) {
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
-/// NVIDIA's GPU resource, the one CA's GPU rules look for (`utils/gpu`'s
-/// `ResourceNvidiaGPU`).
-pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
-
-/// GPU resource names CA knows (`utils/gpu`).
-pub const GPU_RESOURCES: [&str; 3] = [NVIDIA_GPU, "amd.com/gpu", "gpu.intel.com/i915"];
-
-/// A node labelled as a GPU node whose GPUs are not allocatable yet is not
-/// ready (reason `cluster-autoscaler.kubernetes.io/resource-not-ready`).
-pub fn gpu_unready(node: &Node, gpu_label: &str) -> bool {
-    if gpu_label.is_empty()
-        || !node
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key(gpu_label))
-    {
-        return false;
-    }
-    let alloc = predicates::resources::node_allocatable(node);
-    !GPU_RESOURCES
-        .iter()
-        .any(|r| alloc.scalar.get(*r).copied().unwrap_or(0) > 0)
-}
-
 impl ClusterStateRegistry {
     /// An empty registry.
     pub fn new(settings: Settings, backoff: Backoff) -> Self {
@@ -389,7 +364,7 @@ impl ClusterStateRegistry {
                 Err(CloudError::NotImplemented) => taints::has_to_be_deleted(node),
                 Err(_) => false,
             };
-            let gpu_missing = gpu_unready(node, &gpu_label);
+            let gpu_missing = crate::gpu::unready(node, &gpu_label);
             let readiness = if gone {
                 Readiness::BeingDeleted
             } else if node_ready(node, &self.settings.taints) && !gpu_missing {
@@ -667,23 +642,6 @@ mod tests {
         let m = &b.backed_off("g", t(0)).unwrap().message;
         assert_eq!(m.chars().count(), 500);
         assert!(m.ends_with("<truncated>"));
-    }
-
-    #[test]
-    fn gpu_nodes_without_allocatable_gpus_are_not_ready() {
-        let node = |alloc: serde_json::Value| -> Node {
-            serde_json::from_value(serde_json::json!({"metadata": {"name": "g", "labels": {"accel": "t4"}}, "status": {"allocatable": alloc}})).unwrap()
-        };
-        assert!(gpu_unready(&node(serde_json::json!({"cpu": "4"})), "accel"));
-        assert!(!gpu_unready(
-            &node(serde_json::json!({"cpu": "4", "nvidia.com/gpu": "1"})),
-            "accel"
-        ));
-        assert!(!gpu_unready(
-            &node(serde_json::json!({"cpu": "4"})),
-            "other-label"
-        ));
-        assert!(!gpu_unready(&node(serde_json::json!({"cpu": "4"})), ""));
     }
 
     #[test]

@@ -175,12 +175,7 @@ pub fn candidates(
             continue;
         }
         let o = ctx.options_for(&*g.group);
-        let gpu = (!gpu_label.is_empty()
-            && n.metadata
-                .labels
-                .as_ref()
-                .is_some_and(|l| l.contains_key(&gpu_label)))
-        .then(|| crate::clusterstate::NVIDIA_GPU.to_string());
+        let gpu = crate::gpu::node_resource(n, &gpu_label).map(str::to_string);
         out.push(CandidateNode {
             name: name.clone(),
             group: Some(group.to_string()),

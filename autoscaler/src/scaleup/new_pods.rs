@@ -15,8 +15,9 @@
 //!   are upcoming, so the rest of a burst waits one loop (tens of
 //!   milliseconds at 30,000 pods), and the buffer would only add its 2 s to
 //!   the FAQ's scale-up latency of every pod of the burst's first second.
-//! - [`NEW_GPU_POD_BUFFER`], 30 s, when a pending pod requests
-//!   `nvidia.com/gpu`: upstream's `unschedulablePodWithGpuTimeBuffer`
+//! - [`NEW_GPU_POD_BUFFER`], 30 s, when a pending pod requests any
+//!   vendor's GPU ([`gpu::pod_requests_gpu`], init containers included):
+//!   upstream's `unschedulablePodWithGpuTimeBuffer`
 //!   ("nodes with GPU are very expensive and we're ready to sacrifice a bit
 //!   more latency to wait for more pods and make a more informed scale-up
 //!   decision"). That reason holds for us too, so it always applies.
@@ -28,7 +29,7 @@ use std::time::{Duration, SystemTime};
 
 use predicates::PodInfo;
 
-use crate::clusterstate::NVIDIA_GPU;
+use crate::gpu;
 
 /// Pending pods younger than this are very new (upstream's
 /// `unschedulablePodTimeBuffer`).
@@ -53,7 +54,7 @@ pub fn very_new_until(
         .map(|oldest| oldest + NEW_POD_BUFFER);
     let gpu = pending
         .iter()
-        .filter(|p| requests_gpu(p))
+        .filter(|p| gpu::pod_requests_gpu(&p.requests))
         .map(created)
         .min()
         .map(|oldest| oldest + NEW_GPU_POD_BUFFER);
@@ -71,11 +72,6 @@ fn created(p: &PodInfo) -> SystemTime {
         .creation_timestamp
         .as_ref()
         .map_or(SystemTime::UNIX_EPOCH, |t| SystemTime::from(t.0))
-}
-
-/// Whether a pod requests `nvidia.com/gpu` (upstream's `PodRequestsGpu`).
-fn requests_gpu(p: &PodInfo) -> bool {
-    p.requests.scalar.contains_key(NVIDIA_GPU)
 }
 
 #[cfg(test)]

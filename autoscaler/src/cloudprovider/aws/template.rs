@@ -28,9 +28,6 @@ pub const RESOURCES_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/reso
 /// Tags that set per-group autoscaling options.
 pub const OPTIONS_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/";
 
-/// The GPU resource of AWS's GPU nodes.
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-
 /// A CPU architecture as the node label spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
@@ -241,7 +238,7 @@ pub fn template_node(
         ("pods", "110".to_string()),
         ("cpu", shape.vcpu.to_string()),
         ("memory", (shape.memory_mib * 1024 * 1024).to_string()),
-        (GPU_RESOURCE, shape.gpu.to_string()),
+        (crate::gpu::NVIDIA_GPU, shape.gpu.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
