@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use conformance::child_run::ChildRun;
-use conformance::runner::{self, RunArgs};
+use conformance::runner::{self, RunArgs, Shard};
 
 #[derive(Parser)]
 #[command(name = "conformance")]
@@ -43,7 +43,10 @@ fn main() {
     let mut children = Vec::new();
     if split {
         for index in 0..SCALE_1000_SHARDS {
-            let shard = format!("{index}/{SCALE_1000_SHARDS}");
+            let shard = Shard {
+                index,
+                count: SCALE_1000_SHARDS,
+            };
             children.push(ChildRun::start(
                 format!(
                     "the @scale-1000 examples, share {shard} (`-- --tags \"{SCALE_1000_TAGS}\" --shard {shard}`)"
@@ -52,7 +55,7 @@ fn main() {
                     "--tags".into(),
                     SCALE_1000_TAGS.into(),
                     "--shard".into(),
-                    shard,
+                    shard.to_string(),
                 ],
             ));
         }
