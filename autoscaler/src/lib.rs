@@ -7,12 +7,12 @@
 //!
 //! | ours | upstream | what |
 //! | --- | --- | --- |
-//! | [`config`] | `config`, `main.go` flags | the flags (the FAQ's table is the contract) and the grouped `--help` |
+//! | [`config`] | `config`, `main.go` flags | the flags (the FAQ's table is the contract), the grouped `--help`, and `provider`: the one list of implemented providers (`kwok`, `clusterapi`, `aws`) |
 //! | [`cache`] | informers and listers | nodes, pods, PDBs and controllers from watches |
-//! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` holds the one list of implemented providers (`kwok`, `clusterapi`, `aws`) |
+//! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` re-exports the list of implemented providers |
 //! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health; the notices and cluster gauges it reports |
 //! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
-//! | [`processors`] | `processors/nodeinfosprovider` | template nodes of every group, with their DaemonSet pods |
+//! | [`processors`] | `processors` (`nodeinfosprovider`, `pods`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods), node-group list processors, the scale-up status processors (the pods' events) |
 //! | [`scaleup`] | `core/scaleup`, `estimator`, `processors/nodegroupset` | pending pods, equivalence, estimator, limits, balancing, plan, the one executor, min-size enforcement |
 //! | [`expander`] | `expander` | choosing among options; the priority expander's ConfigMap |
 //! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |

@@ -1,4 +1,4 @@
-//! The HTTP endpoints on `--address` (ca-compat §8.1): `/metrics`,
+//! The HTTP endpoints on `--address` (docs/compat.md §8.1): `/metrics`,
 //! `/health-check`, and (beyond upstream) `/decisions`, the last loop's
 //! decision record as JSON. They answer on non-leaders too.
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use harness::aws::{AsgSpec, CREDENTIALS, Emulator, REGION};
 use serde_json::Value;
 
-use crate::world::GroupSpec;
+use crate::world::groups::GroupSpec;
 
 /// The auto-discovery flag the autoscaler gets.
 pub const DISCOVERY: &str = "--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/testbed";

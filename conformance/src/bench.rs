@@ -47,7 +47,8 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
     if args.nodes.is_empty() || args.nodes.contains(&0) {
         return Err("--nodes needs one or more scales of at least 1 node".into());
     }
-    let info = BinaryInfo::probe(&args.binary, crate::world::Provider::Kwok)?;
+    let info =
+        BinaryInfo::probe(&args.binary, crate::world::Provider::Kwok).map_err(|e| e.to_string())?;
     let mut scales = args.nodes.clone();
     scales.sort_unstable();
     scales.dedup();

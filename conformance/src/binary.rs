@@ -11,7 +11,7 @@
 //! the version its `@ca>=X.Y` tags ask for. The others are skipped with the
 //! reason printed, never failed and never silently passed.
 //!
-//! The launcher ([`start`]) gives every release what it needs to run here:
+//! The launcher ([`command`]) gives every release what it needs to run here:
 //! the kwok provider's local mode (`KWOK_PROVIDER_MODE=local` and
 //! `KUBECONFIG`, without which upstream's kwok provider looks for an
 //! in-cluster config), the timing flags divided by the time scale and the
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::world::Provider;
+use crate::world::provider::Provider;
 
 /// The timing flags of CA with their defaults: in binary mode each is
 /// divided by the time scale, so the autoscaler lives on scenario time.
@@ -151,16 +151,108 @@ static STEP_NEEDS_RE: LazyLock<Vec<(Regex, &str, &str)>> = LazyLock::new(|| {
 /// Our `cluster-autoscaler` as `cargo test --workspace` builds it for a
 /// test of this crate (`target/<profile>/cluster-autoscaler`, beside the
 /// test's `deps/`), or the error that says how to build it.
-pub fn sibling_autoscaler() -> Result<PathBuf, String> {
+pub fn sibling_autoscaler() -> Result<PathBuf, MissingBinary> {
+    sibling_binary("autoscaler", "cluster-autoscaler")
+}
+
+/// The binary `name` of the workspace's `package` as `cargo test
+/// --workspace` builds it for a test of this crate
+/// (`target/<profile>/<name>`, beside the test's `deps/`).
+pub fn sibling_binary(package: &'static str, name: &'static str) -> Result<PathBuf, MissingBinary> {
     std::env::current_exe()
         .ok()
-        .and_then(|exe| exe.parent()?.parent().map(|d| d.join("cluster-autoscaler")))
+        .and_then(|exe| exe.parent()?.parent().map(|d| d.join(name)))
         .filter(|p| p.is_file())
-        .ok_or_else(|| {
-            "target/<profile>/cluster-autoscaler is missing; build it first \
-             (cargo build -p autoscaler --bin cluster-autoscaler, or run cargo test --workspace)"
-                .to_string()
-        })
+        .ok_or(MissingBinary { package, name })
+}
+
+/// A binary of ours is not built beside the test ([`sibling_binary`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "target/<profile>/{name} is missing; build it first \
+     (cargo build -p {package} --bin {name}, or run cargo test --workspace)"
+)]
+pub struct MissingBinary {
+    /// The package that builds it.
+    pub package: &'static str,
+    /// The binary's name.
+    pub name: &'static str,
+}
+
+/// Why a binary could not be probed ([`BinaryInfo::probe`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// `--help` did not run.
+    #[error("running {} --help: {source}", path.display())]
+    Help {
+        /// The executable.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its `--help` lists no `--cloud-provider`.
+    #[error(
+        "{} --help lists no --cloud-provider flag: is it a Cluster Autoscaler?\n{head}",
+        path.display()
+    )]
+    NotAnAutoscaler {
+        /// The executable.
+        path: PathBuf,
+        /// The first lines of its `--help`.
+        head: String,
+    },
+    /// It lacks the run's cloud provider.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// It did not start (to log its version).
+    #[error("starting {}: {source}", path.display())]
+    Start {
+        /// The executable.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The binary's `--help` offers cloud providers, and not the one asked for.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "{} has no {provider} cloud provider (its --cloud-provider offers [{}]); upstream CA \
+     builds it by default or with the {provider} build tag (kwok from 1.29)",
+    path.display(),
+    offered.join(",")
+)]
+pub struct ProviderError {
+    /// The executable.
+    pub path: PathBuf,
+    /// The `--cloud-provider` value asked for.
+    pub provider: &'static str,
+    /// The values its `--help` offers.
+    pub offered: Vec<String>,
+}
+
+/// A flag's value that cannot be scaled to the time scale
+/// ([`scaled_flags`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FlagError {
+    /// A timing flag's value is not a duration.
+    #[error("flag --{name}={value}: not a duration")]
+    NotADuration {
+        /// The flag.
+        name: String,
+        /// Its value.
+        value: String,
+    },
+    /// A rate flag's value is not a number.
+    #[error("flag --{name}={value}: not a number")]
+    NotANumber {
+        /// The flag.
+        name: String,
+        /// Its value.
+        value: String,
+    },
 }
 
 /// What the runner learned of the binary before the first scenario.
@@ -180,12 +272,15 @@ impl BinaryInfo {
     /// Asks the binary for its flags (`--help`) and its version (the
     /// `Cluster Autoscaler X.Y.Z` line it logs at `--v=1` as it starts; it
     /// is stopped right after).
-    pub fn probe(path: &Path, provider: Provider) -> Result<Self, String> {
+    pub fn probe(path: &Path, provider: Provider) -> Result<Self, ProbeError> {
         let help = Command::new(path)
             .arg("--help")
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("running {} --help: {e}", path.display()))?;
+            .map_err(|source| ProbeError::Help {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&help.stdout),
@@ -193,11 +288,10 @@ impl BinaryInfo {
         );
         let flags = help_flags(&text);
         if !flags.contains("cloud-provider") {
-            return Err(format!(
-                "{} --help lists no --cloud-provider flag: is it a Cluster Autoscaler?\n{}",
-                path.display(),
-                text.lines().take(10).collect::<Vec<_>>().join("\n")
-            ));
+            return Err(ProbeError::NotAnAutoscaler {
+                path: path.to_path_buf(),
+                head: text.lines().take(10).collect::<Vec<_>>().join("\n"),
+            });
         }
         let mut info = Self {
             path: path.to_path_buf(),
@@ -212,16 +306,13 @@ impl BinaryInfo {
 
     /// Fails when the binary's `--help` lists its cloud providers and
     /// `provider` is not among them.
-    pub fn check_provider(&self, provider: Provider) -> Result<(), String> {
+    pub fn check_provider(&self, provider: Provider) -> Result<(), ProviderError> {
         match &self.providers {
-            Some(offered) if !offered.iter().any(|p| p == provider.flag()) => Err(format!(
-                "{} has no {} cloud provider (its --cloud-provider offers [{}]); upstream CA \
-                 builds it by default or with the {} build tag (kwok from 1.29)",
-                self.path.display(),
-                provider.flag(),
-                offered.join(","),
-                provider.flag()
-            )),
+            Some(offered) if !offered.iter().any(|p| p == provider.flag()) => Err(ProviderError {
+                path: self.path.clone(),
+                provider: provider.flag(),
+                offered: offered.clone(),
+            }),
             _ => Ok(()),
         }
     }
@@ -272,7 +363,7 @@ impl BinaryInfo {
         if step_texts.contains(&CLUSTER_API_STEP)
             && let Err(e) = self.check_provider(Provider::ClusterApi)
         {
-            unmet.push(e);
+            unmet.push(e.to_string());
         }
         for (pattern, why) in IN_PROCESS_STEPS {
             if step_texts.iter().any(|t| t.contains(pattern)) {
@@ -358,7 +449,7 @@ pub fn flags_named(text: &str) -> Vec<String> {
 }
 
 /// The version from the start-up line, read for up to 20 s.
-fn probe_version(path: &Path, provider: Provider) -> Result<Option<CaVersion>, String> {
+fn probe_version(path: &Path, provider: Provider) -> Result<Option<CaVersion>, ProbeError> {
     let mut child = Command::new(path)
         .args([
             "--v=1",
@@ -373,7 +464,10 @@ fn probe_version(path: &Path, provider: Provider) -> Result<Option<CaVersion>, S
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("starting {}: {e}", path.display()))?;
+        .map_err(|source| ProbeError::Start {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let (tx, rx) = mpsc::channel();
     let readers: Vec<Box<dyn Read + Send>> = [
         child
@@ -430,7 +524,7 @@ pub fn scaled_flags(
     flags: &[String],
     scale: f64,
     knows: impl Fn(&str) -> bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, FlagError> {
     let mut out = Vec::new();
     let mut given = BTreeSet::new();
     for f in flags {
@@ -446,9 +540,10 @@ pub fn scaled_flags(
         if TIMING_FLAGS.iter().any(|(n, _)| *n == name) {
             out.push(format!("--{name}={}", scale_duration(name, value, scale)?));
         } else if RATE_FLAGS.iter().any(|(n, _)| *n == name) {
-            let v: f64 = value
-                .parse()
-                .map_err(|_| format!("flag --{name}={value}: not a number"))?;
+            let v: f64 = value.parse().map_err(|_| FlagError::NotANumber {
+                name: name.to_string(),
+                value: value.to_string(),
+            })?;
             out.push(format!("--{name}={}", scale_rate(name, v * scale)));
         } else {
             out.push(f.clone());
@@ -479,9 +574,11 @@ fn scale_rate(name: &str, v: f64) -> String {
     }
 }
 
-fn scale_duration(name: &str, value: &str, scale: f64) -> Result<String, String> {
-    let d = simclock::parse_go_duration(value)
-        .ok_or_else(|| format!("flag --{name}={value}: not a duration"))?;
+fn scale_duration(name: &str, value: &str, scale: f64) -> Result<String, FlagError> {
+    let d = simclock::parse_go_duration(value).ok_or_else(|| FlagError::NotADuration {
+        name: name.to_string(),
+        value: value.to_string(),
+    })?;
     let mut scaled = d.div_f64(scale);
     if let Some((_, floor)) = REAL_TIME_FLOORS.iter().find(|(n, _)| *n == name) {
         scaled = scaled.max((*floor).min(d));
@@ -503,7 +600,7 @@ pub fn command(
     flags: &[String],
     extra: &[String],
     time_scale: f64,
-) -> Result<tokio::process::Command, String> {
+) -> Result<tokio::process::Command, FlagError> {
     let mut args = vec![
         format!("--cloud-provider={}", provider.flag()),
         format!("--kubeconfig={}", kubeconfig.display()),

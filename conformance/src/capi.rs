@@ -19,7 +19,8 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Map, Value, json};
 
-use crate::world::GroupSpec;
+use crate::world::groups::GroupSpec;
+pub use crate::world::groups::ZeroCapacity;
 
 /// The namespace of the suite's Cluster API objects.
 pub const NAMESPACE: &str = "default";
@@ -35,22 +36,6 @@ pub const MAX_SIZE: &str = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-m
 
 /// The prefix of the scale-from-zero capacity annotations.
 pub const CAPACITY: &str = "capacity.cluster-autoscaler.kubernetes.io/";
-
-/// Where a group advertises its nodes' capacity for scale from zero.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ZeroCapacity {
-    /// The `capacity.cluster-autoscaler.kubernetes.io/*` annotations on
-    /// the MachineDeployment (the usual way).
-    #[default]
-    Annotations,
-    /// The infrastructure template's `status.capacity` and
-    /// `status.nodeInfo` only.
-    TemplateStatus,
-    /// Both (the annotations should win).
-    Both,
-    /// Neither: the group cannot scale from zero.
-    Nowhere,
-}
 
 /// The node group's id as the clusterapi provider names it
 /// (`MachineDeployment/<namespace>/<name>`).

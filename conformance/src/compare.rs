@@ -150,7 +150,8 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
     }
     let mut rows = Vec::new();
     for path in &args.binaries {
-        let info = BinaryInfo::probe(path, crate::world::Provider::Kwok)?;
+        let info =
+            BinaryInfo::probe(path, crate::world::Provider::Kwok).map_err(|e| e.to_string())?;
         eprintln!(
             "compare: {} ({}), {} nodes x {} pods",
             path.display(),
@@ -198,7 +199,9 @@ pub async fn measure(
         dir: _dir,
         kubeconfig,
         port,
-    } = serve_for_binary(&cluster).await?;
+    } = serve_for_binary(&cluster)
+        .await
+        .map_err(|e| e.to_string())?;
     // Kept for reading afterwards: `target/compare/<binary name>.log`.
     let logs = PathBuf::from("target/compare");
     std::fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
@@ -219,7 +222,8 @@ pub async fn measure(
         &flags,
         &scenario.extra,
         1.0,
-    )?
+    )
+    .map_err(|e| e.to_string())?
     .stdout(log_file.try_clone().map_err(|e| format!("log file: {e}"))?)
     .stderr(log_file)
     .spawn()

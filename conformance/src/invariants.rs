@@ -36,7 +36,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
-use crate::world::node_group_of;
+use crate::world::groups::node_group_of;
 
 /// The taint the autoscaler puts on a node it removes.
 const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";

@@ -17,6 +17,10 @@
 //! clock. Binaries get real-time timings of a 4 s lease, 3 s renew
 //! deadline and 1 s retry period (CA's flags), short enough for a scenario
 //! at a time scale of 60 to see the hand-over.
+//!
+//! Killing the leader checks the Lease's holder identity too
+//! ([`check_holder_identity`]): replicas that all took one name would each
+//! believe they hold it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +29,8 @@ use apiserver::writes::Write;
 use autoscaler::leaderelection::LeaderElection;
 use harness::cluster::Cluster;
 
-use crate::world::Provider;
+use crate::world::autoscaler::build_in_process;
+use crate::world::provider::Provider;
 
 /// The Lease's namespace and name: CA's defaults.
 pub const LEASE: (&str, &str) = ("kube-system", "cluster-autoscaler");
@@ -60,14 +65,13 @@ pub fn spawn_in_process(
     };
     tokio::spawn(async move {
         election.acquire(&client, &clock).await;
-        let built =
-            match crate::world::build_in_process(client.clone(), &clock, provider, &flags).await {
-                Ok(b) => b,
-                Err(e) => {
-                    eprintln!("replica {name}: {e}");
-                    return;
-                }
-            };
+        let built = match build_in_process(client.clone(), &clock, provider, &flags).await {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("replica {name}: {e}");
+                return;
+            }
+        };
         let lost = async {
             let why = election.hold(&client, &clock).await;
             eprintln!("replica {name}: {why}");
@@ -143,6 +147,56 @@ pub fn turns(writes: &[Write]) -> Result<Vec<Turn>, String> {
     Ok(turns)
 }
 
+/// Who holds the Lease, against the replica the log of writes names.
+pub enum Holder {
+    /// The leading replica (or a replica without a hostname of its own).
+    Leader,
+    /// Another live replica: the Lease changed hands since the log was read.
+    Moved,
+}
+
+/// The Lease's holder must be the leading replica (`hosts[leader]`) under
+/// its own name: its hostname, alone (CA 1.30: `os.Hostname()`) or with a
+/// uniquifier after `_` (client-go's `<hostname>_<UUID>`). Replicas that
+/// all took one name (an inherited `$HOSTNAME`, say) would each believe
+/// they hold the Lease.
+pub async fn check_holder_identity(
+    client: &kube::Client,
+    hosts: &[Option<&str>],
+    leader: usize,
+) -> Result<Holder, String> {
+    let Some(Some(hostname)) = hosts.get(leader) else {
+        return Ok(Holder::Leader);
+    };
+    let (ns, name) = LEASE;
+    let lease =
+        kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), ns)
+            .get(name)
+            .await
+            .map_err(|e| format!("reading the Lease {ns}/{name}: {e}"))?;
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    if holder_is_host(&holder, hostname) {
+        Ok(Holder::Leader)
+    } else if hosts.iter().flatten().any(|h| holder_is_host(&holder, h)) {
+        Ok(Holder::Moved)
+    } else {
+        Err(format!(
+            "the Lease {ns}/{name} is held as {holder:?}, but its holder is the replica whose hostname is {hostname:?}: a leader election identity is the hostname, or the hostname, `_` and a uniquifier"
+        ))
+    }
+}
+
+/// Whether a holder identity names the host `hostname`.
+fn holder_is_host(holder: &str, hostname: &str) -> bool {
+    holder == hostname
+        || holder
+            .strip_prefix(hostname)
+            .is_some_and(|rest| rest.starts_with('_'))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -196,5 +250,19 @@ mod tests {
         let e = turns(&log).unwrap_err();
         assert!(e.contains("replica a acted again (patch nodes)"), "{e}");
         assert!(e.contains("after replica b"), "{e}");
+    }
+
+    #[test]
+    fn a_holder_identity_is_the_hostname_alone_or_with_a_uniquifier() {
+        assert!(holder_is_host("replica-0", "replica-0"));
+        assert!(holder_is_host(
+            "replica-0_0f8fad5b-d9cb-469f-a165-70867728950e",
+            "replica-0"
+        ));
+        assert!(!holder_is_host(
+            "vm_0f8fad5b-d9cb-469f-a165-70867728950e",
+            "replica-0"
+        ));
+        assert!(!holder_is_host("replica-01", "replica-0"));
     }
 }

@@ -3,8 +3,8 @@
 //! kubeconfig).
 //!
 //! It follows kwok's design (`shared/spec/kwok-compat.md`): the controller
-//! ([`controller`]: the event loop, with its config, jobs, leases and IP
-//! pool in files of their own) holds no hard-coded lifecycle; every status change is a
+//! ([`controller`]: the event loop, with its config, jobs, leases, IP
+//! pool and the state it shares with its tasks in files of their own) holds no hard-coded lifecycle; every status change is a
 //! Stage ([`stage`], `kwok.x-k8s.io/v1alpha1`) chosen by selector and weight,
 //! delayed (with jitter) and performed as steps (event, finalizers, status
 //! patch, delete). The default fast stage set ([`defaults`]) makes managed
@@ -27,11 +27,7 @@ pub mod jq;
 pub mod stage;
 pub mod template;
 
-pub use controller::{Config, Controller, NodeSelection};
-
-/// The annotation that marks a node as kwok's (`kwok.x-k8s.io/node=fake`),
-/// which the controller manages by default.
-pub const NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+pub use controller::{Config, Controller, NODE_ANNOTATION, NodeSelection};
 pub use stage::{Compiled, StageError, parse_stages};
 
 /// The default fast stage set, compiled.

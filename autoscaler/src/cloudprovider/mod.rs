@@ -1,5 +1,5 @@
 //! The cloud provider interface, mirroring upstream CA's
-//! (`cloudprovider/cloud_provider.go`, ca-compat §9): a provider lists node
+//! (`cloudprovider/cloud_provider.go`, docs/compat.md §9): a provider lists node
 //! groups; a node group has a min, max and target size, grows
 //! (`increase_size`), deletes given nodes (`delete_nodes`, lowering its
 //! target), shrinks its request for nodes that have not registered
@@ -20,7 +20,7 @@ pub mod kwok;
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -200,6 +200,11 @@ pub struct TemplateNodeInfo {
 /// The current nodes, as the autoscaler's cache has them (providers that
 /// derive instances from Node objects read them through this).
 pub type NodeLister = Arc<dyn Fn() -> Vec<Arc<Node>> + Send + Sync>;
+
+/// Locks a mutex of a provider's state, even one a panic poisoned.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A node group (`NodeGroup`).
 pub trait NodeGroup: Send + Sync + fmt::Debug {

@@ -9,7 +9,8 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{ClusterStateRegistry, cluster_resources};
+use super::nodes::cluster_resources;
+use super::registry::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
 use crate::taints;

@@ -1,6 +1,8 @@
 //! Unit tests of the flags.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+use std::time::Duration;
+
 use super::*;
 
 fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
@@ -156,4 +158,61 @@ fn flags_for_other_clouds_warn_once_each() {
     let w = f.warnings();
     assert_eq!(w.len(), 3, "{w:?}");
     assert!(w[0].starts_with("--regional is accepted but has no effect"));
+}
+
+fn help_text(width: usize) -> String {
+    help::render(&Flags::command_with_help(), width)
+}
+
+#[test]
+fn every_flag_is_in_a_group() {
+    let cmd = Flags::command_with_help();
+    let ungrouped: Vec<String> = cmd
+        .get_arguments()
+        .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+        .filter(|a| {
+            !a.get_help_heading()
+                .is_some_and(|h| help::HEADINGS.contains(&h))
+        })
+        .map(|a| a.get_id().to_string())
+        .collect();
+    assert!(ungrouped.is_empty(), "flags without a group: {ungrouped:?}");
+}
+
+#[test]
+fn help_fits_its_width_and_reads_as_sentences() {
+    for width in [help::MIN_WIDTH, 90, help::MAX_WIDTH] {
+        help_reads_well_at(width);
+    }
+}
+
+fn help_reads_well_at(width: usize) {
+    let text = help_text(width);
+    let long: Vec<&str> = text.lines().filter(|l| l.chars().count() > width).collect();
+    assert!(long.is_empty(), "lines over {width} columns: {long:#?}");
+    // A description wrapped one word a line has continuation lines of
+    // a single word; a well-wrapped one has at most its last.
+    let lines: Vec<&str> = text.lines().collect();
+    for pair in lines.windows(2) {
+        let one_word = |l: &str| {
+            l.starts_with("   ")
+                && !l.trim_start().starts_with('-')
+                && l.split_whitespace().count() == 1
+        };
+        assert!(
+            !(one_word(pair[0]) && one_word(pair[1])),
+            "one word a line: {pair:#?}"
+        );
+    }
+    for needle in [
+        "  --scan-interval duration",
+        "(default 10s)",
+        "  --expander string",
+        "(default \"least-waste\")",
+        "Cloud provider type. Implemented: kwok,",
+        "  --nodes stringArray",
+        "\nScale-down:\n",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
 }

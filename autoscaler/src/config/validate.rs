@@ -2,7 +2,7 @@
 //! expander chain, drain priorities, the address. Every error names its
 //! flag and is reported before anything starts.
 
-use super::Flags;
+use super::flags::Flags;
 
 /// A static node group from `--nodes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub struct GpuLimit {
     pub limits: MinMax,
 }
 
-/// An expander name (ca-compat §5).
+/// An expander name (docs/compat.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpanderName {
     /// `random`.

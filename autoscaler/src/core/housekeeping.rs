@@ -71,7 +71,7 @@ pub async fn clean_up_taints(ctx: &AutoscalingContext) {
 }
 
 /// Deletes instances that never registered within the group's
-/// provision time (ca-compat §3.7), never below min size unless
+/// provision time (docs/compat.md §3.7), never below min size unless
 /// `--force-delete-unregistered-nodes`.
 pub async fn remove_long_unregistered(ctx: &AutoscalingContext, registry: &ClusterStateRegistry) {
     let groups: Vec<(Arc<dyn NodeGroup>, usize, Vec<String>)> = registry
@@ -107,7 +107,7 @@ pub async fn remove_long_unregistered(ctx: &AutoscalingContext, registry: &Clust
     }
 }
 
-/// Deletes the instances that failed to be created (ca-compat §3.7),
+/// Deletes the instances that failed to be created (docs/compat.md §3.7),
 /// handing the provider fake nodes named after them.
 pub async fn delete_failed_instances(registry: &ClusterStateRegistry) {
     for g in registry.groups().values() {

@@ -1,13 +1,18 @@
-//! The main loop (`RunOnce`, ca-compat §4.0, upstream's `StaticAutoscaler`),
+//! The main loop (`RunOnce`, docs/compat.md §4.0, upstream's `StaticAutoscaler`),
 //! a short sequence of named steps:
 //!
 //! 1. refresh the provider and the cluster state ([`crate::clusterstate`]);
 //!    report what it noticed and the cluster metrics;
 //! 2. housekeeping ([`housekeeping`]): stale taints, unregistered and
 //!    failed instances, wrong group sizes;
-//! 3. the snapshot with template nodes for upcoming nodes
+//! 3. the template nodes ([`crate::processors::nodeinfosprovider`]) and
+//!    the snapshot with template nodes for upcoming nodes
 //!    ([`crate::simulator`]);
-//! 4. scale-up ([`crate::scaleup::orchestrator`]);
+//! 4. scale-up: the pending pods through the pod-list processors
+//!    ([`crate::processors::pods`]), the scale-up itself
+//!    ([`crate::scaleup::orchestrator`], with the node-group list
+//!    processors), then the scale-up status processors
+//!    ([`crate::processors::status`]: the pods' events);
 //! 5. scale-down ([`crate::scaledown::orchestrator`]);
 //! 6. `--enforce-node-group-min-size` ([`crate::scaleup::minsize`]);
 //! 7. the status ConfigMap and the decision record of the loop.
@@ -30,11 +35,12 @@ use crate::context::AutoscalingContext;
 use crate::decisions::Decisions;
 use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::metrics::Metrics;
-use crate::processors::nodeinfosprovider::TemplateNodes;
+use crate::processors::Processors;
+use crate::processors::pods::{CurrentlyDrainedNodes, PodListContext};
 use crate::scaledown::actuation::{self, Actuator, DeletionError};
 use crate::scaledown::orchestrator::ScaleDown;
 use crate::scaleup::orchestrator::{ScaleUpInputs, scale_up};
-use crate::scaleup::{ScaleUpStatus, minsize};
+use crate::scaleup::{ScaleUpStatus, minsize, old_enough, pending_pods};
 use crate::simulator::drainability::DrainRules;
 use crate::simulator::{Snapshot, node_from_template};
 use crate::status::StatusWriter;
@@ -80,7 +86,7 @@ pub struct Autoscaler {
     registry: ClusterStateRegistry,
     scale_down: ScaleDown,
     status: StatusWriter,
-    templates: TemplateNodes,
+    processors: Processors,
     sizes: housekeeping::SizeFixer,
     cleaned_up: bool,
     /// Set by a loop that left every pending pod for being very new: when
@@ -196,7 +202,7 @@ impl Autoscaler {
             registry,
             scale_down: ScaleDown::new(actuator),
             status,
-            templates: TemplateNodes::default(),
+            processors: Processors::default(),
             sizes: housekeeping::SizeFixer::default(),
             cleaned_up: false,
             pods_new_until: None,
@@ -399,21 +405,27 @@ impl Autoscaler {
         if self.sizes.fix_incorrect_sizes(&self.registry, now).await {
             return Ok(false);
         }
-        let templates = self.templates.build(&self.ctx, &self.registry, nodes, now);
+        let templates = self
+            .processors
+            .template_nodes
+            .build(&self.ctx, &self.registry, nodes, now);
         let (mut snapshot, unbound) = self.snapshot(&templates);
         self.report_unschedulable(&unbound);
 
         let t = std::time::Instant::now();
         self.metrics.activity("scaleUp", now);
-        let draining = self.scale_down.draining();
+        let pods = self.pods_to_help(&unbound, &mut snapshot, now).await;
         let inputs = ScaleUpInputs {
-            unbound: &unbound,
+            pods,
             templates: &templates,
             nodes,
-            draining: &draining,
+            node_group_list: &self.processors.node_group_list,
             now,
         };
-        let up = scale_up(&self.ctx, &mut self.registry, &mut snapshot, &inputs).await;
+        let up = scale_up(&self.ctx, &mut self.registry, &mut snapshot, inputs).await;
+        for p in &self.processors.scale_up_status {
+            p.process(&self.ctx, &up);
+        }
         self.metrics.observe("scaleUp", t.elapsed());
         let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
         let too_new = up.status == ScaleUpStatus::InCooldown;
@@ -493,6 +505,30 @@ impl Autoscaler {
         }
         snapshot.commit();
         (snapshot, unbound)
+    }
+
+    /// The pods scale-up should help (upstream's `unschedulablePodsToHelp`):
+    /// the pending pods through the pod-list processors, then those older
+    /// than `--new-pod-scale-up-delay`.
+    async fn pods_to_help(
+        &self,
+        unbound: &[PodInfo],
+        snapshot: &mut Snapshot,
+        now: SystemTime,
+    ) -> Vec<PodInfo> {
+        let f = &self.ctx.flags;
+        let pending = pending_pods(unbound.iter(), &f.bypassed_scheduler_names);
+        let draining = self.scale_down.draining();
+        let mut ctx = PodListContext {
+            snapshot,
+            expendable_cutoff: f.expendable_pods_priority_cutoff,
+            draining_pods: CurrentlyDrainedNodes::read_pods(&self.ctx, &draining).await,
+            metrics: &self.metrics,
+        };
+        let pods = self.processors.pod_list.process(&mut ctx, pending);
+        pods.into_iter()
+            .filter(|p| old_enough(&p.pod, f.new_pod_scale_up_delay, now))
+            .collect()
     }
 
     fn report_unschedulable(&self, unbound: &[PodInfo]) {

@@ -1,6 +1,6 @@
-//! Prometheus metrics with CA's names, types and labels (ca-compat §8.2),
+//! Prometheus metrics with CA's names, types and labels (docs/compat.md §8.2),
 //! under the `cluster_autoscaler_` prefix, and the `/health-check` rule
-//! (§8.3). Counters are registered without `_total`: the encoder adds it.
+//! (docs/compat.md §8.3). Counters are registered without `_total`: the encoder adds it.
 
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime};
@@ -99,7 +99,22 @@ impl Metrics {
     /// Registers everything and pre-initialises the series upstream starts at 0.
     pub fn new(per_group: bool) -> Self {
         let mut registry = Registry::with_prefix("cluster_autoscaler");
-        let m = Self {
+        let m = Self::unregistered();
+        m.register_cluster_state(&mut registry);
+        m.register_loop(&mut registry);
+        m.register_scale_up(&mut registry);
+        m.register_scale_down(&mut registry);
+        m.register_taints_and_skipped_events(&mut registry);
+        if per_group {
+            m.register_per_group(&mut registry);
+        }
+        m.preinitialise();
+        Self { registry, ..m }
+    }
+
+    /// Every metric, empty and not registered anywhere.
+    fn unregistered() -> Self {
+        Self {
             safe_to_autoscale: FGauge::default(),
             nodes_count: Family::default(),
             node_groups_count: Family::default(),
@@ -128,141 +143,170 @@ impl Metrics {
             node_group_target: Family::default(),
             node_group_healthiness: Family::default(),
             registry: Registry::default(),
-        };
-        let r = &mut registry;
+        }
+    }
+
+    /// The cluster gauges: health, node and group counts, cores and memory with their limits.
+    fn register_cluster_state(&self, r: &mut Registry) {
         r.register(
             "cluster_safe_to_autoscale",
             "Whether or not cluster is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
-            m.safe_to_autoscale.clone(),
+            self.safe_to_autoscale.clone(),
         );
         r.register(
             "nodes_count",
             "Number of nodes in cluster.",
-            m.nodes_count.clone(),
+            self.nodes_count.clone(),
         );
         r.register(
             "node_groups_count",
             "Number of node groups managed by CA.",
-            m.node_groups_count.clone(),
+            self.node_groups_count.clone(),
         );
         r.register(
             "unschedulable_pods_count",
             "Number of unschedulable pods in the cluster.",
-            m.unschedulable_pods_count.clone(),
+            self.unschedulable_pods_count.clone(),
         );
         r.register(
             "max_nodes_count",
             "Maximum number of nodes in all node groups",
-            m.max_nodes_count.clone(),
+            self.max_nodes_count.clone(),
         );
         r.register(
             "cluster_cpu_current_cores",
             "Current number of cores in the cluster, minus deleting nodes.",
-            m.cpu_current_cores.clone(),
+            self.cpu_current_cores.clone(),
         );
         r.register(
             "cpu_limits_cores",
             "Minimum and maximum number of cores in the cluster.",
-            m.cpu_limits_cores.clone(),
+            self.cpu_limits_cores.clone(),
         );
         r.register(
             "cluster_memory_current_bytes",
             "Current number of bytes of memory in the cluster, minus deleting nodes.",
-            m.memory_current_bytes.clone(),
+            self.memory_current_bytes.clone(),
         );
         r.register(
             "memory_limits_bytes",
             "Minimum and maximum number of bytes of memory in cluster.",
-            m.memory_limits_bytes.clone(),
+            self.memory_limits_bytes.clone(),
         );
+    }
+
+    /// The loop's activity, function durations and errors.
+    fn register_loop(&self, r: &mut Registry) {
         r.register(
             "last_activity",
             "Last time certain part of CA logic executed.",
-            m.last_activity.clone(),
+            self.last_activity.clone(),
         );
         r.register(
             "function_duration_seconds",
             "Time taken by various parts of CA main loop.",
-            m.function_duration.clone(),
+            self.function_duration.clone(),
         );
         r.register(
             "errors",
             "The number of CA loops failed due to an error.",
-            m.errors.clone(),
+            self.errors.clone(),
         );
+    }
+
+    /// Scale-up counters.
+    fn register_scale_up(&self, r: &mut Registry) {
         r.register(
             "scaled_up_nodes",
             "Number of nodes added by CA.",
-            m.scaled_up_nodes.clone(),
+            self.scaled_up_nodes.clone(),
         );
         r.register(
             "failed_scale_ups",
             "Number of times scale-up operation has failed.",
-            m.failed_scale_ups.clone(),
+            self.failed_scale_ups.clone(),
         );
         r.register(
             "failed_node_creations",
             "Number of nodes that failed creation.",
-            m.failed_node_creations.clone(),
+            self.failed_node_creations.clone(),
         );
+    }
+
+    /// Scale-down counters and gauges.
+    fn register_scale_down(&self, r: &mut Registry) {
         r.register(
             "scaled_down_nodes",
             "Number of nodes removed by CA.",
-            m.scaled_down_nodes.clone(),
+            self.scaled_down_nodes.clone(),
         );
         r.register(
             "evicted_pods",
             "Number of pods evicted by CA",
-            m.evicted_pods.clone(),
+            self.evicted_pods.clone(),
         );
         r.register(
             "unneeded_nodes_count",
             "Number of nodes currently considered unneeded by CA.",
-            m.unneeded_nodes_count.clone(),
+            self.unneeded_nodes_count.clone(),
         );
         r.register(
             "unremovable_nodes_count",
             "Number of nodes currently considered unremovable by CA.",
-            m.unremovable_nodes_count.clone(),
+            self.unremovable_nodes_count.clone(),
         );
         r.register(
             "scale_down_in_cooldown",
             "Whether or not the scale down is in cooldown. 1 if its, 0 otherwise.",
-            m.scale_down_in_cooldown.clone(),
+            self.scale_down_in_cooldown.clone(),
         );
         r.register(
             "old_unregistered_nodes_removed_count",
             "Number of unregistered nodes removed by CA.",
-            m.old_unregistered_removed.clone(),
+            self.old_unregistered_removed.clone(),
         );
+    }
+
+    /// Taints by type, and scale events skipped at the resource limits.
+    fn register_taints_and_skipped_events(&self, r: &mut Registry) {
         r.register(
             "node_taints_count",
             "Number of taints per type used in the cluster.",
-            m.node_taints_count.clone(),
+            self.node_taints_count.clone(),
         );
         r.register(
             "skipped_scale_events_count",
             "Count of scaling events that the CA has chosen to skip.",
-            m.skipped_scale_events.clone(),
+            self.skipped_scale_events.clone(),
         );
-        if per_group {
-            r.register(
-                "node_group_min_count",
-                "Minimum number of nodes in the node group",
-                m.node_group_min.clone(),
-            );
-            r.register(
-                "node_group_max_count",
-                "Maximum number of nodes in the node group",
-                m.node_group_max.clone(),
-            );
-            r.register(
-                "node_group_target_count",
-                "Target number of nodes in the node group by CA.",
-                m.node_group_target.clone(),
-            );
-            r.register("node_group_healthiness", "Whether or not node group is healthy enough for autoscaling. 1 if it is, 0 otherwise.", m.node_group_healthiness.clone());
-        }
+    }
+
+    /// Each group's sizes and health (`--emit-per-nodegroup-metrics`).
+    fn register_per_group(&self, r: &mut Registry) {
+        r.register(
+            "node_group_min_count",
+            "Minimum number of nodes in the node group",
+            self.node_group_min.clone(),
+        );
+        r.register(
+            "node_group_max_count",
+            "Maximum number of nodes in the node group",
+            self.node_group_max.clone(),
+        );
+        r.register(
+            "node_group_target_count",
+            "Target number of nodes in the node group by CA.",
+            self.node_group_target.clone(),
+        );
+        r.register(
+            "node_group_healthiness",
+            "Whether or not node group is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
+            self.node_group_healthiness.clone(),
+        );
+    }
+
+    /// Creates at 0 the series upstream starts at 0.
+    fn preinitialise(&self) {
         for t in [
             "cloudProviderError",
             "apiCallError",
@@ -272,34 +316,33 @@ impl Metrics {
             "nodeGroupDoesNotExistError",
             "unexpectedScaleDownStateError",
         ] {
-            let _ = m.errors.get_or_create(&labels(&[("type", t)]));
+            let _ = self.errors.get_or_create(&labels(&[("type", t)]));
         }
         for reason in ["cloudProviderError", "apiCallError", "timeout"] {
-            let _ = m
+            let _ = self
                 .failed_scale_ups
                 .get_or_create(&gpu_labels(&[("reason", reason)]));
-            let _ = m
+            let _ = self
                 .failed_node_creations
                 .get_or_create(&labels(&[("reason", reason)]));
         }
         for reason in ["underutilized", "empty", "unready"] {
-            let _ = m
+            let _ = self
                 .scaled_down_nodes
                 .get_or_create(&gpu_labels(&[("reason", reason)]));
         }
         for result in ["succeeded", "failed"] {
-            let _ = m
+            let _ = self
                 .evicted_pods
                 .get_or_create(&labels(&[("eviction_result", result)]));
         }
         for direction in ["up", "down"] {
             for reason in ["CpuResourceLimit", "MemoryResourceLimit"] {
-                let _ = m
+                let _ = self
                     .skipped_scale_events
                     .get_or_create(&labels(&[("direction", direction), ("reason", reason)]));
             }
         }
-        Self { registry, ..m }
     }
 
     /// The `--cores-total` and `--memory-total` limits, set once.
@@ -388,7 +431,7 @@ pub struct Unhealthy {
     pub failing: Duration,
 }
 
-/// The `/health-check` verdict (ca-compat §8.3).
+/// The `/health-check` verdict (docs/compat.md §8.3).
 pub fn health(
     now: SystemTime,
     last_activity: SystemTime,

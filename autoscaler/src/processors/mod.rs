@@ -1,5 +1,45 @@
-//! Processors (upstream's `processors`): steps of the loop that upstream
-//! lets a distribution replace. Here: the template node infos of every
-//! node group ([`nodeinfosprovider`]).
+//! Processors (upstream's `processors`): the steps of the loop that
+//! upstream lets a distribution replace or extend, gathered in
+//! [`Processors`] (upstream's `AutoscalingProcessors`). The loop
+//! (`crate::core`) runs them in this order:
+//!
+//! - [`nodeinfosprovider`]: the template node of every node group;
+//! - [`pods`]: the pod-list processors, from the unschedulable pods to the
+//!   pods scale-up should help;
+//! - [`nodegroups`]: the node groups scale-up may consider;
+//! - [`status`]: what is told of the scale-up once it is done.
 
+pub mod nodegroups;
 pub mod nodeinfosprovider;
+pub mod pods;
+pub mod status;
+
+use nodegroups::NodeGroupListProcessor;
+use nodeinfosprovider::TemplateNodes;
+use pods::PodListProcessors;
+use status::{ScaleUpStatusProcessor, default_scale_up_status_processors};
+
+/// Every processor of one autoscaler (upstream's `AutoscalingProcessors`).
+pub struct Processors {
+    /// Template nodes per group (upstream's `TemplateNodeInfoProvider`),
+    /// with the copies of real nodes it caches across loops.
+    pub template_nodes: TemplateNodes,
+    /// From the unschedulable pods to the pods to help.
+    pub pod_list: PodListProcessors,
+    /// The node groups scale-up may consider.
+    pub node_group_list: Vec<Box<dyn NodeGroupListProcessor>>,
+    /// What is told of each scale-up.
+    pub scale_up_status: Vec<Box<dyn ScaleUpStatusProcessor>>,
+}
+
+impl Default for Processors {
+    /// Upstream's default processors.
+    fn default() -> Self {
+        Self {
+            template_nodes: TemplateNodes::default(),
+            pod_list: PodListProcessors::default(),
+            node_group_list: Vec::new(),
+            scale_up_status: default_scale_up_status_processors(),
+        }
+    }
+}

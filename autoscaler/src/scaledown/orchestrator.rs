@@ -11,9 +11,10 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::actuation::{Actuator, DeletionError, Outcome, ToDelete};
 use super::cooldown::Cooldown;
-use super::{
-    DeletionBudget, Planner, PlannerSettings, UnremovableReason, eligibility, select, softtaint,
-};
+use super::selection::{DeletionBudget, select};
+use super::unneeded::{Planner, PlannerSettings};
+use super::unremovable::{Unremovable, UnremovableReason};
+use super::{eligibility, softtaint};
 use crate::clusterstate::{self, ClusterStateRegistry};
 use crate::context::AutoscalingContext;
 use crate::decisions::Decisions;
@@ -255,7 +256,7 @@ impl ScaleDown {
         }
         for (name, r) in &self.planner.reasons {
             let text = match r {
-                super::Unremovable::BlockedByPod { pod, reason } => {
+                Unremovable::BlockedByPod { pod, reason } => {
                     format!("BlockedByPod: {pod} {}", reason.as_str())
                 }
                 other => other.as_str().to_string(),

@@ -1,11 +1,12 @@
-//! Which unneeded nodes are deleted now (ca-compat §3.5): long enough
+//! Which unneeded nodes are deleted now (docs/compat.md §3.5): long enough
 //! unneeded, groups kept at min size, resource limits kept, within
 //! `--max-scale-down-parallelism` and `--max-drain-parallelism`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
-use super::{Planner, UnneededNode, Unremovable, UnremovableReason};
+use super::unneeded::{Planner, UnneededNode};
+use super::unremovable::{Unremovable, UnremovableReason};
 
 /// One node group's facts for choosing deletions.
 #[derive(Debug, Clone)]
@@ -43,7 +44,7 @@ pub struct DeletionBudget {
     pub drain: usize,
 }
 
-/// Chooses the unneeded nodes to delete now (ca-compat §3.5). `keep_cores`
+/// Chooses the unneeded nodes to delete now (docs/compat.md §3.5). `keep_cores`
 /// tells whether removing a node still respects the minimum resource
 /// limits (and charges it when it does).
 pub fn select(

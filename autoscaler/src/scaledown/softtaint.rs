@@ -1,4 +1,4 @@
-//! Soft taints (ca-compat §1.3): `DeletionCandidateOfClusterAutoscaler`
+//! Soft taints (docs/compat.md §1.3): `DeletionCandidateOfClusterAutoscaler`
 //! (`PreferNoSchedule`) is added to unneeded nodes and removed from nodes
 //! that are no longer unneeded, at most `--max-bulk-soft-taint-count`
 //! changes and `--max-bulk-soft-taint-time` per loop (0 turns them off).
@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::Planner;
+use super::unneeded::Planner;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::taints;

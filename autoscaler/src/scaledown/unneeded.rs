@@ -1,4 +1,4 @@
-//! The scale-down planner (ca-compat §3.2–§3.4, upstream's
+//! The scale-down planner (docs/compat.md §3.2–§3.4, upstream's
 //! `core/scaledown/planner` and `unneeded`): which candidates are unneeded,
 //! since when, and why the others are not.
 
@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::core::v1::Pod;
 use predicates::PodInfo;
 
-use super::{Unremovable, UnremovableReason, Utilization, utilization};
+use super::unremovable::{Unremovable, UnremovableReason};
+use super::utilization::{Utilization, utilization};
 use crate::simulator::Snapshot;
 use crate::simulator::drainability::{self, Budget, Context, is_daemonset_pod, is_mirror_pod};
 
@@ -89,7 +90,7 @@ impl Planner {
         self.unneeded.clear();
     }
 
-    /// Recomputes the unneeded list (ca-compat §3.2–§3.4). Removable
+    /// Recomputes the unneeded list (docs/compat.md §3.2–§3.4). Removable
     /// nodes' pods stay placed in the snapshot, and the budgets are charged,
     /// so later candidates see what is left.
     pub fn update(

@@ -1,4 +1,4 @@
-//! The binpacking estimator (ca-compat §4.4, upstream's `estimator`): how
+//! The binpacking estimator (docs/compat.md §4.4, upstream's `estimator`): how
 //! many template nodes a set of pod groups needs.
 
 use std::time::Duration;
@@ -19,7 +19,7 @@ pub struct Estimate {
     pub requests: (i64, i64),
 }
 
-/// The binpacking estimator (ca-compat §4.4): how many template nodes the
+/// The binpacking estimator (docs/compat.md §4.4): how many template nodes the
 /// pod groups need, at most `limit` new nodes. The snapshot is left as it
 /// was.
 pub fn estimate(

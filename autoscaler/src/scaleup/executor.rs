@@ -6,7 +6,7 @@
 
 use std::time::SystemTime;
 
-use super::ScaleUpInfo;
+use super::types::ScaleUpInfo;
 use crate::cloudprovider::CloudError;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;

@@ -1,4 +1,4 @@
-//! `--enforce-node-group-min-size` (ca-compat §4.7, upstream's
+//! `--enforce-node-group-min-size` (docs/compat.md §4.7, upstream's
 //! `ScaleUpToNodeGroupMinSize`): every healthy, not backed-off group with a
 //! template whose target is below its min size is raised to min, within
 //! `--max-nodes-total`, through the one [`executor`](super::executor).
@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use predicates::NodeInfo;
 
-use super::ScaleUpInfo;
 use super::executor;
+use super::types::ScaleUpInfo;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 

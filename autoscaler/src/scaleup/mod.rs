@@ -1,16 +1,18 @@
-//! Scale-up (ca-compat §4, upstream's `core/scaleup`).
+//! Scale-up (docs/compat.md §4, upstream's `core/scaleup`).
 //!
-//! One loop's scale-up runs in this order:
+//! One loop's scale-up runs in this order (the loop, `crate::core`, runs
+//! the processors of `crate::processors` around it):
 //!
-//! - [`pending`]: which pending pods count, and which already fit on
-//!   existing or upcoming nodes (`filter_out_schedulable`).
+//! - [`pending`]: which pending pods count; the pod-list processors then
+//!   drop those that other mechanisms own or that fit on existing or
+//!   upcoming nodes, and add those of draining nodes.
 //! - [`equivalence`]: pods that are the same for scheduling are checked once.
 //! - [`plan`]: every usable group is estimated ([`estimator`]), within the
 //!   cluster-wide [`limits`]; the expander chooses; similar groups share
 //!   the increase ([`balancing`]).
-//! - [`orchestrator`]: the loop step around the plan (pods of draining
-//!   nodes, `--max-nodes-total`, the wait for very new pods ([`new_pods`]),
-//!   events, the decision record).
+//! - [`orchestrator`]: the loop step around the plan (`--max-nodes-total`,
+//!   the wait for very new pods ([`new_pods`]), the node-group list, each
+//!   pod's outcome for the status processors and the decision record).
 //! - [`executor`]: the one place where node groups are increased, for the
 //!   plan and for `--enforce-node-group-min-size` ([`minsize`]).
 //!
@@ -26,64 +28,15 @@ pub mod new_pods;
 pub mod orchestrator;
 pub mod pending;
 pub mod plan;
-
-use predicates::NodeInfo;
-use serde::{Deserialize, Serialize};
+pub mod types;
 
 pub use balancing::{Balancing, balance, similar};
 pub use equivalence::{PodGroup, equivalence_groups, equivalent};
 pub use estimator::{Estimate, estimate};
 pub use limits::{LimitExceeded, Limits};
-pub use pending::{POD_SCALE_UP_DELAY, filter_out_schedulable, old_enough, pending_pods};
-pub use plan::{Plan, PlanInputs, plan};
-
-/// How a loop's scale-up ended (upstream's `ScaleUpResult` and the reasons
-/// the loop stops before planning). Serialised as its variant name in the
-/// decision record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ScaleUpStatus {
-    /// No pending pod needs a new node.
-    NotNeeded,
-    /// Every chosen group was increased.
-    Successful,
-    /// No node group can help the pending pods.
-    NoOptionsAvailable,
-    /// An increase failed.
-    Error,
-    /// Every pending pod is very new: the loop waits for more
-    /// ([`new_pods`]).
-    InCooldown,
-    /// `--max-nodes-total` is reached.
-    LimitedByMaxNodesTotal,
-    /// The cluster is unhealthy: no scale-up at all.
-    ClusterUnhealthy,
-}
-
-/// A node group that scale-up may use.
-#[derive(Debug, Clone)]
-pub struct Candidate {
-    /// Group id.
-    pub id: String,
-    /// Template node (with its DaemonSet/mirror pods).
-    pub template: NodeInfo,
-    /// Target size.
-    pub target: usize,
-    /// Max size.
-    pub max: usize,
-}
-
-/// One group's part of a scale-up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScaleUpInfo {
-    /// Group id.
-    pub group: String,
-    /// Current target.
-    pub current: usize,
-    /// New target.
-    pub new: usize,
-    /// Max size.
-    pub max: usize,
-}
+pub use pending::{POD_SCALE_UP_DELAY, old_enough, pending_pods};
+pub use plan::{Plan, PlanInputs, ScaleUpPlan, plan};
+pub use types::{Candidate, NotTriggered, ScaleUpInfo, ScaleUpStatus};
 
 #[cfg(test)]
 mod tests;

@@ -1,28 +1,32 @@
 //! The scale-up step of the loop (upstream's `core/scaleup/orchestrator`):
-//! gathers the pending pods (with those of nodes being drained), stops at
+//! given the pods to help (the loop ran the pod-list processors), stops at
 //! `--max-nodes-total` or while the pods are too new, plans, executes, and
-//! tells each pod what happened (`TriggeredScaleUp`, `NotTriggerScaleUp`).
+//! says for each pod whether it triggered the scale-up or why not (the
+//! scale-up status processors tell the pods).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::Api;
 use predicates::{NodeInfo, PodInfo};
 
-use super::{
-    Balancing, Candidate, Limits, Plan, PlanInputs, ScaleUpInfo, ScaleUpStatus, executor, new_pods,
-};
+use super::balancing::Balancing;
+use super::executor;
+use super::limits::Limits;
+use super::new_pods;
+use super::plan::{Plan, PlanInputs, ScaleUpPlan, plan};
+use super::types::{Candidate, NotTriggered, ScaleUpInfo, ScaleUpStatus, format_increases};
 use crate::clusterstate::{self, ClusterStateRegistry};
 use crate::context::AutoscalingContext;
-use crate::events::{EventReason, EventType, ObjectRef};
+use crate::events::{EventReason, EventType};
 use crate::expander::priority;
 use crate::metrics::Metrics;
+use crate::processors::nodegroups::{self, NodeGroupList, NodeGroupListProcessor};
 use crate::simulator::Snapshot;
-use crate::simulator::drainability::{is_daemonset_pod, is_mirror_pod};
 
-/// What the scale-up step did, for the decision record and the cooldown.
+/// What the scale-up step did, for the status processors, the decision
+/// record and the cooldown.
 #[derive(Debug, Clone)]
 pub struct ScaleUpOutcome {
     /// How it ended.
@@ -33,6 +37,10 @@ pub struct ScaleUpOutcome {
     pub options: BTreeMap<String, usize>,
     /// The increases that succeeded.
     pub scaled: Vec<ScaleUpInfo>,
+    /// The pods the increases are for (when any succeeded).
+    pub pods_triggered_scale_up: Vec<Arc<Pod>>,
+    /// The pods no increase is for, with why.
+    pub pods_remain_unschedulable: Vec<(Arc<Pod>, NotTriggered)>,
     /// When every pending pod was very new (upstream's "Unschedulable pods
     /// are very new, waiting one iteration for more", [`new_pods`]): when
     /// the wait ends.
@@ -46,6 +54,8 @@ impl ScaleUpOutcome {
             pods: BTreeMap::new(),
             options: BTreeMap::new(),
             scaled: Vec::new(),
+            pods_triggered_scale_up: Vec::new(),
+            pods_remain_unschedulable: Vec::new(),
             pods_new_until: None,
         }
     }
@@ -53,49 +63,109 @@ impl ScaleUpOutcome {
 
 /// What the loop hands the scale-up step.
 pub struct ScaleUpInputs<'a> {
-    /// Pods without a node (compact, [`crate::cache::compact`]).
-    pub unbound: &'a [PodInfo],
+    /// The pods to help: the pod-list processors' output, old enough.
+    pub pods: Vec<PodInfo>,
     /// Template nodes per group.
     pub templates: &'a BTreeMap<String, NodeInfo>,
     /// Every node.
     pub nodes: &'a [Arc<Node>],
-    /// Nodes whose drain is in progress: their pods need a place too.
-    pub draining: &'a [String],
+    /// The node-group list processors.
+    pub node_group_list: &'a [Box<dyn NodeGroupListProcessor>],
     /// The loop's time.
     pub now: SystemTime,
 }
 
-/// Runs one scale-up on the snapshot (pods that fit somewhere are placed
-/// in it for the rest of the loop).
+/// Runs one scale-up on the snapshot.
 pub async fn scale_up(
     ctx: &AutoscalingContext,
     registry: &mut ClusterStateRegistry,
     snapshot: &mut Snapshot,
-    inputs: &ScaleUpInputs<'_>,
+    inputs: ScaleUpInputs<'_>,
 ) -> ScaleUpOutcome {
-    let f = &ctx.flags;
     let now = inputs.now;
-    let mut pending = super::pending_pods(
-        inputs.unbound.iter(),
-        f.expendable_pods_priority_cutoff,
-        &f.bypassed_scheduler_names,
-    );
-    pending.extend(pods_of_draining_nodes(ctx, inputs.draining).await);
-    let t = std::time::Instant::now();
-    let pending = super::filter_out_schedulable(snapshot, pending);
-    ctx.metrics.observe("filterOutSchedulable", t.elapsed());
-    snapshot.commit();
-    let pending: Vec<PodInfo> = pending
-        .into_iter()
-        .filter(|p| !is_daemonset_pod(&p.pod))
-        .filter(|p| super::old_enough(&p.pod, f.new_pod_scale_up_delay, now))
-        .collect();
+    let pending = &inputs.pods;
     if pending.is_empty() {
         tracing::debug!("No unschedulable pods");
         return ScaleUpOutcome::stopped(ScaleUpStatus::NotNeeded);
     }
-    let ready_nodes = inputs
-        .nodes
+    if let Some(stopped) = stop_before_planning(ctx, pending, inputs.nodes, now) {
+        return stopped;
+    }
+    let groups = node_groups(ctx, registry, inputs.templates, now);
+    let groups = nodegroups::process_all(inputs.node_group_list, groups, pending);
+    let plan = plan_scale_up(ctx, snapshot, pending, &groups, inputs.nodes, now).await;
+    let by_key: HashMap<&str, &Arc<Pod>> =
+        pending.iter().map(|p| (p.key.as_str(), &p.pod)).collect();
+    let pods_for = |keys: &mut dyn Iterator<Item = &String>| -> Vec<Arc<Pod>> {
+        keys.filter_map(|k| by_key.get(k.as_str()).map(|p| Arc::clone(p)))
+            .collect()
+    };
+    let options = plan
+        .considered
+        .iter()
+        .map(|o| (o.group.clone(), o.node_count))
+        .collect();
+    let (infos, option) = match plan.decision {
+        Plan::NoOptions => {
+            let remain = plan
+                .reasons
+                .into_iter()
+                .filter_map(|(key, rs)| {
+                    let pod = by_key.get(key.as_str())?;
+                    Some((Arc::clone(pod), NotTriggered::NoGroupCanHelp(rs)))
+                })
+                .collect();
+            return ScaleUpOutcome {
+                pods: plan.verdicts,
+                options,
+                pods_remain_unschedulable: remain,
+                ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
+            };
+        }
+        Plan::ScaleUp { infos, option } => (infos, option),
+    };
+    if infos.is_empty() {
+        return ScaleUpOutcome {
+            pods: plan.verdicts,
+            options,
+            ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
+        };
+    }
+    let executed = executor::execute(ctx, registry, &infos, now).await;
+    let mut triggered = Vec::new();
+    if !executed.done.is_empty() {
+        tracing::info!(
+            "Final scale-up plan: [{}], for {} pods",
+            format_increases(&executed.done),
+            option.pods.len()
+        );
+        triggered = pods_for(&mut option.pods.iter());
+    }
+    ScaleUpOutcome {
+        status: if executed.failed {
+            ScaleUpStatus::Error
+        } else {
+            ScaleUpStatus::Successful
+        },
+        pods: plan.verdicts,
+        options,
+        scaled: executed.done,
+        pods_triggered_scale_up: triggered,
+        pods_remain_unschedulable: Vec::new(),
+        pods_new_until: None,
+    }
+}
+
+/// The reasons to stop before planning: `--max-nodes-total` reached by the
+/// ready nodes, or every pending pod very new ([`new_pods`]).
+fn stop_before_planning(
+    ctx: &AutoscalingContext,
+    pending: &[PodInfo],
+    nodes: &[Arc<Node>],
+    now: SystemTime,
+) -> Option<ScaleUpOutcome> {
+    let f = &ctx.flags;
+    let ready_nodes = nodes
         .iter()
         .filter(|n| {
             clusterstate::node_ready(n, &ctx.taints)
@@ -108,30 +178,42 @@ pub async fn scale_up(
             EventReason::MaxNodesTotalReached,
             format!("Max total nodes in cluster reached: {}", f.max_nodes_total),
         );
-        for p in &pending {
-            ctx.events.record(
-                &ObjectRef::pod(&p.pod),
-                EventType::Normal,
-                EventReason::NotTriggerScaleUp,
-                "pod didn't trigger scale-up: max total nodes in cluster reached".into(),
-            );
-        }
-        return ScaleUpOutcome::stopped(ScaleUpStatus::LimitedByMaxNodesTotal);
+        return Some(ScaleUpOutcome {
+            pods_remain_unschedulable: pending
+                .iter()
+                .map(|p| (Arc::clone(&p.pod), NotTriggered::MaxNodesTotalReached))
+                .collect(),
+            ..ScaleUpOutcome::stopped(ScaleUpStatus::LimitedByMaxNodesTotal)
+        });
     }
     let new_until = f
         .bypassed_scheduler_names
         .is_empty()
-        .then(|| new_pods::very_new_until(&pending, now, f.frequent_loops_enabled))
+        .then(|| new_pods::very_new_until(pending, now, f.frequent_loops_enabled))
         .flatten();
     if new_until.is_some() {
         tracing::debug!("Unschedulable pods are very new, waiting one iteration for more");
-        return ScaleUpOutcome {
+        return Some(ScaleUpOutcome {
             pods_new_until: new_until,
             ..ScaleUpOutcome::stopped(ScaleUpStatus::InCooldown)
-        };
+        });
     }
-    let (candidates, skipped) = candidates(ctx, registry, inputs.templates, now);
-    let (cores, memory) = clusterstate::cluster_resources(inputs.nodes, now);
+    None
+}
+
+/// Plans the scale-up within the cluster-wide limits, with the expanders
+/// and balancing the flags give; reports the limits hit and what the
+/// priority expander noticed.
+async fn plan_scale_up(
+    ctx: &AutoscalingContext,
+    snapshot: &mut Snapshot,
+    pending: &[PodInfo],
+    groups: &NodeGroupList,
+    nodes: &[Arc<Node>],
+    now: SystemTime,
+) -> ScaleUpPlan {
+    let f = &ctx.flags;
+    let (cores, memory) = clusterstate::cluster_resources(nodes, now);
     let limits = Limits {
         max_nodes_total: f.max_nodes_total,
         nodes_now: snapshot.nodes().len(),
@@ -151,15 +233,13 @@ pub async fn scale_up(
         free_ratio: f.max_free_difference_ratio,
     };
     let priorities = priority::load(ctx).await;
-    let mut notices = Vec::new();
     let t = std::time::Instant::now();
-    let mut limit_hits = Vec::new();
-    let plan = super::plan(
+    let mut plan = plan(
         snapshot,
         &PlanInputs {
-            pods: &pending,
-            candidates: &candidates,
-            skipped: &skipped,
+            pods: pending,
+            candidates: &groups.candidates,
+            skipped: &groups.skipped,
             limits: &limits,
             expanders: &ctx.validated.expanders,
             priorities: priorities.as_ref(),
@@ -167,12 +247,10 @@ pub async fn scale_up(
             max_binpacking_time: f.max_binpacking_time,
             max_group_binpacking_time: f.max_nodegroup_binpacking_duration,
         },
-        &mut notices,
-        &mut limit_hits,
     );
     ctx.metrics.observe("scaleUp:estimate", t.elapsed());
-    for hit in limit_hits {
-        for resource in hit.resources {
+    for hit in &plan.limit_hits {
+        for resource in &hit.resources {
             Metrics::inc(
                 &ctx.metrics.skipped_scale_events,
                 &[("direction", "up"), ("reason", resource.skipped_reason())],
@@ -180,136 +258,36 @@ pub async fn scale_up(
             );
         }
     }
-    priority::report_notices(ctx, notices);
-    let by_key: HashMap<&str, &Pod> = pending.iter().map(|p| (p.key.as_str(), &*p.pod)).collect();
-    match plan {
-        Plan::NoOptions { reasons, groups } => {
-            for (key, rs) in reasons {
-                let text: Vec<String> = rs.iter().map(|(r, n)| format!("{n} {r}")).collect();
-                if let Some(p) = by_key.get(key.as_str()) {
-                    ctx.events.record(
-                        &ObjectRef::pod(p),
-                        EventType::Normal,
-                        EventReason::NotTriggerScaleUp,
-                        format!("pod didn't trigger scale-up: {}", text.join(", ")),
-                    );
-                }
-            }
-            ScaleUpOutcome {
-                pods: groups,
-                ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
-            }
-        }
-        Plan::ScaleUp {
-            infos,
-            option,
-            considered,
-            groups: verdicts,
-        } => {
-            let options = considered
-                .iter()
-                .map(|o| (o.group.clone(), o.node_count))
-                .collect();
-            if infos.is_empty() {
-                return ScaleUpOutcome {
-                    pods: verdicts,
-                    options,
-                    ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
-                };
-            }
-            let executed = executor::execute(ctx, registry, &infos, now).await;
-            if !executed.done.is_empty() {
-                let text: Vec<String> = executed
-                    .done
-                    .iter()
-                    .map(|i| format!("{{{} {}->{} (max: {})}}", i.group, i.current, i.new, i.max))
-                    .collect();
-                tracing::info!(
-                    "Final scale-up plan: [{}], for {} pods",
-                    text.join(" "),
-                    option.pods.len()
-                );
-                let message = format!("pod triggered scale-up: [{}]", text.join(" "));
-                for key in &option.pods {
-                    if let Some(p) = by_key.get(key.as_str()) {
-                        ctx.events.record(
-                            &ObjectRef::pod(p),
-                            EventType::Normal,
-                            EventReason::TriggeredScaleUp,
-                            message.clone(),
-                        );
-                    }
-                }
-            }
-            ScaleUpOutcome {
-                status: if executed.failed {
-                    ScaleUpStatus::Error
-                } else {
-                    ScaleUpStatus::Successful
-                },
-                pods: verdicts,
-                options,
-                scaled: executed.done,
-                pods_new_until: None,
-            }
-        }
-    }
+    priority::report_notices(ctx, std::mem::take(&mut plan.priority_notices));
+    plan
 }
 
-/// The node groups that can take part, and why the others cannot.
-fn candidates(
+/// The node groups that can take part (upstream's
+/// `filterValidScaleUpNodeGroups`): ready for scale-up (healthy, not backed
+/// off), with a target size and a template; the others with why not.
+fn node_groups(
     ctx: &AutoscalingContext,
     registry: &ClusterStateRegistry,
     templates: &BTreeMap<String, NodeInfo>,
     now: SystemTime,
-) -> (Vec<Candidate>, BTreeMap<String, String>) {
-    let mut skipped = BTreeMap::new();
-    let mut candidates = Vec::new();
+) -> NodeGroupList {
+    let mut list = NodeGroupList::default();
     for g in ctx.provider.node_groups() {
         let id = g.id();
         if let Err(reason) = registry.group_ready_for_scale_up(&id, now) {
-            skipped.insert(id, reason.to_string());
+            list.skipped.insert(id, reason.to_string());
             continue;
         }
         let (Ok(target), Some(template)) = (g.target_size(), templates.get(&id)) else {
-            skipped.insert(id, "not ready for scale-up".into());
+            list.skipped.insert(id, "not ready for scale-up".into());
             continue;
         };
-        candidates.push(Candidate {
+        list.candidates.push(Candidate {
             id,
             template: template.clone(),
             target,
             max: g.max_size(),
         });
     }
-    (candidates, skipped)
-}
-
-/// The pods of nodes being drained, unbound, so that scale-up finds them a
-/// place. The cache keeps bound pods compact, so the full ones are read.
-async fn pods_of_draining_nodes(ctx: &AutoscalingContext, draining: &[String]) -> Vec<PodInfo> {
-    let mut out = Vec::new();
-    for node in draining {
-        let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
-        let pods = match Api::<Pod>::all(ctx.client.clone()).list(&lp).await {
-            Ok(l) => l.items,
-            Err(e) => {
-                tracing::warn!("listing the pods of draining node {node}: {e}");
-                continue;
-            }
-        };
-        for mut p in pods {
-            if p.metadata.deletion_timestamp.is_none()
-                && crate::cache::is_active(&p)
-                && !is_daemonset_pod(&p)
-                && !is_mirror_pod(&p)
-            {
-                if let Some(s) = p.spec.as_mut() {
-                    s.node_name = None;
-                }
-                out.push(crate::cache::compact(PodInfo::new(Arc::new(p))));
-            }
-        }
-    }
-    out
+    list
 }

@@ -1,4 +1,4 @@
-//! Planning one scale-up (ca-compat §4.3–§4.5): estimate every usable
+//! Planning one scale-up (docs/compat.md §4.3–§4.5): estimate every usable
 //! group, let the expander choose, cap by the limits and balance.
 
 use std::collections::BTreeMap;
@@ -10,31 +10,47 @@ use super::balancing::{Balancing, balance, similar};
 use super::equivalence::{PodGroup, equivalence_groups};
 use super::estimator::estimate;
 use super::limits::{LimitExceeded, Limits};
-use super::{Candidate, ScaleUpInfo};
+use super::types::{Candidate, ScaleUpInfo};
 use crate::expander::{self, Priorities, PriorityNotice, ScaleUpOption};
 use crate::simulator::{Snapshot, node_from_template};
 
-/// The outcome of planning.
+/// Per pod key: node group → its verdict for the pod.
+pub type PodVerdicts = BTreeMap<String, BTreeMap<String, String>>;
+
+/// Per pod key: why node groups could not help it → how many groups.
+pub type PodReasons = BTreeMap<String, BTreeMap<String, usize>>;
+
+/// What planning decided.
 #[derive(Debug, Clone)]
 pub enum Plan {
-    /// Scale these groups; these pods would be helped.
+    /// Scale these groups for the chosen option.
     ScaleUp {
-        /// Per-group changes.
+        /// Per-group changes (empty when the chosen group is gone).
         infos: Vec<ScaleUpInfo>,
         /// The chosen option.
         option: ScaleUpOption,
-        /// Options considered (for decision records).
-        considered: Vec<ScaleUpOption>,
-        /// Per pod key: node group → chosen, not chosen, or why rejected.
-        groups: BTreeMap<String, BTreeMap<String, String>>,
     },
-    /// No option: why each pod was not helped (reason → number of groups).
-    NoOptions {
-        /// Per pod key.
-        reasons: BTreeMap<String, BTreeMap<String, usize>>,
-        /// Per pod key: node group → why it was rejected.
-        groups: BTreeMap<String, BTreeMap<String, String>>,
-    },
+    /// No group can help any pod.
+    NoOptions,
+}
+
+/// One planned scale-up: the decision, the options the expander chose
+/// among, and for every pod the verdict of every group.
+#[derive(Debug, Clone)]
+pub struct ScaleUpPlan {
+    /// What to do.
+    pub decision: Plan,
+    /// The options considered (for decision records).
+    pub considered: Vec<ScaleUpOption>,
+    /// Per pod key: node group → chosen, not chosen, or why rejected.
+    pub verdicts: PodVerdicts,
+    /// Per pod key: why groups could not help it → number of groups (the
+    /// groups that made options are not counted).
+    pub reasons: PodReasons,
+    /// The groups skipped for a cluster-wide limit.
+    pub limit_hits: Vec<LimitExceeded>,
+    /// What the priority expander noticed of its configuration.
+    pub priority_notices: Vec<PriorityNotice>,
 }
 
 /// Inputs of [`plan`].
@@ -59,200 +75,274 @@ pub struct PlanInputs<'a> {
     pub max_group_binpacking_time: Duration,
 }
 
-/// Plans one scale-up.
-pub fn plan(
-    snapshot: &mut Snapshot,
-    inputs: &PlanInputs<'_>,
-    notices: &mut Vec<PriorityNotice>,
-    limit_hits: &mut Vec<LimitExceeded>,
-) -> Plan {
+/// Plans one scale-up (docs/compat.md §4.3–§4.5): which pod groups fit
+/// which node group's template within the limits, one estimate per usable
+/// group, the expander's choice, then the count capped and balanced.
+pub fn plan(snapshot: &mut Snapshot, inputs: &PlanInputs<'_>) -> ScaleUpPlan {
     let groups = equivalence_groups(inputs.pods);
-    // per_group[pod group index]: node group -> why it was rejected
-    let mut per_group: Vec<BTreeMap<String, Vec<String>>> = vec![BTreeMap::new(); groups.len()];
-    for g in per_group.iter_mut() {
-        for (id, reason) in inputs.skipped {
-            g.insert(id.clone(), vec![reason.clone()]);
+    let mut planner = Planner {
+        inputs,
+        rejected: vec![BTreeMap::new(); groups.len()],
+        groups,
+        limit_hits: Vec::new(),
+    };
+    for (id, reason) in inputs.skipped {
+        planner.reject_for_all(id, reason.clone());
+    }
+    let probed = planner.probe(snapshot);
+    let (options, mut similar_groups) = planner.estimate(snapshot, &probed);
+    let considered = options.clone();
+    let mut priority_notices = Vec::new();
+    let chosen = expander::choose(
+        inputs.expanders,
+        options,
+        inputs.priorities,
+        &mut priority_notices,
+    );
+    let (verdicts, reasons) = planner.verdicts(&considered, chosen.as_ref());
+    let decision = match chosen {
+        None => Plan::NoOptions,
+        Some(option) => {
+            let similar = similar_groups.remove(&option.group).unwrap_or_default();
+            Plan::ScaleUp {
+                infos: planner.increases(&option, similar),
+                option,
+            }
+        }
+    };
+    ScaleUpPlan {
+        decision,
+        considered,
+        verdicts,
+        reasons,
+        limit_hits: planner.limit_hits,
+        priority_notices,
+    }
+}
+
+/// A node group whose template fits some pod groups: how many nodes the
+/// limits allow it, and which pod groups fit.
+struct Probed<'a> {
+    candidate: &'a Candidate,
+    allowed: usize,
+    fitting: Vec<usize>,
+}
+
+/// The state of one planning: the pods' equivalence groups and, per pod
+/// group, why each node group was rejected (or the option it made).
+struct Planner<'a> {
+    inputs: &'a PlanInputs<'a>,
+    groups: Vec<PodGroup>,
+    rejected: Vec<BTreeMap<String, Vec<String>>>,
+    limit_hits: Vec<LimitExceeded>,
+}
+
+impl<'a> Planner<'a> {
+    fn reject_for_all(&mut self, group: &str, reason: String) {
+        for r in self.rejected.iter_mut() {
+            r.insert(group.to_string(), vec![reason.clone()]);
         }
     }
-    // First, which pod groups fit each group's template at all, and how
-    // many nodes the limits allow it.
-    let mut probed: Vec<(&Candidate, usize, Vec<usize>)> = Vec::new();
-    for c in inputs.candidates {
-        let remaining = c.max.saturating_sub(c.target);
-        if remaining == 0 {
-            for g in per_group.iter_mut() {
-                g.insert(c.id.clone(), vec!["max node group size reached".into()]);
-            }
-            continue;
-        }
-        let allowed = match inputs.limits.nodes_allowed(&c.template) {
-            Ok(n) => n,
-            Err(reason) => {
-                for g in per_group.iter_mut() {
-                    g.insert(c.id.clone(), vec![reason.to_string()]);
-                }
-                limit_hits.push(reason);
+
+    /// Which pod groups fit each candidate's template at all, and how many
+    /// nodes the limits allow it; the others are rejected with the reason.
+    fn probe(&mut self, snapshot: &mut Snapshot) -> Vec<Probed<'a>> {
+        let mut probed = Vec::new();
+        for c in self.inputs.candidates {
+            if c.max.saturating_sub(c.target) == 0 {
+                self.reject_for_all(&c.id, "max node group size reached".into());
                 continue;
             }
-        };
-        snapshot.fork();
-        let probe = snapshot.add_node(node_from_template(
-            &c.template,
-            &format!("template-node-for-{}", c.id),
-        ));
-        let mut fitting = Vec::new();
-        for (i, g) in groups.iter().enumerate() {
-            match snapshot.fits(g.sample(), probe) {
-                Ok(()) => fitting.push(i),
-                Err(rs) => {
-                    per_group[i].insert(c.id.clone(), rs.iter().map(ToString::to_string).collect());
+            let allowed = match self.inputs.limits.nodes_allowed(&c.template) {
+                Ok(n) => n,
+                Err(reason) => {
+                    self.reject_for_all(&c.id, reason.to_string());
+                    self.limit_hits.push(reason);
+                    continue;
+                }
+            };
+            snapshot.fork();
+            let probe = snapshot.add_node(node_from_template(
+                &c.template,
+                &format!("template-node-for-{}", c.id),
+            ));
+            let mut fitting = Vec::new();
+            for (i, g) in self.groups.iter().enumerate() {
+                match snapshot.fits(g.sample(), probe) {
+                    Ok(()) => fitting.push(i),
+                    Err(rs) => {
+                        let reasons = rs.iter().map(ToString::to_string).collect();
+                        self.rejected[i].insert(c.id.clone(), reasons);
+                    }
                 }
             }
+            snapshot.revert();
+            if !fitting.is_empty() {
+                probed.push(Probed {
+                    candidate: c,
+                    allowed,
+                    fitting,
+                });
+            }
         }
-        snapshot.revert();
-        if !fitting.is_empty() {
-            probed.push((c, allowed, fitting));
-        }
+        probed
     }
-    // Similar groups (with --balance-similar-node-groups): those whose
-    // templates are alike and that fit every pod group this one fits.
-    let similar_to = |c: &Candidate, fitting: &[usize]| -> Vec<&Candidate> {
-        if !inputs.balancing.enabled {
+
+    /// The groups similar to `c` (with --balance-similar-node-groups):
+    /// those whose templates are alike and that fit every pod group `c`
+    /// fits.
+    fn similar_to(&self, probed: &[Probed<'a>], p: &Probed<'a>) -> Vec<&'a Candidate> {
+        if !self.inputs.balancing.enabled {
             return Vec::new();
         }
         probed
             .iter()
-            .filter(|(o, _, o_fitting)| {
-                o.id != c.id
-                    && fitting.iter().all(|i| o_fitting.contains(i))
-                    && similar(&c.template, &o.template, inputs.balancing)
+            .filter(|o| {
+                o.candidate.id != p.candidate.id
+                    && p.fitting.iter().all(|i| o.fitting.contains(i))
+                    && similar(
+                        &p.candidate.template,
+                        &o.candidate.template,
+                        self.inputs.balancing,
+                    )
             })
-            .map(|(o, _, _)| *o)
+            .map(|o| o.candidate)
             .collect()
-    };
-    let mut options = Vec::new();
-    let mut similar_groups: BTreeMap<String, Vec<&Candidate>> = BTreeMap::new();
-    let started = std::time::Instant::now();
-    for (c, allowed, fitting) in &probed {
-        if started.elapsed() > inputs.max_binpacking_time {
-            tracing::warn!(
-                "--max-binpacking-time reached: node group {} and the ones after it are not estimated",
-                c.id
-            );
-            break;
-        }
-        // The estimate may fill this group and its similar ones (upstream's
-        // estimator limits binpacking by their joint remaining capacity).
-        let similar = similar_to(c, fitting);
-        let capacity: usize = std::iter::once(*c)
-            .chain(similar.iter().copied())
-            .map(|g| g.max.saturating_sub(g.target))
-            .sum();
-        let limit = capacity
-            .min(inputs.limits.max_nodes_per_scaleup)
-            .min(*allowed);
-        let refs: Vec<&PodGroup> = fitting.iter().map(|&i| &groups[i]).collect();
-        let est = estimate(
-            snapshot,
-            &c.template,
-            &refs,
-            limit,
-            &format!("template-node-for-{}", c.id),
-            inputs.max_group_binpacking_time,
-        );
-        for &i in fitting {
-            let placed = groups[i].pods.iter().any(|p| est.pods.contains(&p.key));
-            let note = if placed {
-                format!("option of {} node(s)", est.node_count)
-            } else {
-                "does not fit a new node within the limits".to_string()
-            };
-            per_group[i].insert(c.id.clone(), vec![note]);
-        }
-        if est.node_count == 0 || est.pods.is_empty() {
-            continue;
-        }
-        similar_groups.insert(c.id.clone(), similar);
-        let cap = predicates::resources::Resources::from_list(
-            c.template
-                .node
-                .status
-                .as_ref()
-                .and_then(|s| s.capacity.as_ref()),
-        );
-        options.push(ScaleUpOption {
-            group: c.id.clone(),
-            node_count: est.node_count,
-            pods: est.pods,
-            pod_requests: est.requests,
-            node_capacity: (cap.milli_cpu, cap.memory),
-        });
     }
-    let considered = options.clone();
-    let chosen_option = expander::choose(inputs.expanders, options, inputs.priorities, notices);
-    // The record per pod: every node group and its verdict.
-    let mut by_pod_groups = BTreeMap::new();
-    let mut by_pod_counts = BTreeMap::new();
-    for (i, g) in groups.iter().enumerate() {
-        let mut verdicts: BTreeMap<String, String> = BTreeMap::new();
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for (id, rs) in &per_group[i] {
-            let is_option = considered.iter().any(|o| &o.group == id);
-            let verdict = match &chosen_option {
-                Some(o) if &o.group == id && is_option => "chosen".to_string(),
-                Some(_) if is_option => "not chosen by the expander".to_string(),
-                _ => rs.join("; "),
-            };
-            if !is_option {
-                for r in rs {
-                    *counts.entry(r.clone()).or_default() += 1;
-                }
+
+    /// One binpacking estimate per probed group, within
+    /// `--max-binpacking-time`: the options, and each option's similar
+    /// groups.
+    fn estimate(
+        &mut self,
+        snapshot: &mut Snapshot,
+        probed: &[Probed<'a>],
+    ) -> (Vec<ScaleUpOption>, BTreeMap<String, Vec<&'a Candidate>>) {
+        let mut options = Vec::new();
+        let mut similar_groups = BTreeMap::new();
+        let started = std::time::Instant::now();
+        for p in probed {
+            let c = p.candidate;
+            if started.elapsed() > self.inputs.max_binpacking_time {
+                tracing::warn!(
+                    "--max-binpacking-time reached: node group {} and the ones after it are not estimated",
+                    c.id
+                );
+                break;
             }
-            verdicts.insert(id.clone(), verdict);
+            // The estimate may fill this group and its similar ones
+            // (upstream's estimator limits binpacking by their joint
+            // remaining capacity).
+            let similar = self.similar_to(probed, p);
+            let capacity: usize = std::iter::once(c)
+                .chain(similar.iter().copied())
+                .map(|g| g.max.saturating_sub(g.target))
+                .sum();
+            let limit = capacity
+                .min(self.inputs.limits.max_nodes_per_scaleup)
+                .min(p.allowed);
+            let refs: Vec<&PodGroup> = p.fitting.iter().map(|&i| &self.groups[i]).collect();
+            let est = estimate(
+                snapshot,
+                &c.template,
+                &refs,
+                limit,
+                &format!("template-node-for-{}", c.id),
+                self.inputs.max_group_binpacking_time,
+            );
+            for &i in &p.fitting {
+                let placed = self.groups[i]
+                    .pods
+                    .iter()
+                    .any(|p| est.pods.contains(&p.key));
+                let note = if placed {
+                    format!("option of {} node(s)", est.node_count)
+                } else {
+                    "does not fit a new node within the limits".to_string()
+                };
+                self.rejected[i].insert(c.id.clone(), vec![note]);
+            }
+            if est.node_count == 0 || est.pods.is_empty() {
+                continue;
+            }
+            similar_groups.insert(c.id.clone(), similar);
+            let cap = predicates::resources::Resources::from_list(
+                c.template
+                    .node
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.capacity.as_ref()),
+            );
+            options.push(ScaleUpOption {
+                group: c.id.clone(),
+                node_count: est.node_count,
+                pods: est.pods,
+                pod_requests: est.requests,
+                node_capacity: (cap.milli_cpu, cap.memory),
+            });
         }
-        for p in &g.pods {
-            let key = p.key.clone();
-            by_pod_groups.insert(key.clone(), verdicts.clone());
-            by_pod_counts.insert(key, counts.clone());
-        }
+        (options, similar_groups)
     }
-    let Some(option) = chosen_option else {
-        return Plan::NoOptions {
-            reasons: by_pod_counts,
-            groups: by_pod_groups,
-        };
-    };
-    // Cap by --max-nodes-total.
-    let mut count = option.node_count;
-    if inputs.limits.max_nodes_total > 0 {
-        count = count.min(
-            inputs
-                .limits
-                .max_nodes_total
-                .saturating_sub(inputs.limits.nodes_now),
-        );
-    }
-    let chosen = inputs.candidates.iter().find(|c| c.id == option.group);
-    let infos = match chosen {
-        None => Vec::new(),
-        Some(c) if inputs.balancing.enabled => {
-            let groups: Vec<(String, usize, usize)> = std::iter::once(c)
-                .chain(similar_groups.remove(&c.id).unwrap_or_default())
-                .map(|g| (g.id.clone(), g.target, g.max))
-                .collect();
-            balance(&groups, count)
+
+    /// The record per pod: every node group and its verdict, and the
+    /// reasons of the groups that made no option, counted.
+    fn verdicts(
+        &self,
+        considered: &[ScaleUpOption],
+        chosen: Option<&ScaleUpOption>,
+    ) -> (PodVerdicts, PodReasons) {
+        let mut by_pod_verdicts = BTreeMap::new();
+        let mut by_pod_counts = BTreeMap::new();
+        for (i, g) in self.groups.iter().enumerate() {
+            let mut verdicts: BTreeMap<String, String> = BTreeMap::new();
+            let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+            for (id, rs) in &self.rejected[i] {
+                let is_option = considered.iter().any(|o| &o.group == id);
+                let verdict = match chosen {
+                    Some(o) if &o.group == id && is_option => "chosen".to_string(),
+                    Some(_) if is_option => "not chosen by the expander".to_string(),
+                    _ => rs.join("; "),
+                };
+                if !is_option {
+                    for r in rs {
+                        *counts.entry(r.clone()).or_default() += 1;
+                    }
+                }
+                verdicts.insert(id.clone(), verdict);
+            }
+            for p in &g.pods {
+                by_pod_verdicts.insert(p.key.clone(), verdicts.clone());
+                by_pod_counts.insert(p.key.clone(), counts.clone());
+            }
         }
-        Some(c) => vec![ScaleUpInfo {
-            group: c.id.clone(),
-            current: c.target,
-            new: (c.target + count).min(c.max),
-            max: c.max,
-        }],
-    };
-    Plan::ScaleUp {
-        infos,
-        option,
-        considered,
-        groups: by_pod_groups,
+        (by_pod_verdicts, by_pod_counts)
+    }
+
+    /// The increases for the chosen option: its count capped by
+    /// `--max-nodes-total`, then shared with its similar groups when
+    /// balancing.
+    fn increases(&self, option: &ScaleUpOption, similar: Vec<&Candidate>) -> Vec<ScaleUpInfo> {
+        let limits = self.inputs.limits;
+        let mut count = option.node_count;
+        if limits.max_nodes_total > 0 {
+            count = count.min(limits.max_nodes_total.saturating_sub(limits.nodes_now));
+        }
+        let chosen = self.inputs.candidates.iter().find(|c| c.id == option.group);
+        match chosen {
+            None => Vec::new(),
+            Some(c) if self.inputs.balancing.enabled => {
+                let groups: Vec<(String, usize, usize)> = std::iter::once(c)
+                    .chain(similar)
+                    .map(|g| (g.id.clone(), g.target, g.max))
+                    .collect();
+                balance(&groups, count)
+            }
+            Some(c) => vec![ScaleUpInfo {
+                group: c.id.clone(),
+                current: c.target,
+                new: (c.target + count).min(c.max),
+                max: c.max,
+            }],
+        }
     }
 }

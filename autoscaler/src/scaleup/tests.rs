@@ -104,7 +104,7 @@ fn pods_fitting_existing_nodes_are_dropped() {
     let pods: Vec<PodInfo> = (0..5)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
-    let left = filter_out_schedulable(&mut snap, pods);
+    let left = crate::processors::pods::filter_out_schedulable(&mut snap, pods);
     assert_eq!(left.len(), 3);
     assert_eq!(snap.node(0).pods.len(), 2);
 }
@@ -188,6 +188,20 @@ fn young_pods_wait() {
     );
 }
 
+/// The listing, then the expendable filter of the pod-list processors.
+fn listed_and_not_expendable(pods: &[PodInfo], bypassed: &[String]) -> Vec<PodInfo> {
+    use crate::processors::pods::{FilterOutExpendable, PodListContext, PodListProcessor};
+    let metrics = crate::metrics::Metrics::new(false);
+    let mut snap = Snapshot::new(Vec::new());
+    let mut ctx = PodListContext {
+        snapshot: &mut snap,
+        expendable_cutoff: -10,
+        draining_pods: Vec::new(),
+        metrics: &metrics,
+    };
+    FilterOutExpendable.process(&mut ctx, pending_pods(pods.iter(), bypassed))
+}
+
 #[test]
 fn pending_pods_skip_nominated_and_expendable() {
     let normal = pod("a", Some("rs"), "1");
@@ -203,13 +217,18 @@ fn pending_pods_skip_nominated_and_expendable() {
         info(expendable),
         info(fresh.clone()),
     ];
-    let left = pending_pods(all.iter(), -10, &[]);
+    let left = listed_and_not_expendable(&all, &[]);
     assert_eq!(left.len(), 1);
+    assert_eq!(
+        pending_pods(all.iter(), &[]).len(),
+        3,
+        "the listing keeps nominated and expendable pods for the processors"
+    );
     let mut bypassed = fresh;
     bypassed.spec.as_mut().unwrap().scheduler_name = Some("custom".into());
     let with = [info(bypassed)];
     assert_eq!(
-        pending_pods(with.iter(), -10, &["custom".to_string()]).len(),
+        listed_and_not_expendable(&with, &["custom".to_string()]).len(),
         1
     );
 }
@@ -260,13 +279,12 @@ fn limits_cap_and_skip_groups() {
     let balancing = Balancing::default();
     let roomy = roomy_limits();
     let mut snap = Snapshot::new(Vec::new());
-    let (mut n, mut hits) = (Vec::new(), Vec::new());
     let Plan::ScaleUp { infos, .. } = plan(
         &mut snap,
         &inputs(&pods, &candidates, &roomy, &skipped, &balancing),
-        &mut n,
-        &mut hits,
-    ) else {
+    )
+    .decision
+    else {
         panic!("no scale-up")
     };
     assert_eq!(
@@ -286,9 +304,9 @@ fn limits_cap_and_skip_groups() {
     let Plan::ScaleUp { infos, .. } = plan(
         &mut snap,
         &inputs(&pods, &candidates, &tight, &skipped, &balancing),
-        &mut n,
-        &mut hits,
-    ) else {
+    )
+    .decision
+    else {
         panic!("no scale-up")
     };
     assert_eq!(infos[0].new, 1);
@@ -297,11 +315,15 @@ fn limits_cap_and_skip_groups() {
         cores: (8, 8),
         ..roomy.clone()
     };
-    let Plan::NoOptions { reasons, groups } = plan(
+    let planned = plan(
         &mut snap,
         &inputs(&pods, &candidates, &full, &skipped, &balancing),
-        &mut n,
-        &mut hits,
+    );
+    let (Plan::NoOptions, reasons, groups, hits) = (
+        planned.decision,
+        planned.reasons,
+        planned.verdicts,
+        planned.limit_hits,
     ) else {
         panic!("scaled up past the limit")
     };
@@ -327,9 +349,9 @@ fn limits_cap_and_skip_groups() {
     let Plan::ScaleUp { infos, .. } = plan(
         &mut snap,
         &inputs(&pods, &candidates, &capped, &skipped, &balancing),
-        &mut n,
-        &mut hits,
-    ) else {
+    )
+    .decision
+    else {
         panic!("no scale-up")
     };
     assert_eq!(infos[0].new, 1);
@@ -352,15 +374,14 @@ fn balancing_estimates_up_to_the_similar_groups_joint_room() {
         .collect();
     let skipped = BTreeMap::new();
     let limits = roomy_limits();
-    let (mut n, mut hits) = (Vec::new(), Vec::new());
-    let mut total = |balancing: &Balancing| {
+    let total = |balancing: &Balancing| {
         let mut snap = Snapshot::new(Vec::new());
         let Plan::ScaleUp { infos, .. } = plan(
             &mut snap,
             &inputs(&pods, &candidates, &limits, &skipped, balancing),
-            &mut n,
-            &mut hits,
-        ) else {
+        )
+        .decision
+        else {
             panic!("no scale-up")
         };
         infos.iter().map(|i| i.new - i.current).sum::<usize>()

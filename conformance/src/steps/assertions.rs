@@ -663,7 +663,12 @@ async fn metrics_show(w: &mut CaWorld, line: String) -> StepResult {
     // Metrics change once per loop: wait up to a minute.
     let mut text = String::new();
     for _ in 0..12 {
-        text = w.running().await?.metrics().await?;
+        text = w
+            .running()
+            .await?
+            .metrics()
+            .await
+            .map_err(|e| e.to_string())?;
         if text.lines().any(|l| l.starts_with(&line)) {
             return Ok(());
         }
@@ -678,7 +683,12 @@ async fn metrics_show(w: &mut CaWorld, line: String) -> StepResult {
 
 #[then(regex = r#"^the autoscaler's health check answers (\d+)$"#)]
 async fn health(w: &mut CaWorld, want: u16) -> StepResult {
-    let (code, body) = w.running().await?.health().await?;
+    let (code, body) = w
+        .running()
+        .await?
+        .health()
+        .await
+        .map_err(|e| e.to_string())?;
     if code == want {
         Ok(())
     } else {

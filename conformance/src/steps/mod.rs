@@ -109,13 +109,13 @@ pub async fn watch_decisions(
 ) -> Result<Result<(), Decisions>, String> {
     let r = w.running().await?;
     for _ in 0..seconds {
-        let d = r.decisions().await?;
+        let d = r.decisions().await.map_err(|e| e.to_string())?;
         if check(&d) {
             return Ok(Ok(()));
         }
         r.pass(Duration::from_secs(1)).await?;
     }
-    Ok(Err(r.decisions().await?))
+    Ok(Err(r.decisions().await.map_err(|e| e.to_string())?))
 }
 
 /// The quoted names in `"a", "b" and "c"`; a numbered range

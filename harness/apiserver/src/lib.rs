@@ -14,9 +14,14 @@
 //! # Architecture
 //!
 //! ```text
-//!  http.rs      routes, verbs, query parameters, watch streams, Tables
+//!  http/        the router and auth; path resolution, RBAC and faults (route);
+//!     │         options and responses, kubectl's Tables too (request); list,
+//!     │         get, writes and subresources (rest); watch streams (watch);
+//!     │         the fault rules' endpoint (admin)
 //!     │
-//!  server/      operations, a file each: create / update (and patch) / apply / delete / scale
+//!  server/      the server's state (state), request options (options), and the
+//!     │         operations, a file each: read (get, list) / create / update
+//!     │         (and patch) / apply / delete / scale
 //!     │  ├── admission.rs  defaults, Priority, DefaultTolerationSeconds, validation
 //!     │  │                 (reads the server only through `AdmissionContext`)
 //!     │  ├── normalize.rs  typed k8s-openapi round trip, strict field validation

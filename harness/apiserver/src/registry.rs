@@ -140,7 +140,6 @@ pub fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
 const META_FIELDS: [(&str, &str); 2] = [("metadata.name", ""), ("metadata.namespace", "")];
 
 struct Builtin {
-    group: &'static str,
     resource: &'static str,
     kind: &'static str,
     namespaced: bool,
@@ -150,8 +149,8 @@ struct Builtin {
     fields: &'static [(&'static str, &'static str)],
 }
 
-const fn b(
-    group: &'static str,
+/// A built-in resource of the group its table is under, served as `v1`.
+const fn r(
     resource: &'static str,
     kind: &'static str,
     namespaced: bool,
@@ -159,7 +158,6 @@ const fn b(
     status: bool,
 ) -> Builtin {
     Builtin {
-        group,
         resource,
         kind,
         namespaced,
@@ -203,193 +201,86 @@ const EVENTS_K8S_FIELDS: &[(&str, &str)] = &[
     ("type", ""),
 ];
 
-fn builtins() -> Vec<Builtin> {
-    vec![
-        b("", "namespaces", "Namespace", false, &["ns"], true).fields(&[("status.phase", "")]),
-        b("", "nodes", "Node", false, &["no"], true).fields(&[("spec.unschedulable", "false")]),
-        b("", "pods", "Pod", true, &["po"], true).fields(POD_FIELDS),
-        b("", "services", "Service", true, &["svc"], true),
-        b("", "endpoints", "Endpoints", true, &["ep"], false),
-        b("", "configmaps", "ConfigMap", true, &["cm"], false),
-        b("", "secrets", "Secret", true, &[], false).fields(&[("type", "")]),
-        b("", "events", "Event", true, &["ev"], false).fields(EVENT_FIELDS),
-        b(
-            "",
-            "serviceaccounts",
-            "ServiceAccount",
-            true,
-            &["sa"],
-            false,
-        ),
-        b(
-            "",
-            "persistentvolumes",
-            "PersistentVolume",
-            false,
-            &["pv"],
-            true,
-        ),
-        b(
-            "",
-            "persistentvolumeclaims",
-            "PersistentVolumeClaim",
-            true,
-            &["pvc"],
-            true,
-        ),
-        b(
-            "",
-            "replicationcontrollers",
-            "ReplicationController",
-            true,
-            &["rc"],
-            true,
-        )
+/// The built-in resources by API group, in discovery order. (The tables
+/// are kept one resource a line, as a table reads best.)
+#[rustfmt::skip]
+const BUILTINS: &[(&str, &[Builtin])] = &[
+    ("", CORE),
+    ("apps", APPS),
+    ("batch", &[r("jobs", "Job", true, &[], true).fields(&[("status.successful", "0")])]),
+    ("policy", &[r("poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true)]),
+    ("coordination.k8s.io", &[r("leases", "Lease", true, &[], false)]),
+    ("rbac.authorization.k8s.io", RBAC),
+    ("events.k8s.io", &[r("events", "Event", true, &["ev"], false).fields(EVENTS_K8S_FIELDS)]),
+    ("scheduling.k8s.io", &[r("priorityclasses", "PriorityClass", false, &["pc"], false)]),
+    ("storage.k8s.io", STORAGE),
+    // Dynamic resource allocation (resource.k8s.io/v1, Kubernetes 1.34):
+    // kube-scheduler's framework and upstream CA watch these.
+    ("resource.k8s.io", RESOURCE),
+    ("apiextensions.k8s.io", &[
+        r("customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"], true),
+    ]),
+];
+
+/// The core group (`v1`).
+#[rustfmt::skip]
+const CORE: &[Builtin] = &[
+    r("namespaces", "Namespace", false, &["ns"], true).fields(&[("status.phase", "")]),
+    r("nodes", "Node", false, &["no"], true).fields(&[("spec.unschedulable", "false")]),
+    r("pods", "Pod", true, &["po"], true).fields(POD_FIELDS),
+    r("services", "Service", true, &["svc"], true),
+    r("endpoints", "Endpoints", true, &["ep"], false),
+    r("configmaps", "ConfigMap", true, &["cm"], false),
+    r("secrets", "Secret", true, &[], false).fields(&[("type", "")]),
+    r("events", "Event", true, &["ev"], false).fields(EVENT_FIELDS),
+    r("serviceaccounts", "ServiceAccount", true, &["sa"], false),
+    r("persistentvolumes", "PersistentVolume", false, &["pv"], true),
+    r("persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], true),
+    r("replicationcontrollers", "ReplicationController", true, &["rc"], true)
         .scaled()
         .fields(&[("status.replicas", "0")]),
-        b("", "podtemplates", "PodTemplate", true, &[], false),
-        b("apps", "deployments", "Deployment", true, &["deploy"], true).scaled(),
-        b("apps", "replicasets", "ReplicaSet", true, &["rs"], true)
-            .scaled()
-            .fields(&[("status.replicas", "0")]),
-        b("apps", "statefulsets", "StatefulSet", true, &["sts"], true).scaled(),
-        b("apps", "daemonsets", "DaemonSet", true, &["ds"], true),
-        b(
-            "apps",
-            "controllerrevisions",
-            "ControllerRevision",
-            true,
-            &[],
-            false,
-        ),
-        b("batch", "jobs", "Job", true, &[], true).fields(&[("status.successful", "0")]),
-        b(
-            "policy",
-            "poddisruptionbudgets",
-            "PodDisruptionBudget",
-            true,
-            &["pdb"],
-            true,
-        ),
-        b("coordination.k8s.io", "leases", "Lease", true, &[], false),
-        b(
-            "rbac.authorization.k8s.io",
-            "roles",
-            "Role",
-            true,
-            &[],
-            false,
-        ),
-        b(
-            "rbac.authorization.k8s.io",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            &[],
-            false,
-        ),
-        b(
-            "rbac.authorization.k8s.io",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            &[],
-            false,
-        ),
-        b(
-            "rbac.authorization.k8s.io",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            &[],
-            false,
-        ),
-        b("events.k8s.io", "events", "Event", true, &["ev"], false).fields(EVENTS_K8S_FIELDS),
-        b(
-            "scheduling.k8s.io",
-            "priorityclasses",
-            "PriorityClass",
-            false,
-            &["pc"],
-            false,
-        ),
-        b(
-            "storage.k8s.io",
-            "storageclasses",
-            "StorageClass",
-            false,
-            &["sc"],
-            false,
-        ),
-        b("storage.k8s.io", "csinodes", "CSINode", false, &[], false),
-        b(
-            "storage.k8s.io",
-            "csidrivers",
-            "CSIDriver",
-            false,
-            &[],
-            false,
-        ),
-        b(
-            "storage.k8s.io",
-            "csistoragecapacities",
-            "CSIStorageCapacity",
-            true,
-            &[],
-            false,
-        ),
-        b(
-            "storage.k8s.io",
-            "volumeattachments",
-            "VolumeAttachment",
-            false,
-            &[],
-            true,
-        ),
-        // Dynamic resource allocation (resource.k8s.io/v1, Kubernetes
-        // 1.34): kube-scheduler's framework and upstream CA watch these.
-        b(
-            "resource.k8s.io",
-            "deviceclasses",
-            "DeviceClass",
-            false,
-            &[],
-            false,
-        ),
-        b(
-            "resource.k8s.io",
-            "resourceclaims",
-            "ResourceClaim",
-            true,
-            &[],
-            true,
-        ),
-        b(
-            "resource.k8s.io",
-            "resourceclaimtemplates",
-            "ResourceClaimTemplate",
-            true,
-            &[],
-            false,
-        ),
-        b(
-            "resource.k8s.io",
-            "resourceslices",
-            "ResourceSlice",
-            false,
-            &[],
-            false,
-        ),
-        b(
-            "apiextensions.k8s.io",
-            "customresourcedefinitions",
-            "CustomResourceDefinition",
-            false,
-            &["crd", "crds"],
-            true,
-        ),
-    ]
-}
+    r("podtemplates", "PodTemplate", true, &[], false),
+];
+
+/// `apps`.
+#[rustfmt::skip]
+const APPS: &[Builtin] = &[
+    r("deployments", "Deployment", true, &["deploy"], true).scaled(),
+    r("replicasets", "ReplicaSet", true, &["rs"], true)
+        .scaled()
+        .fields(&[("status.replicas", "0")]),
+    r("statefulsets", "StatefulSet", true, &["sts"], true).scaled(),
+    r("daemonsets", "DaemonSet", true, &["ds"], true),
+    r("controllerrevisions", "ControllerRevision", true, &[], false),
+];
+
+/// `rbac.authorization.k8s.io`.
+#[rustfmt::skip]
+const RBAC: &[Builtin] = &[
+    r("roles", "Role", true, &[], false),
+    r("rolebindings", "RoleBinding", true, &[], false),
+    r("clusterroles", "ClusterRole", false, &[], false),
+    r("clusterrolebindings", "ClusterRoleBinding", false, &[], false),
+];
+
+/// `storage.k8s.io`.
+#[rustfmt::skip]
+const STORAGE: &[Builtin] = &[
+    r("storageclasses", "StorageClass", false, &["sc"], false),
+    r("csinodes", "CSINode", false, &[], false),
+    r("csidrivers", "CSIDriver", false, &[], false),
+    r("csistoragecapacities", "CSIStorageCapacity", true, &[], false),
+    r("volumeattachments", "VolumeAttachment", false, &[], true),
+];
+
+/// `resource.k8s.io`.
+#[rustfmt::skip]
+const RESOURCE: &[Builtin] = &[
+    r("deviceclasses", "DeviceClass", false, &[], false),
+    r("resourceclaims", "ResourceClaim", true, &[], true),
+    r("resourceclaimtemplates", "ResourceClaimTemplate", true, &[], false),
+    r("resourceslices", "ResourceSlice", false, &[], false),
+];
 
 impl Builtin {
     const fn scaled(mut self) -> Self {
@@ -400,11 +291,11 @@ impl Builtin {
         self.fields = f;
         self
     }
-    fn def(&self) -> ResourceDef {
+    fn def(&self, group: &str) -> ResourceDef {
         let mut fields: Vec<(&'static str, &'static str)> = META_FIELDS.to_vec();
         fields.extend_from_slice(self.fields);
         ResourceDef {
-            group: self.group.into(),
+            group: group.into(),
             versions: vec!["v1".into()],
             resource: self.resource.into(),
             singular: self.kind.to_lowercase(),
@@ -470,8 +361,10 @@ impl Registry {
     /// A registry with every built-in resource.
     pub fn with_builtins() -> Self {
         let r = Registry::default();
-        for b in builtins() {
-            r.insert(b.def());
+        for (group, resources) in BUILTINS {
+            for b in *resources {
+                r.insert(b.def(group));
+            }
         }
         r.insert(bindings_def());
         r

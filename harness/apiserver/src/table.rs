@@ -157,268 +157,333 @@ fn node_status(v: &Value) -> String {
     }
 }
 
+/// The columns of a resource's Table: Name, then those kubectl shows for
+/// the kind (Events put the name last), or Age.
 fn columns(def: &ResourceDef) -> Vec<Column> {
-    let named = |rest: Vec<Column>| {
-        let mut v = vec![col("Name", "string", 0, name)];
-        v.extend(rest);
-        v
-    };
-    match (def.group.as_str(), def.resource.as_str()) {
-        ("", "pods") => named(vec![
-            col("Ready", "string", 0, |v, _| {
-                let cs = v
-                    .pointer("/status/containerStatuses")
-                    .and_then(Value::as_array);
-                let total = v
-                    .pointer("/spec/containers")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len);
-                let ready = cs.map_or(0, |c| {
-                    c.iter()
-                        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
-                        .count()
-                });
-                json!(format!("{ready}/{total}"))
-            }),
-            col("Status", "string", 0, |v, _| json!(pod_status(v))),
-            col("Restarts", "string", 0, |v, _| {
-                let n: i64 = v
-                    .pointer("/status/containerStatuses")
-                    .and_then(Value::as_array)
-                    .map_or(0, |c| {
-                        c.iter()
-                            .map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
-                            .sum()
-                    });
-                json!(n.to_string())
-            }),
-            col("Age", "string", 0, age),
-            col("IP", "string", 1, |v, _| or_none(s(v, "/status/podIP"))),
-            col("Node", "string", 1, |v, _| or_none(s(v, "/spec/nodeName"))),
-            col("Nominated Node", "string", 1, |v, _| {
-                or_none(s(v, "/status/nominatedNodeName"))
-            }),
-        ]),
-        ("", "nodes") => named(vec![
-            col("Status", "string", 0, |v, _| json!(node_status(v))),
-            col("Roles", "string", 0, |v, _| {
-                let roles: Vec<String> = v
-                    .pointer("/metadata/labels")
-                    .and_then(Value::as_object)
-                    .map(|m| {
-                        m.keys()
-                            .filter_map(|k| {
-                                k.strip_prefix("node-role.kubernetes.io/")
-                                    .map(str::to_string)
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                or_none(roles.join(","))
-            }),
-            col("Age", "string", 0, age),
-            col("Version", "string", 0, |v, _| {
-                json!(s(v, "/status/nodeInfo/kubeletVersion"))
-            }),
-            col("Internal-IP", "string", 1, |v, _| {
-                let ip = v
-                    .pointer("/status/addresses")
-                    .and_then(Value::as_array)
-                    .and_then(|a| {
-                        a.iter()
-                            .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
-                    })
-                    .map(|x| s(x, "/address"))
-                    .unwrap_or_default();
-                or_none(ip)
-            }),
-        ]),
-        ("", "namespaces") => named(vec![
+    let rest = match (def.group.as_str(), def.resource.as_str()) {
+        ("", "pods") => pod_columns(),
+        ("", "nodes") => node_columns(),
+        ("", "namespaces") => vec![
             col("Status", "string", 0, |v, _| json!(s(v, "/status/phase"))),
             col("Age", "string", 0, age),
-        ]),
-        ("", "services") => named(vec![
-            col("Type", "string", 0, |v, _| json!(s(v, "/spec/type"))),
-            col("Cluster-IP", "string", 0, |v, _| {
-                or_none(s(v, "/spec/clusterIP"))
-            }),
-            col("External-IP", "string", 0, |v, _| {
-                or_none(s(v, "/spec/externalName"))
-            }),
-            col("Port(s)", "string", 0, |v, _| {
-                let ports: Vec<String> = v
-                    .pointer("/spec/ports")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .map(|p| format!("{}/{}", s(p, "/port"), s(p, "/protocol")))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                or_none(ports.join(","))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("", "configmaps") => named(vec![
-            col("Data", "integer", 0, |v, _| {
-                let n = v
-                    .get("data")
-                    .and_then(Value::as_object)
-                    .map_or(0, |m| m.len())
-                    + v.get("binaryData")
-                        .and_then(Value::as_object)
-                        .map_or(0, |m| m.len());
-                json!(n)
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("", "secrets") => named(vec![
-            col("Type", "string", 0, |v, _| json!(s(v, "/type"))),
-            col("Data", "integer", 0, |v, _| {
-                json!(
-                    v.get("data")
-                        .and_then(Value::as_object)
-                        .map_or(0, |m| m.len())
-                )
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("", "events") => vec![
-            col("Last Seen", "string", 0, |v, now| {
-                if v.pointer("/lastTimestamp")
-                    .and_then(Value::as_str)
-                    .is_some()
-                {
-                    age_of(v, "/lastTimestamp", now)
-                } else {
-                    age_of(v, "/eventTime", now)
-                }
-            }),
-            col("Type", "string", 0, |v, _| json!(s(v, "/type"))),
-            col("Reason", "string", 0, |v, _| json!(s(v, "/reason"))),
-            col("Object", "string", 0, |v, _| {
-                json!(format!(
-                    "{}/{}",
-                    s(v, "/involvedObject/kind").to_lowercase(),
-                    s(v, "/involvedObject/name")
-                ))
-            }),
-            col("Message", "string", 0, |v, _| json!(s(v, "/message"))),
-            col("Name", "string", 1, name),
         ],
-        ("apps", "deployments") => named(vec![
-            col("Ready", "string", 0, |v, _| {
-                json!(format!(
-                    "{}/{}",
-                    i(v, "/status/readyReplicas"),
-                    i(v, "/spec/replicas")
-                ))
-            }),
-            col("Up-to-date", "integer", 0, |v, _| {
-                json!(i(v, "/status/updatedReplicas"))
-            }),
-            col("Available", "integer", 0, |v, _| {
-                json!(i(v, "/status/availableReplicas"))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("apps", "replicasets") | ("", "replicationcontrollers") => named(vec![
-            col("Desired", "integer", 0, |v, _| {
-                json!(i(v, "/spec/replicas"))
-            }),
-            col("Current", "integer", 0, |v, _| {
-                json!(i(v, "/status/replicas"))
-            }),
-            col("Ready", "integer", 0, |v, _| {
-                json!(i(v, "/status/readyReplicas"))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("apps", "statefulsets") => named(vec![
-            col("Ready", "string", 0, |v, _| {
-                json!(format!(
-                    "{}/{}",
-                    i(v, "/status/readyReplicas"),
-                    i(v, "/spec/replicas")
-                ))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("apps", "daemonsets") => named(vec![
-            col("Desired", "integer", 0, |v, _| {
-                json!(i(v, "/status/desiredNumberScheduled"))
-            }),
-            col("Current", "integer", 0, |v, _| {
-                json!(i(v, "/status/currentNumberScheduled"))
-            }),
-            col("Ready", "integer", 0, |v, _| {
-                json!(i(v, "/status/numberReady"))
-            }),
-            col("Up-to-date", "integer", 0, |v, _| {
-                json!(i(v, "/status/updatedNumberScheduled"))
-            }),
-            col("Available", "integer", 0, |v, _| {
-                json!(i(v, "/status/numberAvailable"))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("batch", "jobs") => named(vec![
-            col("Completions", "string", 0, |v, _| {
-                json!(format!(
-                    "{}/{}",
-                    i(v, "/status/succeeded"),
-                    i(v, "/spec/completions")
-                ))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("policy", "poddisruptionbudgets") => named(vec![
-            col("Min Available", "string", 0, |v, _| {
-                json!(if s(v, "/spec/minAvailable").is_empty() {
-                    "N/A".into()
-                } else {
-                    s(v, "/spec/minAvailable")
-                })
-            }),
-            col("Max Unavailable", "string", 0, |v, _| {
-                json!(if s(v, "/spec/maxUnavailable").is_empty() {
-                    "N/A".into()
-                } else {
-                    s(v, "/spec/maxUnavailable")
-                })
-            }),
-            col("Allowed Disruptions", "integer", 0, |v, _| {
-                json!(i(v, "/status/disruptionsAllowed"))
-            }),
-            col("Age", "string", 0, age),
-        ]),
-        ("scheduling.k8s.io", "priorityclasses") => named(vec![
-            col("Value", "integer", 0, |v, _| json!(i(v, "/value"))),
-            col("Global-Default", "boolean", 0, |v, _| {
-                json!(
-                    v.get("globalDefault")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                )
-            }),
-            col("Age", "string", 0, age),
-            col("PreemptionPolicy", "string", 0, |v, _| {
-                json!(s(v, "/preemptionPolicy"))
-            }),
-        ]),
-        ("coordination.k8s.io", "leases") => named(vec![
+        ("", "services") => service_columns(),
+        ("", "configmaps") => configmap_columns(),
+        ("", "secrets") => secret_columns(),
+        ("", "events") => return event_columns(),
+        ("apps", "deployments") => deployment_columns(),
+        ("apps", "replicasets") | ("", "replicationcontrollers") => replicaset_columns(),
+        ("apps", "statefulsets") => statefulset_columns(),
+        ("apps", "daemonsets") => daemonset_columns(),
+        ("batch", "jobs") => job_columns(),
+        ("policy", "poddisruptionbudgets") => pdb_columns(),
+        ("scheduling.k8s.io", "priorityclasses") => priorityclass_columns(),
+        ("coordination.k8s.io", "leases") => vec![
             col("Holder", "string", 0, |v, _| {
                 json!(s(v, "/spec/holderIdentity"))
             }),
             col("Age", "string", 0, age),
-        ]),
+        ],
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            named(vec![col("Created At", "date", 0, |v, _| {
+            vec![col("Created At", "date", 0, |v, _| {
                 json!(s(v, "/metadata/creationTimestamp"))
-            })])
+            })]
         }
-        _ => named(vec![col("Age", "string", 0, age)]),
-    }
+        _ => vec![col("Age", "string", 0, age)],
+    };
+    let mut v = vec![col("Name", "string", 0, name)];
+    v.extend(rest);
+    v
+}
+
+/// Pods: readiness, status, restarts, IP, node.
+fn pod_columns() -> Vec<Column> {
+    vec![
+        col("Ready", "string", 0, |v, _| {
+            let cs = v
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array);
+            let total = v
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = cs.map_or(0, |c| {
+                c.iter()
+                    .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                    .count()
+            });
+            json!(format!("{ready}/{total}"))
+        }),
+        col("Status", "string", 0, |v, _| json!(pod_status(v))),
+        col("Restarts", "string", 0, |v, _| {
+            let n: i64 = v
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .map_or(0, |c| {
+                    c.iter()
+                        .map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
+                        .sum()
+                });
+            json!(n.to_string())
+        }),
+        col("Age", "string", 0, age),
+        col("IP", "string", 1, |v, _| or_none(s(v, "/status/podIP"))),
+        col("Node", "string", 1, |v, _| or_none(s(v, "/spec/nodeName"))),
+        col("Nominated Node", "string", 1, |v, _| {
+            or_none(s(v, "/status/nominatedNodeName"))
+        }),
+    ]
+}
+
+/// Nodes: status, roles, kubelet version, internal IP.
+fn node_columns() -> Vec<Column> {
+    vec![
+        col("Status", "string", 0, |v, _| json!(node_status(v))),
+        col("Roles", "string", 0, |v, _| {
+            let roles: Vec<String> = v
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.keys()
+                        .filter_map(|k| {
+                            k.strip_prefix("node-role.kubernetes.io/")
+                                .map(str::to_string)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            or_none(roles.join(","))
+        }),
+        col("Age", "string", 0, age),
+        col("Version", "string", 0, |v, _| {
+            json!(s(v, "/status/nodeInfo/kubeletVersion"))
+        }),
+        col("Internal-IP", "string", 1, |v, _| {
+            let ip = v
+                .pointer("/status/addresses")
+                .and_then(Value::as_array)
+                .and_then(|a| {
+                    a.iter()
+                        .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+                })
+                .map(|x| s(x, "/address"))
+                .unwrap_or_default();
+            or_none(ip)
+        }),
+    ]
+}
+
+/// Services: type, IPs, ports.
+fn service_columns() -> Vec<Column> {
+    vec![
+        col("Type", "string", 0, |v, _| json!(s(v, "/spec/type"))),
+        col("Cluster-IP", "string", 0, |v, _| {
+            or_none(s(v, "/spec/clusterIP"))
+        }),
+        col("External-IP", "string", 0, |v, _| {
+            or_none(s(v, "/spec/externalName"))
+        }),
+        col("Port(s)", "string", 0, |v, _| {
+            let ports: Vec<String> = v
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|p| format!("{}/{}", s(p, "/port"), s(p, "/protocol")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            or_none(ports.join(","))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// ConfigMaps: how many keys.
+fn configmap_columns() -> Vec<Column> {
+    vec![
+        col("Data", "integer", 0, |v, _| {
+            let n = v
+                .get("data")
+                .and_then(Value::as_object)
+                .map_or(0, |m| m.len())
+                + v.get("binaryData")
+                    .and_then(Value::as_object)
+                    .map_or(0, |m| m.len());
+            json!(n)
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// Secrets: type and how many keys.
+fn secret_columns() -> Vec<Column> {
+    vec![
+        col("Type", "string", 0, |v, _| json!(s(v, "/type"))),
+        col("Data", "integer", 0, |v, _| {
+            json!(
+                v.get("data")
+                    .and_then(Value::as_object)
+                    .map_or(0, |m| m.len())
+            )
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// Events: when, type, reason, object, message; the name last.
+fn event_columns() -> Vec<Column> {
+    vec![
+        col("Last Seen", "string", 0, |v, now| {
+            if v.pointer("/lastTimestamp")
+                .and_then(Value::as_str)
+                .is_some()
+            {
+                age_of(v, "/lastTimestamp", now)
+            } else {
+                age_of(v, "/eventTime", now)
+            }
+        }),
+        col("Type", "string", 0, |v, _| json!(s(v, "/type"))),
+        col("Reason", "string", 0, |v, _| json!(s(v, "/reason"))),
+        col("Object", "string", 0, |v, _| {
+            json!(format!(
+                "{}/{}",
+                s(v, "/involvedObject/kind").to_lowercase(),
+                s(v, "/involvedObject/name")
+            ))
+        }),
+        col("Message", "string", 0, |v, _| json!(s(v, "/message"))),
+        col("Name", "string", 1, name),
+    ]
+}
+
+/// Deployments: ready, up-to-date and available replicas.
+fn deployment_columns() -> Vec<Column> {
+    vec![
+        col("Ready", "string", 0, |v, _| {
+            json!(format!(
+                "{}/{}",
+                i(v, "/status/readyReplicas"),
+                i(v, "/spec/replicas")
+            ))
+        }),
+        col("Up-to-date", "integer", 0, |v, _| {
+            json!(i(v, "/status/updatedReplicas"))
+        }),
+        col("Available", "integer", 0, |v, _| {
+            json!(i(v, "/status/availableReplicas"))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// ReplicaSets and ReplicationControllers: desired, current and ready replicas.
+fn replicaset_columns() -> Vec<Column> {
+    vec![
+        col("Desired", "integer", 0, |v, _| {
+            json!(i(v, "/spec/replicas"))
+        }),
+        col("Current", "integer", 0, |v, _| {
+            json!(i(v, "/status/replicas"))
+        }),
+        col("Ready", "integer", 0, |v, _| {
+            json!(i(v, "/status/readyReplicas"))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// StatefulSets: ready replicas.
+fn statefulset_columns() -> Vec<Column> {
+    vec![
+        col("Ready", "string", 0, |v, _| {
+            json!(format!(
+                "{}/{}",
+                i(v, "/status/readyReplicas"),
+                i(v, "/spec/replicas")
+            ))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// DaemonSets: desired, current, ready, up-to-date and available pods.
+fn daemonset_columns() -> Vec<Column> {
+    vec![
+        col("Desired", "integer", 0, |v, _| {
+            json!(i(v, "/status/desiredNumberScheduled"))
+        }),
+        col("Current", "integer", 0, |v, _| {
+            json!(i(v, "/status/currentNumberScheduled"))
+        }),
+        col("Ready", "integer", 0, |v, _| {
+            json!(i(v, "/status/numberReady"))
+        }),
+        col("Up-to-date", "integer", 0, |v, _| {
+            json!(i(v, "/status/updatedNumberScheduled"))
+        }),
+        col("Available", "integer", 0, |v, _| {
+            json!(i(v, "/status/numberAvailable"))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// Jobs: completions.
+fn job_columns() -> Vec<Column> {
+    vec![
+        col("Completions", "string", 0, |v, _| {
+            json!(format!(
+                "{}/{}",
+                i(v, "/status/succeeded"),
+                i(v, "/spec/completions")
+            ))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// PodDisruptionBudgets: min available, max unavailable, allowed disruptions.
+fn pdb_columns() -> Vec<Column> {
+    vec![
+        col("Min Available", "string", 0, |v, _| {
+            json!(if s(v, "/spec/minAvailable").is_empty() {
+                "N/A".into()
+            } else {
+                s(v, "/spec/minAvailable")
+            })
+        }),
+        col("Max Unavailable", "string", 0, |v, _| {
+            json!(if s(v, "/spec/maxUnavailable").is_empty() {
+                "N/A".into()
+            } else {
+                s(v, "/spec/maxUnavailable")
+            })
+        }),
+        col("Allowed Disruptions", "integer", 0, |v, _| {
+            json!(i(v, "/status/disruptionsAllowed"))
+        }),
+        col("Age", "string", 0, age),
+    ]
+}
+
+/// PriorityClasses: value, global default, preemption policy.
+fn priorityclass_columns() -> Vec<Column> {
+    vec![
+        col("Value", "integer", 0, |v, _| json!(i(v, "/value"))),
+        col("Global-Default", "boolean", 0, |v, _| {
+            json!(
+                v.get("globalDefault")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            )
+        }),
+        col("Age", "string", 0, age),
+        col("PreemptionPolicy", "string", 0, |v, _| {
+            json!(s(v, "/preemptionPolicy"))
+        }),
+    ]
 }
 
 /// Converts objects to a Table.

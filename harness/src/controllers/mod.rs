@@ -8,7 +8,8 @@
 //! server, keeps a cache, and after each batch of changes reconciles the
 //! owners that changed. Pods it creates or deletes are recorded in the cache
 //! at once (kube's "expectations"), so a reconcile never acts twice on
-//! changes the watch has not delivered yet.
+//! changes the watch has not delivered yet. The task and its cache are in
+//! `workloads/controller.rs`, each reconciler in a file of its own.
 //!
 //! [`capi`] is the Cluster API side, started only by
 //! [`crate::cluster::ClusterBuilder::capi`]: its CRDs and a controller that

@@ -1,6 +1,12 @@
 //! What the controller manages and how (the kwok flags that matter here).
 
-use super::*;
+use std::time::Duration;
+
+use apimachinery::labels::{LabelSelector, Operator, Requirement};
+
+/// The annotation that marks a node as kwok's (`kwok.x-k8s.io/node=fake`),
+/// which the controller manages by default.
+pub const NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 
 /// Which nodes this controller manages (kwok-compat §1.2).
 #[derive(Debug, Clone, PartialEq, Eq)]

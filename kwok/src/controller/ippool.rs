@@ -1,6 +1,7 @@
 //! Pod IPs handed out from `--cidr`, reused once released.
 
-use super::*;
+use std::collections::{BTreeSet, HashMap};
+use std::net::Ipv4Addr;
 
 /// A pool of pod IPs per CIDR string (kwok-compat §1.6).
 #[derive(Debug, Default)]

@@ -2,7 +2,16 @@
 //! from templates, deletions, events), retried while the API server is
 //! unavailable. Jobs run as their own tasks and never touch the state.
 
-use super::*;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use super::shared::{Change, Shared, describe};
+use crate::stage::{Action, Compiled, PatchType};
+use crate::template::{Context, Template};
 
 /// Whether kwok retries a failed call: connection errors, timeouts, 429
 /// and 503 (kwok-compat §1.3 step 6).

@@ -1,7 +1,17 @@
 //! Node leases: one task renews the Lease of every managed node, and tells
 //! the controller which ones it holds.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::shared::{Change, LeaseMsg, Shared};
 
 /// Holds the leases of the selected nodes (kwok-compat §1.4): takes a lease
 /// that is free, ours or expired, renews every duration/4 (±4 %), and

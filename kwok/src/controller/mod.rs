@@ -9,17 +9,12 @@
 //! objects fed back by jobs (`immediateNextStage`, relists). Jobs run as
 //! their own tasks and never touch the state.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
 
 use futures::{StreamExt, stream::BoxStream};
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -29,52 +24,23 @@ use simclock::Clock;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use apimachinery::labels::{LabelSelector, Operator, Requirement, labels_of};
+use apimachinery::labels::labels_of;
 
-use crate::NODE_ANNOTATION;
-use crate::stage::{Action, Compiled, PatchType, Stage, choose};
-use crate::template::{Context, Template};
+use crate::stage::{Compiled, Stage, choose};
 
 mod config;
 mod ippool;
 mod jobs;
 mod leases;
+mod shared;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Config, NodeSelection};
+pub use config::{Config, NODE_ANNOTATION, NodeSelection};
 use ippool::IpPool;
 use jobs::run_job;
 use leases::lease_task;
-
-struct Shared {
-    client: Client,
-    clock: Clock,
-    config: Config,
-    ips: Mutex<IpPool>,
-    /// Objects fed back to the controller task.
-    feedback: mpsc::UnboundedSender<Change>,
-}
-
-enum Change {
-    Pod(Box<Event<Pod>>),
-    Node(Box<Event<Node>>),
-    Stage(Box<Event<DynamicObject>>),
-    /// The lease task's verdict on a node.
-    Lease {
-        node: String,
-        held: bool,
-    },
-    /// An object to run through stage selection again (`immediateNextStage`,
-    /// pods relisted after a lease was taken back).
-    Reevaluate(Box<Value>),
-}
-
-/// Messages to the lease task.
-enum LeaseMsg {
-    Manage { node: String, uid: String },
-    Forget(String),
-}
+use shared::{Change, LeaseMsg, Shared};
 
 struct Job {
     resource_version: String,
@@ -517,17 +483,4 @@ fn relist_pods(shared: &Arc<Shared>, node: &str) {
             Err(e) => tracing::warn!("kwok: listing the pods of node {node}: {e}"),
         }
     });
-}
-
-fn describe(obj: &Value) -> String {
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("object");
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    match ns {
-        Some(ns) => format!("{kind} {ns}/{name}"),
-        None => format!("{kind} {name}"),
-    }
 }

@@ -1,7 +1,15 @@
 //! Unit tests of the controller.
 
+use std::collections::BTreeMap;
+
+use apimachinery::labels::LabelSelector;
+use kube::api::Patch;
+use serde_json::json;
+
+use super::config::{Config, NODE_ANNOTATION, NodeSelection};
+use super::ippool::IpPool;
 use super::jobs::{build_patch, contained};
-use super::*;
+use crate::stage::PatchType;
 
 #[test]
 fn annotation_selectors_use_the_label_selector_grammar() {

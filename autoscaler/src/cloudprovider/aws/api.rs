@@ -14,7 +14,7 @@ use aws_sdk_autoscaling::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_autoscaling::types::Filter;
 use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
 
-use super::template::{Arch, Shape};
+use super::shape::{Arch, Shape};
 
 /// How to reach AWS. Unset fields come from the SDK's usual sources
 /// (`AWS_REGION`, `AWS_ENDPOINT_URL`, the credential chain).

@@ -36,27 +36,32 @@
 
 mod api;
 pub mod autodiscovery;
+mod ids;
 mod instance_types;
 mod nodegroup;
+pub mod shape;
+mod state;
 pub mod template;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 
-use super::{CloudError, CloudProvider, NodeGroup};
-use crate::config::NodeGroupSpec;
-use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
+use super::{CloudError, CloudProvider, NodeGroup, lock};
+use crate::events::{EventReason, EventRecorder, ObjectRef};
 
 pub use api::{Activity, Asg, AsgInstance, AwsApi, AwsError, Connection, LaunchSpec, http_client};
+use ids::provider_id_of;
+pub use ids::{CANNOT_BE_FULFILLED, PLACEHOLDER_PREFIX, parse_provider_id, provider_id};
 pub use nodegroup::AwsNodeGroup;
-use template::{BadTag, Shape, TemplateTags};
+pub use state::Settings;
+use state::{Cache, Group, InstanceTypeOf, Shared};
 
 /// The GPU label of this provider.
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
@@ -71,133 +76,10 @@ pub const GPU_TYPES: [&str; 8] = [
     "nvidia-l4",
     "nvidia-l40s",
 ];
-/// The instance id prefix of placeholder instances.
-pub const PLACEHOLDER_PREFIX: &str = "i-placeholder-";
-/// The error code of placeholders AWS cannot fulfil (upstream's).
-pub const CANNOT_BE_FULFILLED: &str = "placeholder-cannot-be-fulfilled";
 /// How often the cache is rebuilt (upstream's refresh interval).
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 /// How long an ASG's instance type is kept.
 const INSTANCE_TYPE_TTL: Duration = Duration::from_secs(20 * 60);
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `aws:///<zone>/<instance id>`.
-pub fn provider_id(zone: &str, instance: &str) -> String {
-    format!("aws:///{zone}/{instance}")
-}
-
-/// The zone and instance id of an `aws:///<zone>/<instance id>` provider ID.
-pub fn parse_provider_id(id: &str) -> Result<(&str, &str), CloudError> {
-    id.strip_prefix("aws:///")
-        .and_then(|rest| rest.split_once('/'))
-        .filter(|(_, instance)| !instance.is_empty() && !instance.contains('/'))
-        .ok_or_else(|| {
-            CloudError::provider(format!(
-                "wrong id: expected format aws:///<zone>/<name>, got {id}"
-            ))
-        })
-}
-
-/// A node's `spec.providerID` (empty without one).
-fn provider_id_of(node: &Node) -> &str {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .unwrap_or_default()
-}
-
-/// How the provider finds its groups and reaches AWS.
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    /// Region, endpoint and credentials.
-    pub connection: Connection,
-    /// The `--nodes` groups.
-    pub static_groups: Vec<NodeGroupSpec>,
-    /// The tags every auto-discovered ASG carries.
-    pub discovery: BTreeMap<String, String>,
-}
-
-impl Settings {
-    /// From the `--nodes` and `--node-group-auto-discovery` values; region,
-    /// endpoint and credentials come from the SDK's usual sources.
-    pub fn new(static_groups: &[NodeGroupSpec], discovery: &[String]) -> Result<Self, CloudError> {
-        Ok(Self {
-            connection: Connection::default(),
-            static_groups: static_groups.to_vec(),
-            discovery: autodiscovery::parse(discovery)
-                .map_err(|e| CloudError::configuration(e.to_string()))?,
-        })
-    }
-}
-
-/// An ASG's instance type and its shape, or why they are not known.
-type InstanceTypeOf = Result<(String, Shape), String>;
-
-/// One ASG as the last refresh read it.
-#[derive(Debug, Clone)]
-pub(crate) struct Group {
-    asg: Asg,
-    /// Its node template tags, or the first that does not parse.
-    tags: Result<TemplateTags, BadTag>,
-    /// Why AWS cannot add instances (a failed scaling activity).
-    unavailable: Option<String>,
-    /// Its instance type and shape, or why it is not known.
-    instance_type: InstanceTypeOf,
-}
-
-impl Group {
-    fn is_node_group(&self) -> bool {
-        self.tags.is_ok()
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Cache {
-    groups: BTreeMap<String, Group>,
-    /// Instance id → ASG name.
-    by_instance: HashMap<String, String>,
-    /// When the cache was last rebuilt.
-    refreshed: Option<SystemTime>,
-    /// Rebuild on the next refresh whatever the interval (after deletions).
-    stale: bool,
-    /// When this autoscaler last set each ASG's desired capacity.
-    resized: HashMap<String, SystemTime>,
-    /// Instance types by launch spec, with when they were read.
-    types: HashMap<String, (SystemTime, InstanceTypeOf)>,
-}
-
-pub(crate) struct Shared {
-    api: AwsApi,
-    settings: Settings,
-    clock: simclock::Clock,
-    events: EventRecorder,
-    cache: Mutex<Cache>,
-    /// Problems already reported, so that each is said once.
-    reported: Mutex<BTreeSet<String>>,
-    /// Held by every change of a group's size: each reads the desired
-    /// capacity it changes.
-    resize: tokio::sync::Mutex<()>,
-}
-
-impl Shared {
-    /// Reports a problem with an ASG once: an error log and a Warning
-    /// event on the status ConfigMap.
-    fn report(&self, asg: &str, reason: EventReason, message: String) {
-        if !lock(&self.reported).insert(format!("{asg}/{message}")) {
-            return;
-        }
-        tracing::error!("ASG {asg}: {message}");
-        self.events.record(
-            &ObjectRef::config_map("kube-system", "cluster-autoscaler-status"),
-            EventType::Warning,
-            reason,
-            format!("ASG {asg}: {message}"),
-        );
-    }
-}
 
 /// The `aws` provider.
 #[derive(Clone)]

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Node;
 
-use super::{
-    CANNOT_BE_FULFILLED, Group, PLACEHOLDER_PREFIX, Shared, lock, parse_provider_id, provider_id,
-    template,
+use super::ids::{
+    CANNOT_BE_FULFILLED, PLACEHOLDER_PREFIX, parse_provider_id, provider_id, provider_id_of,
 };
+use super::state::{Group, Shared};
+use super::template;
 use crate::cloudprovider::{
     CloudError, ErrorClass, ErrorType, Instance, InstanceErrorInfo, InstanceState, NodeGroup,
-    NodeGroupOptions, TemplateNodeInfo,
+    NodeGroupOptions, TemplateNodeInfo, lock,
 };
 
 /// Lifecycle states of an instance already on its way out.
@@ -120,7 +121,7 @@ impl NodeGroup for AwsNodeGroup {
             let mut instances = Vec::new();
             for node in &nodes {
                 let node_name = node.metadata.name.as_deref().unwrap_or_default();
-                let (_, instance) = parse_provider_id(super::provider_id_of(node))?;
+                let (_, instance) = parse_provider_id(provider_id_of(node))?;
                 if instance.starts_with(&self.placeholder_prefix()) {
                     placeholders = true;
                     continue;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 
 use super::instance_types::INSTANCE_TYPES;
+use super::shape::Shape;
 use crate::cloudprovider::{NodeGroupOptions, Taint};
 
 /// The prefix of every node template tag.
@@ -27,38 +28,6 @@ pub const TAINT_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/taint/";
 pub const RESOURCES_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/resources/";
 /// Tags that set per-group autoscaling options.
 pub const OPTIONS_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/";
-
-/// A CPU architecture as the node label spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arch {
-    /// x86-64.
-    Amd64,
-    /// 64-bit ARM (Graviton).
-    Arm64,
-}
-
-impl Arch {
-    /// `amd64` or `arm64`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Amd64 => "amd64",
-            Self::Arm64 => "arm64",
-        }
-    }
-}
-
-/// What an instance type has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
-    /// Default vCPUs.
-    pub vcpu: u32,
-    /// Memory in MiB.
-    pub memory_mib: u64,
-    /// GPUs.
-    pub gpu: u32,
-    /// Architecture.
-    pub arch: Arch,
-}
 
 /// The shipped table's entry for an instance type.
 pub fn lookup(instance_type: &str) -> Option<Shape> {
@@ -250,6 +219,7 @@ pub fn template_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cloudprovider::aws::shape::Arch;
 
     fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

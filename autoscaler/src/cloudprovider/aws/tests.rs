@@ -61,6 +61,17 @@ fn only_failures_since_our_last_resize_make_a_group_unavailable() {
     assert_eq!(failed_activity(&activities[..1], None), None);
 }
 
+/// A client whose every request fails: these tests read no cluster, and
+/// the events they record are dropped.
+fn unreachable_cluster() -> kube::Client {
+    let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+        Err::<http::Response<kube::client::Body>, _>(std::io::Error::other(
+            "no API server in this test",
+        ))
+    });
+    kube::Client::new(service, "default")
+}
+
 /// A provider whose cache holds `asg`, and nothing reachable behind it.
 async fn provider_with(asg: Asg, unavailable: Option<&str>) -> AwsProvider {
     let connection = Connection {
@@ -70,9 +81,8 @@ async fn provider_with(asg: Asg, unavailable: Option<&str>) -> AwsProvider {
     };
     let api = AwsApi::connect(&connection).await.unwrap();
     let clock = simclock::Clock::new();
-    let server = apiserver::ApiServer::start(clock.clone()).unwrap();
     let events = EventRecorder::new(
-        server.client(),
+        unreachable_cluster(),
         clock.clone(),
         false,
         ObjectRef::config_map("kube-system", "cluster-autoscaler-status"),

@@ -37,13 +37,17 @@
 //! Not implemented: MachinePools.
 
 mod autodiscovery;
+mod keys;
 mod nodegroup;
+mod options;
 pub mod scalefromzero;
+mod snapshot;
+mod state;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Node;
@@ -52,263 +56,23 @@ use kube::core::GroupVersionKind;
 use kube::{Api, Client, ResourceExt};
 use serde_json::Value;
 
-use super::{CloudError, CloudProvider, NodeGroup, NodeGroupOptions};
-use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
+use super::{CloudError, CloudProvider, NodeGroup, lock};
+use crate::events::{EventReason, EventRecorder, ObjectRef};
 
 pub use autodiscovery::AutoDiscovery;
+pub use keys::Keys;
 pub use nodegroup::ClusterApiNodeGroup;
 use scalefromzero::Capacity;
+pub use snapshot::{
+    DELETING_PREFIX, FAILED_PREFIX, GroupDef, PENDING_PREFIX, ScalableKind, Snapshot,
+    normalize_provider_id,
+};
+use snapshot::{cluster_of, key_of, owner_named};
+use state::Shared;
+pub use state::{DEFAULT_GROUP, Settings};
 
-/// Cluster API's default group.
-pub const DEFAULT_GROUP: &str = "cluster.x-k8s.io";
 /// The GPU label of this provider.
 pub const GPU_LABEL: &str = "cluster-api/accelerator";
-
-/// Placeholder instance id prefixes for Machines without a usable node.
-pub const PENDING_PREFIX: &str = "pending-machine-";
-/// A Machine being deleted.
-pub const DELETING_PREFIX: &str = "deleting-machine-";
-/// A Machine that reports a failure.
-pub const FAILED_PREFIX: &str = "failed-machine-";
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The annotation and label keys, under the configured group.
-#[derive(Debug, Clone)]
-pub struct Keys {
-    /// The API group (`CAPI_GROUP`).
-    pub group: String,
-}
-
-impl Keys {
-    /// `<group>/cluster-api-autoscaler-node-group-min-size`.
-    pub fn min_size(&self) -> String {
-        format!("{}/cluster-api-autoscaler-node-group-min-size", self.group)
-    }
-    /// `<group>/cluster-api-autoscaler-node-group-max-size`.
-    pub fn max_size(&self) -> String {
-        format!("{}/cluster-api-autoscaler-node-group-max-size", self.group)
-    }
-    /// `<group>/delete-machine`.
-    pub fn delete_machine(&self) -> String {
-        format!("{}/delete-machine", self.group)
-    }
-    /// `<group>/machine` (on Nodes).
-    pub fn machine(&self) -> String {
-        format!("{}/machine", self.group)
-    }
-    /// `<group>/cluster-namespace` (on Nodes).
-    pub fn cluster_namespace(&self) -> String {
-        format!("{}/cluster-namespace", self.group)
-    }
-    /// `<group>/cluster-name` (label).
-    pub fn cluster_name(&self) -> String {
-        format!("{}/cluster-name", self.group)
-    }
-    /// `<group>/autoscaling-options-` (per-group options).
-    pub fn options_prefix(&self) -> String {
-        format!("{}/autoscaling-options-", self.group)
-    }
-}
-
-/// How the provider finds its objects.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// `CAPI_GROUP`.
-    pub group: String,
-    /// `CAPI_VERSION`; `None` means the group's preferred version.
-    pub version: Option<String>,
-    /// `--node-group-auto-discovery` specs.
-    pub discovery: Vec<AutoDiscovery>,
-    /// `CAPI_SCALE_ZERO_DEFAULT_ARCH` (amd64 unless a known architecture).
-    pub default_arch: String,
-}
-
-impl Settings {
-    /// From the environment and the auto-discovery flag values.
-    pub fn new(discovery: &[String]) -> Result<Self, CloudError> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let arch = env("CAPI_SCALE_ZERO_DEFAULT_ARCH").unwrap_or_default();
-        let default_arch = match arch.as_str() {
-            "amd64" | "arm64" | "ppc64le" | "s390x" => arch,
-            "" => "amd64".to_string(),
-            other => {
-                tracing::error!("Unrecognized architecture '{other}', falling back to amd64");
-                "amd64".to_string()
-            }
-        };
-        Ok(Self {
-            group: env("CAPI_GROUP").unwrap_or_else(|| DEFAULT_GROUP.to_string()),
-            version: env("CAPI_VERSION"),
-            discovery: discovery
-                .iter()
-                .map(|s| AutoDiscovery::parse(s))
-                .collect::<Result<_, _>>()
-                .map_err(|e| {
-                    CloudError::configuration(format!(
-                        "failed to parse auto discovery configuration: {e}"
-                    ))
-                })?,
-            default_arch,
-        })
-    }
-}
-
-/// Which kind a node group is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ScalableKind {
-    /// A MachineDeployment.
-    MachineDeployment,
-    /// A MachineSet that no MachineDeployment owns.
-    MachineSet,
-}
-
-impl ScalableKind {
-    /// The kind's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::MachineDeployment => "MachineDeployment",
-            Self::MachineSet => "MachineSet",
-        }
-    }
-}
-
-/// One node group as the last refresh read it.
-#[derive(Debug, Clone)]
-pub struct GroupDef {
-    /// Its kind.
-    pub kind: ScalableKind,
-    /// The object.
-    pub object: DynamicObject,
-    /// Min size.
-    pub min: usize,
-    /// Max size.
-    pub max: usize,
-    /// `spec.replicas` (updated when the provider scales it).
-    pub replicas: Option<usize>,
-    /// What a new node has, when known (scale from zero).
-    pub capacity: Option<Capacity>,
-    /// The infrastructure template, when there is one.
-    pub template: Option<Value>,
-}
-
-impl GroupDef {
-    /// `<Kind>/<namespace>/<name>`.
-    pub fn id(&self) -> String {
-        format!(
-            "{}/{}/{}",
-            self.kind.as_str(),
-            self.object.namespace().unwrap_or_default(),
-            self.object.name_any()
-        )
-    }
-
-    /// The cluster the object belongs to: `spec.clusterName` when the
-    /// field exists, else the cluster-name label.
-    pub fn cluster(&self, keys: &Keys) -> String {
-        cluster_of(&self.object, keys)
-    }
-}
-
-fn cluster_of(o: &DynamicObject, keys: &Keys) -> String {
-    match o.data.pointer("/spec/clusterName").and_then(Value::as_str) {
-        Some(c) => c.to_string(),
-        None => o
-            .labels()
-            .get(&keys.cluster_name())
-            .cloned()
-            .unwrap_or_default(),
-    }
-}
-
-/// What the last refresh read.
-#[derive(Debug, Default)]
-pub struct Snapshot {
-    /// Node groups by id.
-    pub groups: BTreeMap<String, GroupDef>,
-    /// Machines by `namespace/name`.
-    pub machines: BTreeMap<String, DynamicObject>,
-    /// Machine keys by normalised providerID.
-    pub by_provider_id: HashMap<String, String>,
-    /// MachineSets by `namespace/name` (to find a Machine's group).
-    pub sets: BTreeMap<String, DynamicObject>,
-}
-
-/// A providerID as upstream compares them: its last `/` segment
-/// (`aws:///us-east-1a/i-abc` → `i-abc`, `kwok://m-1` → `m-1`).
-pub fn normalize_provider_id(id: &str) -> &str {
-    if id.starts_with("azure://") && id.contains("virtualMachineScaleSets") {
-        return id;
-    }
-    id.rsplit('/').next().unwrap_or(id)
-}
-
-fn key_of(o: &DynamicObject) -> String {
-    format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any())
-}
-
-/// The owner of `kind` named in `o`'s owner references.
-fn owner_named<'a>(o: &'a DynamicObject, kind: &str) -> Option<&'a str> {
-    o.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.kind == kind && !r.name.is_empty())
-        .map(|r| r.name.as_str())
-}
-
-pub(crate) struct Shared {
-    /// The management cluster.
-    client: Client,
-    keys: Keys,
-    settings: Settings,
-    version: String,
-    has_deployments: bool,
-    events: EventRecorder,
-    clock: simclock::Clock,
-    snapshot: Mutex<Snapshot>,
-    /// Problems already reported, so that each is said once.
-    reported: Mutex<BTreeSet<String>>,
-    /// Held by every change of a group's size, as upstream's controller
-    /// holds its access lock: deletions run concurrently, and each reads
-    /// the replicas it lowers.
-    resize: tokio::sync::Mutex<()>,
-}
-
-impl Shared {
-    fn resource(&self, kind: &str) -> ApiResource {
-        let plural = format!("{}s", kind.to_lowercase());
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(&self.keys.group, &self.version, kind),
-            &plural,
-        )
-    }
-
-    fn api(&self, kind: &str, namespace: &str) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client.clone(), namespace, &self.resource(kind))
-    }
-
-    /// Reports a problem with an object once (until it is fixed): an error
-    /// log and a Warning event on the object.
-    fn report(&self, o: &DynamicObject, kind: ScalableKind, reason: EventReason, message: String) {
-        let key = format!("{}/{}/{message}", kind.as_str(), key_of(o));
-        if !lock(&self.reported).insert(key) {
-            return;
-        }
-        tracing::error!("{} {}: {message}", kind.as_str(), key_of(o));
-        let object = ObjectRef {
-            api_version: format!("{}/{}", self.keys.group, self.version),
-            kind: kind.as_str().to_string(),
-            namespace: o.namespace().unwrap_or_default(),
-            name: o.name_any(),
-            uid: o.metadata.uid.clone().unwrap_or_default(),
-        };
-        self.events
-            .record(&object, EventType::Warning, reason, message);
-    }
-}
 
 /// The `clusterapi` provider.
 #[derive(Clone)]
@@ -555,41 +319,6 @@ impl ClusterApiProvider {
             template,
         })
     }
-
-    /// The id of the group a Machine belongs to: its MachineSet, or the
-    /// MachineDeployment owning that set when it is a node group.
-    fn group_of_machine(snapshot: &Snapshot, machine: &DynamicObject) -> Option<String> {
-        let ns = machine.namespace().unwrap_or_default();
-        let set_name = owner_named(machine, "MachineSet")?;
-        let set = snapshot.sets.get(&format!("{ns}/{set_name}"))?;
-        if let Some(md) = owner_named(set, "MachineDeployment") {
-            let id = format!("MachineDeployment/{ns}/{md}");
-            if snapshot.groups.contains_key(&id) {
-                return Some(id);
-            }
-        }
-        let id = format!("MachineSet/{ns}/{set_name}");
-        snapshot.groups.contains_key(&id).then_some(id)
-    }
-
-    /// The Machine of a node: by providerID, else by its annotations.
-    fn machine_key_of(&self, snapshot: &Snapshot, node: &Node) -> Option<String> {
-        let keys = &self.shared.keys;
-        if let Some(p) = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
-            if let Some(k) = snapshot.by_provider_id.get(normalize_provider_id(p)) {
-                return Some(k.clone());
-            }
-            for prefix in [PENDING_PREFIX, DELETING_PREFIX, FAILED_PREFIX] {
-                if let Some(rest) = p.strip_prefix(prefix) {
-                    return Some(rest.replacen('_', "/", 1));
-                }
-            }
-        }
-        let a = node.metadata.annotations.as_ref()?;
-        let machine = a.get(&keys.machine())?;
-        let ns = a.get(&keys.cluster_namespace())?;
-        Some(format!("{ns}/{machine}"))
-    }
 }
 
 /// An infrastructure template reference, resolved to the group's
@@ -652,13 +381,14 @@ impl CloudProvider for ClusterApiProvider {
 
     fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError> {
         let snapshot = lock(&self.shared.snapshot);
-        let Some(key) = self.machine_key_of(&snapshot, node) else {
+        let Some(key) = snapshot.machine_key_of(&self.shared.keys, node) else {
             return Ok(None);
         };
         let Some(machine) = snapshot.machines.get(&key) else {
             return Ok(None);
         };
-        Ok(Self::group_of_machine(&snapshot, machine)
+        Ok(snapshot
+            .group_of_machine(machine)
             .map(|id| Arc::new(self.group(&id)) as Arc<dyn NodeGroup>))
     }
 
@@ -690,62 +420,4 @@ impl CloudProvider for ClusterApiProvider {
     fn refresh(&self) -> BoxFuture<'_, Result<(), CloudError>> {
         Box::pin(self.load())
     }
-}
-
-/// Per-group options from `<group>/autoscaling-options-<name>` annotations;
-/// a value that does not parse is logged and the default kept.
-fn options_from(
-    annotations: &BTreeMap<String, String>,
-    keys: &Keys,
-    id: &str,
-    defaults: &NodeGroupOptions,
-) -> Option<NodeGroupOptions> {
-    let prefix = keys.options_prefix();
-    let mut options = defaults.clone();
-    let mut any = false;
-    for (k, v) in annotations {
-        let Some(name) = k.strip_prefix(&prefix) else {
-            continue;
-        };
-        let v = v.to_lowercase();
-        if name.is_empty() || v.is_empty() {
-            continue;
-        }
-        let float = |target: &mut f64| match v.parse::<f64>() {
-            Ok(f) => {
-                *target = f;
-                true
-            }
-            Err(e) => {
-                tracing::warn!(
-                    "failed to convert autoscaling_options option {name:?} (value {v:?}) for scalable resource {id:?} to float: {e}"
-                );
-                false
-            }
-        };
-        let duration = |target: &mut std::time::Duration| match simclock::parse_go_duration(&v) {
-            Some(d) => {
-                *target = d;
-                true
-            }
-            None => {
-                tracing::warn!(
-                    "failed to convert autoscaling_options option {name:?} (value {v:?}) for scalable resource {id:?} to duration: time: invalid duration {v:?}"
-                );
-                false
-            }
-        };
-        any |= match name {
-            "scaledownutilizationthreshold" => float(&mut options.scale_down_utilization_threshold),
-            "scaledowngpuutilizationthreshold" => {
-                float(&mut options.scale_down_gpu_utilization_threshold)
-            }
-            "scaledownunneededtime" => duration(&mut options.scale_down_unneeded_time),
-            "scaledownunreadytime" => duration(&mut options.scale_down_unready_time),
-            "maxnodeprovisiontime" => duration(&mut options.max_node_provision_time),
-            "maxnodestartuptime" => duration(&mut options.max_node_startup_time),
-            _ => false,
-        };
-    }
-    any.then_some(options)
 }

@@ -10,13 +10,15 @@ use kube::ResourceExt;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::{
-    DELETING_PREFIX, FAILED_PREFIX, GroupDef, PENDING_PREFIX, Shared, Snapshot, lock, options_from,
-    scalefromzero,
+use super::options::options_from;
+use super::scalefromzero;
+use super::snapshot::{
+    DELETING_PREFIX, FAILED_PREFIX, GroupDef, PENDING_PREFIX, Snapshot, cluster_of, key_of,
 };
+use super::state::Shared;
 use crate::cloudprovider::{
     CloudError, ErrorClass, ErrorType, Instance, InstanceErrorInfo, InstanceState, NodeGroup,
-    NodeGroupOptions, TemplateNodeInfo,
+    NodeGroupOptions, TemplateNodeInfo, lock,
 };
 
 /// A handle on one node group; its state is the provider's snapshot.
@@ -62,7 +64,7 @@ impl ClusterApiNodeGroup {
                 CloudError::api(format!(
                     "failed to fetch resource scale: {} {}: {e}",
                     def.kind.as_str(),
-                    super::key_of(&def.object)
+                    key_of(&def.object)
                 ))
             })?;
         Ok(scale
@@ -98,7 +100,7 @@ impl ClusterApiNodeGroup {
                 CloudError::api(format!(
                     "scaling {} {} to {n}: {e}",
                     def.kind.as_str(),
-                    super::key_of(&def.object)
+                    key_of(&def.object)
                 ))
             })?;
         if let Some(g) = lock(&self.shared.snapshot).groups.get_mut(&self.id) {
@@ -147,7 +149,7 @@ impl ClusterApiNodeGroup {
             .values()
             .filter(|m| m.namespace().as_deref() == Some(ns.as_str()))
             .filter(|m| selector.matches(m.labels()))
-            .filter(|m| cluster.is_empty() || super::cluster_of(m, &self.shared.keys) == cluster)
+            .filter(|m| cluster.is_empty() || cluster_of(m, &self.shared.keys) == cluster)
             .collect()
     }
 }
@@ -277,11 +279,8 @@ impl NodeGroup for ClusterApiNodeGroup {
                     .unwrap_or_default();
                 let machine_key = {
                     let snapshot = lock(&self.shared.snapshot);
-                    let provider = super::ClusterApiProvider {
-                        shared: self.shared.clone(),
-                    };
-                    let key = provider
-                        .machine_key_of(&snapshot, node)
+                    let key = snapshot
+                        .machine_key_of(&self.shared.keys, node)
                         .filter(|k| snapshot.machines.contains_key(k))
                         .ok_or_else(|| {
                             CloudError::provider(format!(
@@ -289,7 +288,7 @@ impl NodeGroup for ClusterApiNodeGroup {
                             ))
                         })?;
                     let machine = &snapshot.machines[&key];
-                    let group = super::ClusterApiProvider::group_of_machine(&snapshot, machine);
+                    let group = snapshot.group_of_machine(machine);
                     if group.as_deref() != Some(self.id.as_str()) {
                         return Err(CloudError::provider(format!(
                             "node {node_name:?} doesn't belong to node group {:?}",
@@ -356,7 +355,7 @@ impl NodeGroup for ClusterApiNodeGroup {
             return Err(CloudError::NotImplemented);
         };
         scalefromzero::template_node(
-            &def,
+            &def.object,
             capacity,
             &self.shared.settings.default_arch,
             &self.shared.clock.rfc3339(),

@@ -11,9 +11,10 @@
 
 use std::collections::BTreeMap;
 
+use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::{GroupDef, Keys};
+use super::keys::Keys;
 use crate::cloudprovider::TemplateNodeInfo;
 
 /// The capacity annotations' prefix.
@@ -251,12 +252,12 @@ fn is_managed_label(key: &str) -> bool {
 /// object's machine template, then the labels annotation; the taints
 /// annotation; capacity = allocatable; Ready.
 pub fn template_node(
-    def: &GroupDef,
+    object: &DynamicObject,
     capacity: &Capacity,
     default_arch: &str,
     now: &str,
 ) -> Result<TemplateNodeInfo, serde_json::Error> {
-    let base = def.object.metadata.name.clone().unwrap_or_default();
+    let base = object.metadata.name.clone().unwrap_or_default();
     let name = format!("{base}-asg-{}", apimachinery::rand::suffix(10));
     let mut labels = BTreeMap::new();
     labels.insert(
@@ -274,8 +275,7 @@ pub fn template_node(
             .unwrap_or_else(|| "linux".to_string()),
     );
     labels.insert("kubernetes.io/hostname".to_string(), name.clone());
-    if let Some(m) = def
-        .object
+    if let Some(m) = object
         .data
         .pointer("/spec/template/metadata/labels")
         .and_then(Value::as_object)

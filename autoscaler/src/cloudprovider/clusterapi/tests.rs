@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::options::options_from;
 use super::scalefromzero::{Capacity, parse_labels, parse_taints, size_annotations};
 use super::*;
+use crate::cloudprovider::NodeGroupOptions;
 
 fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

@@ -2,7 +2,13 @@
 //! `kwok-provider-config` ConfigMap (`readNodesFrom`, grouping, `nodes`,
 //! templates reference) and the templates (a `v1 List` or a stream of Nodes).
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Node;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::cloudprovider::CloudError;
 
 /// The `config` key of the provider ConfigMap.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -3,7 +3,10 @@
 //! be created or never register, or its deletions fail; set from tests
 //! ([`Faults`]) or from a template annotation ([`FAULT_ANNOTATION`]).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use crate::cloudprovider::{ErrorClass, InstanceErrorInfo, lock};
 
 /// Template annotation that injects a fault into the group (beyond
 /// upstream, for test clusters driven from outside the process):

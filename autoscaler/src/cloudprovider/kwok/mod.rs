@@ -1,4 +1,4 @@
-//! The `kwok` cloud provider (ca-compat §10): node groups made of fake
+//! The `kwok` cloud provider (docs/compat.md §10): node groups made of fake
 //! nodes. "Creating an instance" creates a Node object annotated
 //! `kwok.x-k8s.io/node: fake` (the kwok controller then makes it Ready);
 //! "deleting" deletes the Node object.
@@ -29,158 +29,33 @@
 //! class and code (quota, stock-out), or makes new instances never register
 //! (no Node object is created, so CA sees long-unregistered instances).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
-use kube::api::{DeleteParams, PostParams};
-use kube::{Api, Client};
-use serde::Deserialize;
-use serde_json::{Value, json};
-
-use super::{
-    CloudError, CloudProvider, ErrorClass, Instance, InstanceErrorInfo, InstanceState, NodeGroup,
-    NodeLister, TemplateNodeInfo,
-};
-
 mod config;
 mod faults;
 mod nodegroup;
+mod state;
 mod templates;
 #[cfg(test)]
 mod tests;
 
-use super::kube_proxy_pod;
-use config::{Grouping, Parsed, parse_config, parse_templates};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::DeleteParams;
+use kube::{Api, Client};
+
+use super::{CloudError, CloudProvider, NodeGroup, NodeLister, lock};
+use config::{parse_config, parse_templates};
 pub use faults::{FAULT_ANNOTATION, Fault, FaultError, Faults, parse_fault, quota_exceeded};
 pub use nodegroup::KwokNodeGroup;
-use templates::{annotation, group_of, prepare_template, size_annotation};
-
-/// Annotation that names a node's group.
-pub const GROUP_NAME_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/name";
-
-/// Template annotation: minimum size (default 0).
-pub const MIN_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/min-count";
-
-/// Template annotation: maximum size (default 200).
-pub const MAX_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/max-count";
-
-/// Template annotation: initial target (default min).
-pub const DESIRED_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/desired-count";
-
-/// kwok's marker annotation.
-pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
-
-/// Taint added to templates unless `nodes.skipTaint`.
-pub const PROVIDER_TAINT: &str = "kwok-provider";
-
-/// Default max size of a group.
-pub const DEFAULT_MAX_COUNT: usize = 200;
-
-/// Where the provider finds its configuration.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Namespace of the ConfigMaps (`$POD_NAMESPACE`).
-    pub namespace: String,
-    /// Name of the config ConfigMap (`$KWOK_PROVIDER_CONFIGMAP`).
-    pub config_map: String,
-}
-
-impl Settings {
-    /// From the environment, as upstream: `POD_NAMESPACE` (else the service
-    /// account's namespace file) and `KWOK_PROVIDER_CONFIGMAP`.
-    pub fn from_env() -> Result<Self, CloudError> {
-        let namespace = std::env::var("POD_NAMESPACE")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .or_else(|| {
-                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                    .ok()
-                    .map(|s| s.trim().to_string())
-            })
-            .ok_or_else(|| {
-                CloudError::configuration(
-                    "kwok provider: POD_NAMESPACE is not set and there is no service account namespace file",
-                )
-            })?;
-        let config_map = std::env::var("KWOK_PROVIDER_CONFIGMAP")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "kwok-provider-config".into());
-        Ok(Self {
-            namespace,
-            config_map,
-        })
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// One group's mutable state.
-#[derive(Debug, Clone)]
-struct GroupState {
-    template: Node,
-    min: usize,
-    max: usize,
-    target: usize,
-    /// Instances accepted but never registered (fault injection), by name.
-    phantom: BTreeSet<String>,
-    /// A fault from the template's annotation.
-    fault: Option<Fault>,
-    /// Instances that failed to be created, by name.
-    failed: BTreeMap<String, InstanceErrorInfo>,
-}
-
-struct Shared {
-    client: Client,
-    nodes: NodeLister,
-    settings: Settings,
-    faults: Arc<Faults>,
-    config: Mutex<Option<Parsed>>,
-    groups: Mutex<BTreeMap<String, GroupState>>,
-    /// Templates refused so far (logged once each).
-    refused: Mutex<BTreeSet<String>>,
-}
-
-/// A group's state from its template: its sizes, its fault and the
-/// template nodes are made from. Errors name the template and annotation.
-fn group_state(t: &Node, group: &str, parsed: &Parsed) -> Result<GroupState, CloudError> {
-    let min = size_annotation(t, MIN_COUNT_ANNOTATION, 0)?;
-    let max = size_annotation(t, MAX_COUNT_ANNOTATION, DEFAULT_MAX_COUNT)?;
-    let desired = size_annotation(t, DESIRED_COUNT_ANNOTATION, min)?;
-    let tname = t.metadata.name.as_deref().unwrap_or("");
-    if max < min {
-        return Err(CloudError::configuration(format!(
-            "kwok provider: template node {tname:?}: max-count {max} is below min-count {min}"
-        )));
-    }
-    if desired < min || desired > max {
-        return Err(CloudError::configuration(format!(
-            "kwok provider: template node {tname:?}: desired-count {desired} is outside [{min}, {max}]"
-        )));
-    }
-    let fault = annotation(t, FAULT_ANNOTATION)
-        .map(|v| {
-            parse_fault(v).map_err(|e| {
-                CloudError::configuration(format!(
-                    "kwok provider: template node {tname:?}: annotation {FAULT_ANNOTATION}: {e}"
-                ))
-            })
-        })
-        .transpose()?;
-    Ok(GroupState {
-        fault,
-        failed: BTreeMap::new(),
-        template: prepare_template(t, group, parsed.skip_taint)?,
-        min,
-        max,
-        target: if parsed.from_cluster { 1 } else { desired },
-        phantom: BTreeSet::new(),
-    })
-}
+pub use state::Settings;
+use state::{GroupState, Shared, group_state};
+pub use templates::{
+    DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, GROUP_NAME_ANNOTATION, KWOK_NODE_ANNOTATION,
+    MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION, PROVIDER_TAINT,
+};
+use templates::{annotation, group_of};
 
 /// The kwok provider.
 #[derive(Clone)]
@@ -274,7 +149,7 @@ impl KwokProvider {
             };
             if let Some(existing) = built.get_mut(&group) {
                 // Every further node of a group read from the cluster is
-                // one more member (ca-compat §10.5 step 3).
+                // one more member (docs/compat.md §10.5 step 3).
                 if parsed.from_cluster {
                     existing.target += 1;
                 }

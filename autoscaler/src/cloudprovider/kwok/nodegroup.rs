@@ -2,8 +2,20 @@
 //! instance creates a fake Node, deleting one deletes it; the target size
 //! lives here.
 
-use super::*;
+use std::sync::Arc;
+
 use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+
+use super::faults::Fault;
+use super::state::{GroupState, Shared};
+use super::templates::{GROUP_NAME_ANNOTATION, KWOK_NODE_ANNOTATION, annotation};
+use crate::cloudprovider::{
+    CloudError, Instance, InstanceState, NodeGroup, TemplateNodeInfo, kube_proxy_pod, lock,
+};
 
 /// Node creations in flight at once during a scale-up.
 pub const CREATE_CONCURRENCY: usize = 32;

@@ -2,7 +2,33 @@
 //! a template's labels and annotations, and the template as CA sees it
 //! (taint, labels, the kube-proxy pod).
 
-use super::*;
+use k8s_openapi::api::core::v1::Node;
+use serde_json::{Value, json};
+
+use super::config::Grouping;
+use super::faults::FAULT_ANNOTATION;
+use crate::cloudprovider::CloudError;
+
+/// Annotation that names a node's group.
+pub const GROUP_NAME_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/name";
+
+/// Template annotation: minimum size (default 0).
+pub const MIN_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/min-count";
+
+/// Template annotation: maximum size (default 200).
+pub const MAX_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/max-count";
+
+/// Template annotation: initial target (default min).
+pub const DESIRED_COUNT_ANNOTATION: &str = "cluster-autoscaler.kwok.nodegroup/desired-count";
+
+/// kwok's marker annotation.
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+
+/// Taint added to templates unless `nodes.skipTaint`.
+pub const PROVIDER_TAINT: &str = "kwok-provider";
+
+/// Default max size of a group.
+pub const DEFAULT_MAX_COUNT: usize = 200;
 
 pub(super) fn annotation<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     node.metadata
@@ -33,7 +59,7 @@ pub(super) fn group_of(node: &Node, grouping: &Grouping) -> Option<String> {
         .or_else(|| grouping.value(node))
 }
 
-/// Prepares a template (ca-compat §10.4/§10.5): identity cleared, kwok and
+/// Prepares a template (docs/compat.md §10.4/§10.5): identity cleared, kwok and
 /// group annotations, the provider taint unless skipped, status reduced to
 /// capacity, allocatable and node info (kwok fills in the rest).
 pub(super) fn prepare_template(

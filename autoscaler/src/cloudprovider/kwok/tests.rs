@@ -1,7 +1,12 @@
 //! Unit tests of the kwok provider.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+use serde_json::json;
+
+use super::config::Grouping;
+use super::templates::prepare_template;
 use super::*;
+use crate::cloudprovider::{ErrorClass, InstanceErrorInfo};
 
 #[test]
 fn config_errors_name_the_field() {

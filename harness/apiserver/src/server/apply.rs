@@ -1,6 +1,15 @@
 //! Server-side apply: field ownership per manager and conflicts.
 
-use super::*;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::create::check_type;
+use super::options::{Subresource, WriteOptions};
+use super::state::Server;
+use crate::admission::name_of;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::patch;
+use crate::registry::ResourceDef;
 
 /// Key under `fieldsV1` where the paths an apply manager set are recorded.
 const APPLY_ANNOTATION: &str = "f:testbed.applied";

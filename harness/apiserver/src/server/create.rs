@@ -1,6 +1,15 @@
 //! Creating objects: admission, normalisation, namespace checks, generateName.
 
-use super::*;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::options::WriteOptions;
+use super::state::Server;
+use crate::admission::{self, name_of};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::normalize::{FieldValidation, NormalizeError, normalize};
+use crate::registry::{ResourceDef, crd_resource};
+use crate::store::{StoreError, Stored};
 
 impl Server {
     /// Creates an object in `ns` (ignored for cluster-scoped resources).

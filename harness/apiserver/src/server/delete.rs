@@ -1,6 +1,15 @@
 //! Deletion: graceful deletion, finalizers, propagation policies and collections.
 
-use super::*;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::options::{DeleteOptions, Deleted, ListOptions};
+use super::state::{SYSTEM_NAMESPACES, Server};
+use crate::error::{ApiError, ApiResult};
+use crate::registry::{ResourceDef, crd_resource};
+use crate::store::{StoreError, Stored};
 
 impl Server {
     /// Deletes an object with the real API server's graceful deletion,

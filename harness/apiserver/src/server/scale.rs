@@ -1,6 +1,12 @@
 //! The `scale` subresource.
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::options::{Subresource, WriteOptions};
+use super::state::Server;
+use super::update::set_path;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::registry::ResourceDef;
 
 impl Server {
     /// The `autoscaling/v1` Scale of an object.

@@ -1,6 +1,19 @@
 //! Updates and patches with optimistic concurrency, the status subresource and generation.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::create::check_type;
+use super::delete::has_spec_finalizers;
+use super::options::{PatchType, Subresource, WriteOptions};
+use super::state::Server;
+use crate::admission::{self, name_of};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::patch;
+use crate::registry::ResourceDef;
+use crate::store::StoreError;
 
 impl Server {
     /// Replaces an object (PUT).

@@ -1,6 +1,13 @@
 //! Rows of the workload and policy groups.
 
-use super::*;
+use k8s_pb::api as pb;
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+use serde_json::json;
+
+use super::support::{
+    Row, delete_options, int_or_string_int, int_or_string_str, meta_ns, pod_template,
+    pod_template_json, row, s, selector,
+};
 
 pub fn workload_rows() -> Vec<Row> {
     use pb::apps::v1 as apps;

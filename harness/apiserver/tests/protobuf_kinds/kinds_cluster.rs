@@ -1,6 +1,13 @@
 //! Rows of the cluster-level, extension groups and DeleteOptions.
 
-use super::*;
+use k8s_pb::api as pb;
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+use serde_json::json;
+
+use super::support::{
+    Row, delete_options, delete_options_json, meta, meta_ns, micro_time, object_reference, row, s,
+    strings,
+};
 
 pub fn cluster_rows() -> Vec<Row> {
     vec![

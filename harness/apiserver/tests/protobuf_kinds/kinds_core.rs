@@ -1,6 +1,12 @@
 //! Rows of the core group (`v1`).
 
-use super::*;
+use k8s_pb::api as pb;
+use serde_json::json;
+
+use super::support::{
+    Row, container, container_json, int_or_string_int, int_or_string_str, meta, meta_ns,
+    object_reference, pod_template, pod_template_json, quantities, row, s, strings, time,
+};
 
 pub fn core_rows() -> Vec<Row> {
     use pb::core::v1 as c;

@@ -13,6 +13,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::Api;
 use serde_json::json;
 
+/// Our `cluster-autoscaler`, built beside this test (`target/<profile>/cluster-autoscaler`).
+fn binary() -> std::path::PathBuf {
+    conformance::binary::sibling_binary("autoscaler", "cluster-autoscaler").unwrap()
+}
+
 struct Process(Child);
 
 impl Drop for Process {
@@ -127,7 +132,7 @@ async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
     let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
     let port = free_port();
     let mut child = Process(
-        Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+        Command::new(binary())
             .args([
                 "--cloud-provider=kwok",
                 &format!("--kubeconfig={}", kubeconfig.display()),
@@ -210,10 +215,7 @@ async fn the_binary_scales_up_over_tcp_and_serves_its_endpoints() {
 }
 
 fn fails(args: &[&str], message: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(binary()).args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(stderr.contains(message), "{args:?}: {stderr}");
@@ -248,10 +250,7 @@ fn bad_flags_exit_before_starting() {
 }
 
 fn help() -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
-        .arg("--help")
-        .output()
-        .unwrap();
+    let out = Command::new(binary()).arg("--help").output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -346,7 +345,7 @@ async fn every_provider_named_in_the_help_starts() {
         };
         let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
         let mut child = Process(
-            Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+            Command::new(binary())
                 .args([
                     &format!("--cloud-provider={provider}"),
                     &format!("--kubeconfig={}", kubeconfig.display()),

@@ -12,6 +12,11 @@ use kube::api::{DynamicObject, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+/// Our `kwok`, built beside this test (`target/<profile>/kwok`).
+fn binary() -> std::path::PathBuf {
+    conformance::binary::sibling_binary("kwok", "kwok").unwrap()
+}
+
 /// The child process, killed when the test ends (also on panic).
 struct Kwok(Child);
 
@@ -24,7 +29,7 @@ impl Drop for Kwok {
 
 fn kwok(args: &[&str]) -> Kwok {
     Kwok(
-        Command::new(env!("CARGO_BIN_EXE_kwok"))
+        Command::new(binary())
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -212,7 +217,7 @@ async fn stage_objects_from_the_cluster_drive_annotated_nodes_only() {
 }
 
 fn fails_with(args: &[&str], message: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kwok"))
+    let out = Command::new(binary())
         .args(args)
         .env("HOME", "/nonexistent")
         .output()

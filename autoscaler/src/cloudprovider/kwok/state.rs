@@ -1,0 +1,120 @@
+//! The provider's settings, and the state it shares with its node groups:
+//! the parsed configuration and each group's sizes, template and fault.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Client;
+
+use super::config::Parsed;
+use super::faults::{FAULT_ANNOTATION, Fault, Faults, parse_fault};
+use super::templates::{
+    DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION,
+    annotation, prepare_template, size_annotation,
+};
+use crate::cloudprovider::{CloudError, InstanceErrorInfo, NodeLister};
+
+/// Where the provider finds its configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespace of the ConfigMaps (`$POD_NAMESPACE`).
+    pub namespace: String,
+    /// Name of the config ConfigMap (`$KWOK_PROVIDER_CONFIGMAP`).
+    pub config_map: String,
+}
+
+impl Settings {
+    /// From the environment, as upstream: `POD_NAMESPACE` (else the service
+    /// account's namespace file) and `KWOK_PROVIDER_CONFIGMAP`.
+    pub fn from_env() -> Result<Self, CloudError> {
+        let namespace = std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or_else(|| {
+                std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                    .ok()
+                    .map(|s| s.trim().to_string())
+            })
+            .ok_or_else(|| {
+                CloudError::configuration(
+                    "kwok provider: POD_NAMESPACE is not set and there is no service account namespace file",
+                )
+            })?;
+        let config_map = std::env::var("KWOK_PROVIDER_CONFIGMAP")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "kwok-provider-config".into());
+        Ok(Self {
+            namespace,
+            config_map,
+        })
+    }
+}
+
+/// One group's mutable state.
+#[derive(Debug, Clone)]
+pub(super) struct GroupState {
+    pub(super) template: Node,
+    pub(super) min: usize,
+    pub(super) max: usize,
+    pub(super) target: usize,
+    /// Instances accepted but never registered (fault injection), by name.
+    pub(super) phantom: BTreeSet<String>,
+    /// A fault from the template's annotation.
+    pub(super) fault: Option<Fault>,
+    /// Instances that failed to be created, by name.
+    pub(super) failed: BTreeMap<String, InstanceErrorInfo>,
+}
+
+pub(super) struct Shared {
+    pub(super) client: Client,
+    pub(super) nodes: NodeLister,
+    pub(super) settings: Settings,
+    pub(super) faults: Arc<Faults>,
+    pub(super) config: Mutex<Option<Parsed>>,
+    pub(super) groups: Mutex<BTreeMap<String, GroupState>>,
+    /// Templates refused so far (logged once each).
+    pub(super) refused: Mutex<BTreeSet<String>>,
+}
+
+/// A group's state from its template: its sizes, its fault and the
+/// template nodes are made from. Errors name the template and annotation.
+pub(super) fn group_state(
+    t: &Node,
+    group: &str,
+    parsed: &Parsed,
+) -> Result<GroupState, CloudError> {
+    let min = size_annotation(t, MIN_COUNT_ANNOTATION, 0)?;
+    let max = size_annotation(t, MAX_COUNT_ANNOTATION, DEFAULT_MAX_COUNT)?;
+    let desired = size_annotation(t, DESIRED_COUNT_ANNOTATION, min)?;
+    let tname = t.metadata.name.as_deref().unwrap_or("");
+    if max < min {
+        return Err(CloudError::configuration(format!(
+            "kwok provider: template node {tname:?}: max-count {max} is below min-count {min}"
+        )));
+    }
+    if desired < min || desired > max {
+        return Err(CloudError::configuration(format!(
+            "kwok provider: template node {tname:?}: desired-count {desired} is outside [{min}, {max}]"
+        )));
+    }
+    let fault = annotation(t, FAULT_ANNOTATION)
+        .map(|v| {
+            parse_fault(v).map_err(|e| {
+                CloudError::configuration(format!(
+                    "kwok provider: template node {tname:?}: annotation {FAULT_ANNOTATION}: {e}"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(GroupState {
+        fault,
+        failed: BTreeMap::new(),
+        template: prepare_template(t, group, parsed.skip_taint)?,
+        min,
+        max,
+        target: if parsed.from_cluster { 1 } else { desired },
+        phantom: BTreeSet::new(),
+    })
+}

@@ -1,0 +1,137 @@
+//! What the registry reads from one node: its readiness in CA's sense, and
+//! its capacity as the cluster-wide resource limits count it.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::taints::{self, TaintConfig};
+
+/// Where a registered node stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Ready.
+    Ready,
+    /// Not ready, younger than the group's max node startup time.
+    NotStarted,
+    /// Not ready.
+    Unready,
+    /// Its instance is going away.
+    BeingDeleted,
+}
+
+/// Whether a node is ready in CA's sense (docs/compat.md §0.2 and §1.4):
+/// Ready=True, no DiskPressure or NetworkUnavailable, none of the matching
+/// taints, and no startup taint.
+pub fn node_ready(node: &Node, taints: &TaintConfig) -> bool {
+    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let status = |t: &str| {
+        conditions
+            .and_then(|c| c.iter().find(|c| c.type_ == t))
+            .map(|c| c.status.as_str())
+    };
+    status("Ready") == Some("True")
+        && status("DiskPressure") != Some("True")
+        && status("NetworkUnavailable") != Some("True")
+        && !node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|ts| {
+                ts.iter().any(|t| {
+                    matches!(
+                        t.key.as_str(),
+                        "node.kubernetes.io/not-ready"
+                            | "node.kubernetes.io/disk-pressure"
+                            | "node.kubernetes.io/network-unavailable"
+                    ) || taints.is_startup_taint(&t.key)
+                })
+            })
+}
+
+/// A node's capacity as the cluster-wide resource limits count it: whole
+/// cores (rounded up) and memory bytes.
+pub fn node_capacity(node: &Node) -> (i64, i64) {
+    let r = predicates::resources::Resources::from_list(
+        node.status.as_ref().and_then(|s| s.capacity.as_ref()),
+    );
+    ((r.milli_cpu + 999) / 1000, r.memory)
+}
+
+/// The cluster's cores and memory as the resource limits count them
+/// (`--cores-total`, `--memory-total`): nodes being deleted and
+/// virtual-kubelet nodes are left out.
+pub fn cluster_resources(nodes: &[Arc<Node>], now: SystemTime) -> (i64, i64) {
+    nodes
+        .iter()
+        .filter(|n| !taints::being_deleted(n, now))
+        .filter(|n| {
+            n.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("type"))
+                .map(String::as_str)
+                != Some("virtual-kubelet")
+        })
+        .map(|n| node_capacity(n))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn readiness_follows_conditions_and_taints() {
+        let cfg = TaintConfig::default();
+        let node = |conds: serde_json::Value, taints: serde_json::Value| -> Node {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "n"}, "spec": {"taints": taints}, "status": {"conditions": conds}})).unwrap()
+        };
+        let ready = serde_json::json!([{"type": "Ready", "status": "True"}]);
+        assert!(node_ready(
+            &node(ready.clone(), serde_json::json!([])),
+            &cfg
+        ));
+        assert!(!node_ready(
+            &node(
+                serde_json::json!([{"type": "Ready", "status": "False"}]),
+                serde_json::json!([])
+            ),
+            &cfg
+        ));
+        assert!(
+            !node_ready(&node(serde_json::json!([]), serde_json::json!([])), &cfg),
+            "no Ready condition"
+        );
+        assert!(!node_ready(
+            &node(
+                serde_json::json!([{"type": "Ready", "status": "True"}, {"type": "DiskPressure", "status": "True"}]),
+                serde_json::json!([])
+            ),
+            &cfg
+        ));
+        assert!(!node_ready(
+            &node(
+                ready.clone(),
+                serde_json::json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
+            ),
+            &cfg
+        ));
+        assert!(!node_ready(
+            &node(
+                ready.clone(),
+                serde_json::json!([{"key": "startup-taint.cluster-autoscaler.kubernetes.io/cni", "effect": "NoSchedule"}])
+            ),
+            &cfg
+        ));
+        assert!(node_ready(
+            &node(
+                ready,
+                serde_json::json!([{"key": "status-taint.cluster-autoscaler.kubernetes.io/x", "effect": "NoSchedule"}])
+            ),
+            &cfg
+        ));
+    }
+}

@@ -1,0 +1,89 @@
+//! Why a node is not removed (upstream's `simulator.UnremovableReason`):
+//! the reasons the planner, selection and the status report share. Their
+//! names are rendered only here.
+
+use crate::simulator::drainability::BlockingReason;
+
+/// Why a node is not removed: upstream's reason, with the details that
+/// some reasons carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unremovable {
+    /// A reason without details.
+    Because(UnremovableReason),
+    /// `BlockedByPod` with the pod and its reason.
+    BlockedByPod {
+        /// `namespace/name`.
+        pod: String,
+        /// The blocking reason.
+        reason: BlockingReason,
+    },
+    /// `UnexpectedError` with what failed.
+    UnexpectedError(String),
+}
+
+impl From<UnremovableReason> for Unremovable {
+    fn from(r: UnremovableReason) -> Self {
+        Self::Because(r)
+    }
+}
+
+ca_names! {
+    /// Every `UnremovableReason` name upstream has: the labels of
+    /// `unremovable_nodes_count`, all of which are reported every loop.
+    pub enum UnremovableReason {
+        /// No reason.
+        NoReason,
+        /// The scale-down-disabled annotation.
+        ScaleDownDisabledAnnotation,
+        /// Unready and `--scale-down-unready-enabled=false`.
+        ScaleDownUnreadyDisabled,
+        /// In no node group.
+        NotAutoscaled,
+        /// Unneeded for less than the unneeded time.
+        NotUnneededLongEnough,
+        /// Unready for less than the unready time.
+        NotUnreadyLongEnough,
+        /// The group is at min size.
+        NodeGroupMinSizeReached,
+        /// The group's deletion count is reached.
+        NodeGroupMaxDeletionCountReached,
+        /// An atomic group's scale-down failed.
+        AtomicScaleDownFailed,
+        /// Removal would go below `--cores-total` or `--memory-total` min.
+        MinimalResourceLimitExceeded,
+        /// Being deleted.
+        CurrentlyBeingDeleted,
+        /// Utilization above the threshold.
+        NotUnderutilized,
+        /// Unneeded for another reason.
+        NotUnneededOtherReason,
+        /// Found unremovable recently; not checked again yet.
+        RecentlyUnremovable,
+        /// Its pods fit nowhere else.
+        NoPlaceToMovePods,
+        /// A pod blocks the removal.
+        BlockedByPod,
+        /// Something failed.
+        UnexpectedError,
+        /// No node info.
+        NoNodeInfo,
+        /// An on-completion pod blocks the removal.
+        BlockedByOnCompletionPod,
+    }
+}
+
+impl Unremovable {
+    /// Upstream's name (the metric label).
+    pub fn as_str(&self) -> &'static str {
+        self.reason().as_str()
+    }
+
+    /// The reason without its details.
+    pub fn reason(&self) -> UnremovableReason {
+        match self {
+            Self::Because(r) => *r,
+            Self::BlockedByPod { .. } => UnremovableReason::BlockedByPod,
+            Self::UnexpectedError(_) => UnremovableReason::UnexpectedError,
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! The controller task: one merged stream of watches on pods, nodes and the
+//! workload kinds, a cache of them (with the pods each controller owns),
+//! the owners to reconcile after each batch of changes, pod garbage
+//! collection, and the pod and status writes the reconcilers share.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use futures::{FutureExt, StreamExt, stream::BoxStream};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::json;
+use simclock::Clock;
+
+use super::pods::{controller_of, is_active, is_ready, key};
+
+/// Which owner a change concerns.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Owner {
+    ReplicaSet(String),
+    Deployment(String),
+    DaemonSet(String),
+    StatefulSet(String),
+    Job(String),
+}
+
+enum Change {
+    Pod(Event<Pod>),
+    Node(Event<Node>),
+    ReplicaSet(Event<ReplicaSet>),
+    Deployment(Event<Deployment>),
+    DaemonSet(Event<DaemonSet>),
+    StatefulSet(Event<StatefulSet>),
+    Job(Event<Job>),
+}
+
+/// The pods one controller owns, and how many are active and ready.
+#[derive(Default)]
+struct Owned {
+    keys: BTreeSet<String>,
+    active: usize,
+    ready: usize,
+}
+
+impl Owned {
+    /// Adds (`sign` 1) or takes away (-1) `p` from the counts.
+    fn count(&mut self, p: &Pod, sign: isize) {
+        if is_active(p) {
+            self.active = self.active.saturating_add_signed(sign);
+            if is_ready(p) {
+                self.ready = self.ready.saturating_add_signed(sign);
+            }
+        }
+    }
+}
+
+/// The controller task.
+pub struct Controllers {
+    pub(super) client: Client,
+    pub(super) clock: Clock,
+    pub(super) pods: BTreeMap<String, Pod>,
+    /// What each controller owns, by its uid: kept as pods change, so
+    /// that a controller's sync does not scan every pod.
+    owned_by: HashMap<String, Owned>,
+    pub(super) nodes: BTreeMap<String, Node>,
+    pub(super) replicasets: BTreeMap<String, ReplicaSet>,
+    pub(super) deployments: BTreeMap<String, Deployment>,
+    pub(super) daemonsets: BTreeMap<String, DaemonSet>,
+    pub(super) statefulsets: BTreeMap<String, StatefulSet>,
+    pub(super) jobs: BTreeMap<String, Job>,
+    dirty: BTreeSet<Owner>,
+    pub(super) nodes_synced: bool,
+    /// Pod GC's work: pods seen bound to a node not in the cache, and
+    /// whether a node went away (then every pod is checked).
+    orphan_candidates: BTreeSet<String>,
+    orphan_scan_all: bool,
+}
+
+impl Controllers {
+    /// Controllers talking to the API server through `client`.
+    pub fn new(client: Client, clock: Clock) -> Self {
+        Self {
+            client,
+            clock,
+            pods: BTreeMap::new(),
+            owned_by: HashMap::new(),
+            nodes: BTreeMap::new(),
+            replicasets: BTreeMap::new(),
+            deployments: BTreeMap::new(),
+            daemonsets: BTreeMap::new(),
+            statefulsets: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            nodes_synced: false,
+            orphan_candidates: BTreeSet::new(),
+            orphan_scan_all: false,
+        }
+    }
+
+    /// Runs until the watches end.
+    pub async fn run(mut self) {
+        fn watch<K, F>(client: &Client, f: F) -> BoxStream<'static, Change>
+        where
+            K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+                + Clone
+                + std::fmt::Debug
+                + serde::de::DeserializeOwned
+                + Send
+                + 'static,
+            F: Fn(Event<K>) -> Change + Send + Sync + Copy + 'static,
+        {
+            watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+                .default_backoff()
+                .filter_map(move |e| async move { e.ok().map(f) })
+                .boxed()
+        }
+        let c = &self.client;
+        let nodes = watcher::watcher(Api::<Node>::all(c.clone()), watcher::Config::default())
+            .default_backoff()
+            .filter_map(|e| async move { e.ok().map(Change::Node) })
+            .boxed();
+        let mut changes = futures::stream::select_all([
+            nodes,
+            watch(c, Change::Pod),
+            watch(c, Change::ReplicaSet),
+            watch(c, Change::Deployment),
+            watch(c, Change::DaemonSet),
+            watch(c, Change::StatefulSet),
+            watch(c, Change::Job),
+        ]);
+        while let Some(change) = changes.next().await {
+            self.apply(change);
+            while let Some(Some(c)) = changes.next().now_or_never() {
+                self.apply(c);
+            }
+            self.reconcile_dirty().await;
+        }
+    }
+
+    fn apply(&mut self, change: Change) {
+        macro_rules! cache {
+            ($map:ident, $ev:expr, $owner:path) => {
+                match $ev {
+                    Event::Apply(o) | Event::InitApply(o) => {
+                        let k = key(&o);
+                        self.dirty.insert($owner(k.clone()));
+                        self.$map.insert(k, o);
+                    }
+                    Event::Delete(o) => {
+                        let k = key(&o);
+                        self.$map.remove(&k);
+                    }
+                    _ => {}
+                }
+            };
+        }
+        match change {
+            Change::Pod(ev) => match ev {
+                Event::Apply(p) | Event::InitApply(p) => {
+                    self.mark_owner(&p);
+                    if self.bound_to_missing_node(&p) {
+                        self.orphan_candidates.insert(key(&p));
+                    }
+                    self.insert_pod(p);
+                }
+                Event::Delete(p) => {
+                    self.mark_owner(&p);
+                    self.remove_pod(&key(&p));
+                }
+                _ => {}
+            },
+            Change::Node(ev) => {
+                match ev {
+                    Event::Apply(n) | Event::InitApply(n) => {
+                        self.nodes.insert(n.name_any(), n);
+                    }
+                    Event::Delete(n) => {
+                        self.nodes.remove(&n.name_any());
+                        self.orphan_scan_all = true;
+                    }
+                    Event::InitDone => {
+                        self.nodes_synced = true;
+                        self.orphan_scan_all = true;
+                    }
+                    Event::Init => {}
+                }
+                let all: Vec<String> = self.daemonsets.keys().cloned().collect();
+                self.dirty.extend(all.into_iter().map(Owner::DaemonSet));
+            }
+            Change::ReplicaSet(ev) => {
+                if let Event::Apply(rs) | Event::Delete(rs) = &ev {
+                    self.mark_owner_of_owner(
+                        rs.metadata.owner_references.as_ref(),
+                        rs.metadata.namespace.as_deref(),
+                    );
+                }
+                cache!(replicasets, ev, Owner::ReplicaSet)
+            }
+            Change::Deployment(ev) => cache!(deployments, ev, Owner::Deployment),
+            Change::DaemonSet(ev) => cache!(daemonsets, ev, Owner::DaemonSet),
+            Change::StatefulSet(ev) => cache!(statefulsets, ev, Owner::StatefulSet),
+            Change::Job(ev) => cache!(jobs, ev, Owner::Job),
+        }
+    }
+
+    fn insert_pod(&mut self, p: Pod) {
+        let k = key(&p);
+        self.remove_pod(&k);
+        if let Some(o) = controller_of(&p) {
+            let owned = self.owned_by.entry(o.uid.clone()).or_default();
+            owned.keys.insert(k.clone());
+            owned.count(&p, 1);
+        }
+        self.pods.insert(k, p);
+    }
+
+    /// Takes `k` out of the cache and the index; returns the pod it was.
+    fn remove_pod(&mut self, k: &str) -> Option<Pod> {
+        let old = self.pods.remove(k)?;
+        if let Some(o) = controller_of(&old)
+            && let Some(owned) = self.owned_by.get_mut(&o.uid)
+        {
+            owned.keys.remove(k);
+            owned.count(&old, -1);
+            if owned.keys.is_empty() {
+                self.owned_by.remove(&o.uid);
+            }
+        }
+        Some(old)
+    }
+
+    /// (active, ready) pods of the controller with `uid`.
+    pub(super) fn owned_counts(&self, uid: &str) -> (usize, usize) {
+        self.owned_by
+            .get(uid)
+            .map_or((0, 0), |o| (o.active, o.ready))
+    }
+
+    fn mark_owner(&mut self, p: &Pod) {
+        self.mark_owner_of_owner(
+            p.metadata.owner_references.as_ref(),
+            p.metadata.namespace.as_deref(),
+        );
+    }
+
+    fn mark_owner_of_owner(&mut self, refs: Option<&Vec<OwnerReference>>, ns: Option<&str>) {
+        let Some(o) = refs
+            .into_iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+        else {
+            return;
+        };
+        let k = format!("{}/{}", ns.unwrap_or(""), o.name);
+        self.dirty.insert(match o.kind.as_str() {
+            "ReplicaSet" => Owner::ReplicaSet(k),
+            "Deployment" => Owner::Deployment(k),
+            "DaemonSet" => Owner::DaemonSet(k),
+            "StatefulSet" => Owner::StatefulSet(k),
+            "Job" => Owner::Job(k),
+            _ => return,
+        });
+    }
+
+    async fn reconcile_dirty(&mut self) {
+        if self.nodes_synced {
+            self.collect_orphan_pods().await;
+        }
+        while let Some(owner) = self.dirty.pop_first() {
+            match owner {
+                Owner::ReplicaSet(k) => self.reconcile_replicaset(&k).await,
+                Owner::Deployment(k) => self.reconcile_deployment(&k).await,
+                Owner::DaemonSet(k) => self.reconcile_daemonset(&k).await,
+                Owner::StatefulSet(k) => self.reconcile_statefulset(&k).await,
+                Owner::Job(k) => self.reconcile_job(&k).await,
+            }
+        }
+    }
+
+    /// Whether `p` is bound to a node the cache does not have.
+    fn bound_to_missing_node(&self, p: &Pod) -> bool {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty() && !self.nodes.contains_key(n))
+            && p.metadata.deletion_timestamp.is_none()
+    }
+
+    /// Pod GC: pods bound to a node that no longer exists are deleted.
+    /// Only the pods that may be orphans are checked: all of them after a
+    /// node went away, else those seen bound to an unknown node (a scan of
+    /// every pod on every change is quadratic at 30,000 pods).
+    async fn collect_orphan_pods(&mut self) {
+        let candidates = std::mem::take(&mut self.orphan_candidates);
+        let orphans: Vec<String> = if std::mem::take(&mut self.orphan_scan_all) {
+            self.pods
+                .iter()
+                .filter(|(_, p)| self.bound_to_missing_node(p))
+                .map(|(k, _)| k.clone())
+                .collect()
+        } else {
+            candidates
+                .into_iter()
+                .filter(|k| {
+                    self.pods
+                        .get(k)
+                        .is_some_and(|p| self.bound_to_missing_node(p))
+                })
+                .collect()
+        };
+        for k in orphans {
+            self.delete_pod(&k, Some(0)).await;
+        }
+    }
+
+    /// The pods a controller owns (by controller ownerReference uid).
+    pub(super) fn owned(&self, ns: &str, uid: &str) -> Vec<&Pod> {
+        self.owned_by
+            .get(uid)
+            .into_iter()
+            .flat_map(|o| &o.keys)
+            .filter_map(|k| self.pods.get(k))
+            .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
+            .collect()
+    }
+
+    pub(super) async fn create_pod(
+        &mut self,
+        ns: &str,
+        template: &PodTemplateSpec,
+        meta: ObjectMeta,
+    ) -> bool {
+        let mut tmeta = template.metadata.clone().unwrap_or_default();
+        tmeta.name = meta.name;
+        tmeta.generate_name = meta.generate_name;
+        tmeta.namespace = Some(ns.to_string());
+        tmeta.owner_references = meta.owner_references;
+        if let Some(extra) = meta.labels {
+            tmeta.labels.get_or_insert_with(BTreeMap::new).extend(extra);
+        }
+        let pod = Pod {
+            metadata: tmeta,
+            spec: template.spec.clone(),
+            status: None,
+        };
+        match Api::<Pod>::namespaced(self.client.clone(), ns)
+            .create(&PostParams::default(), &pod)
+            .await
+        {
+            Ok(created) => {
+                // Cached at once (the watch confirms later), so that the
+                // next sync does not create it again.
+                self.insert_pod(created);
+                true
+            }
+            Err(e) => {
+                tracing::debug!("creating a pod in {ns}: {e}");
+                false
+            }
+        }
+    }
+
+    pub(super) async fn delete_pod(&mut self, k: &str, grace: Option<u32>) {
+        let (ns, name) = k.split_once('/').unwrap_or(("", k));
+        let mut dp = DeleteParams::default();
+        if let Some(g) = grace {
+            dp = dp.grace_period(g);
+        }
+        match Api::<Pod>::namespaced(self.client.clone(), ns)
+            .delete(name, &dp)
+            .await
+        {
+            Ok(_) => {
+                if let Some(mut p) = self.remove_pod(k) {
+                    p.metadata.deletion_timestamp =
+                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            self.clock.timestamp(),
+                        ));
+                    self.insert_pod(p);
+                }
+            }
+            Err(e) => tracing::debug!("deleting pod {k}: {e}"),
+        }
+    }
+
+    pub(super) async fn patch_status<K>(&self, obj: &K, status: serde_json::Value)
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned,
+    {
+        let api: Api<K> = Api::namespaced(
+            self.client.clone(),
+            obj.meta().namespace.as_deref().unwrap_or("default"),
+        );
+        if let Err(e) = api
+            .patch_status(
+                obj.meta().name.as_deref().unwrap_or(""),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
+            .await
+        {
+            tracing::debug!("updating the status of {}: {e}", key(obj));
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The DaemonSet controller: one pod on every node the DaemonSet's pods
+//! may run on, pinned to it, with the tolerations daemon pods get.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
+use serde_json::json;
+
+use super::controller::Controllers;
+use super::pods::{is_active, is_ready, key, owner_ref};
+
+impl Controllers {
+    pub(super) async fn reconcile_daemonset(&mut self, k: &str) {
+        let Some(ds) = self.daemonsets.get(k).cloned() else {
+            return;
+        };
+        if ds.metadata.deletion_timestamp.is_some() || !self.nodes_synced {
+            return;
+        }
+        let ns = ds.metadata.namespace.clone().unwrap_or_default();
+        let uid = ds.metadata.uid.clone().unwrap_or_default();
+        let spec = ds.spec.clone().unwrap_or_default();
+        let mut template = spec.template.clone();
+        add_daemonset_tolerations(&mut template);
+        let mut by_node: HashMap<String, Vec<Pod>> = HashMap::new();
+        for p in self.owned(&ns, &uid) {
+            if is_active(p) {
+                by_node
+                    .entry(daemon_pod_node(p).unwrap_or_default())
+                    .or_default()
+                    .push(p.clone());
+            }
+        }
+        let mut desired = 0;
+        let nodes: Vec<Node> = self.nodes.values().cloned().collect();
+        for node in &nodes {
+            let name = node.name_any();
+            let placement = daemon_placement(&template, node);
+            let existing = by_node.remove(&name).unwrap_or_default();
+            if placement == DaemonPlacement::Run {
+                desired += 1;
+            }
+            if placement != DaemonPlacement::No {
+                if existing.is_empty() && placement == DaemonPlacement::Run {
+                    let mut t = template.clone();
+                    pin_to_node(&mut t, &name);
+                    let meta = ObjectMeta {
+                        generate_name: Some(format!("{}-", ds.name_any())),
+                        owner_references: Some(vec![owner_ref(&ds)]),
+                        ..ObjectMeta::default()
+                    };
+                    self.create_pod(&ns, &t, meta).await;
+                }
+                for extra in existing.iter().skip(1) {
+                    self.delete_pod(&key(extra), None).await;
+                }
+            } else {
+                for p in &existing {
+                    self.delete_pod(&key(p), None).await;
+                }
+            }
+        }
+        // Pods for nodes that are gone are left to pod GC.
+        let owned: Vec<&Pod> = self
+            .owned(&ns, &uid)
+            .into_iter()
+            .filter(|p| is_active(p))
+            .collect();
+        let scheduled = owned
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .count();
+        let ready = owned.iter().filter(|p| is_ready(p)).count();
+        let st = ds.status.clone().unwrap_or_default();
+        if (
+            st.desired_number_scheduled,
+            st.current_number_scheduled,
+            st.number_ready,
+            st.observed_generation,
+        ) != (
+            desired,
+            scheduled as i32,
+            ready as i32,
+            ds.metadata.generation,
+        ) {
+            self.patch_status(&ds, json!({
+                "desiredNumberScheduled": desired, "currentNumberScheduled": scheduled,
+                "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": owned.len(),
+                "numberMisscheduled": 0, "observedGeneration": ds.metadata.generation,
+            })).await;
+        }
+    }
+}
+
+/// The tolerations the DaemonSet controller adds to its pods.
+fn add_daemonset_tolerations(t: &mut PodTemplateSpec) {
+    let Some(spec) = t.spec.as_mut() else { return };
+    let tols = spec.tolerations.get_or_insert_with(Vec::new);
+    let mut add = |key: &str, effect: &str| {
+        if !tols
+            .iter()
+            .any(|t| t.key.as_deref() == Some(key) && t.effect.as_deref() == Some(effect))
+        {
+            tols.push(Toleration {
+                key: Some(key.into()),
+                operator: Some("Exists".into()),
+                effect: Some(effect.into()),
+                ..Toleration::default()
+            });
+        }
+    };
+    add("node.kubernetes.io/not-ready", "NoExecute");
+    add("node.kubernetes.io/unreachable", "NoExecute");
+    add("node.kubernetes.io/disk-pressure", "NoSchedule");
+    add("node.kubernetes.io/memory-pressure", "NoSchedule");
+    add("node.kubernetes.io/pid-pressure", "NoSchedule");
+    add("node.kubernetes.io/unschedulable", "NoSchedule");
+    if spec.host_network == Some(true) {
+        add("node.kubernetes.io/network-unavailable", "NoSchedule");
+    }
+}
+
+/// Pins a daemon pod to its node with required node affinity on
+/// `metadata.name`, as the DaemonSet controller does.
+fn pin_to_node(t: &mut PodTemplateSpec, node: &str) {
+    let Some(spec) = t.spec.as_mut() else { return };
+    let affinity = spec.affinity.get_or_insert_with(Default::default);
+    let na = affinity.node_affinity.get_or_insert_with(Default::default);
+    na.required_during_scheduling_ignored_during_execution = Some(
+        serde_json::from_value(json!({"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}))
+        .unwrap_or_default(),
+    );
+}
+
+/// The node a daemon pod is for (bound node, or its pinned name).
+fn daemon_pod_node(p: &Pod) -> Option<String> {
+    if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        return Some(n);
+    }
+    let terms = p
+        .spec
+        .as_ref()?
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?;
+    terms
+        .node_selector_terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .find(|f| f.key == "metadata.name")
+        .and_then(|f| f.values.as_ref()?.first().cloned())
+}
+
+/// Where a daemon pod belongs, as the DaemonSet controller's
+/// `NodeShouldRunDaemonPod` decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DaemonPlacement {
+    /// Node selector/affinity match and every NoSchedule/NoExecute taint is
+    /// tolerated: a pod is created if missing.
+    Run,
+    /// A NoSchedule taint (such as `ToBeDeletedByClusterAutoscaler`) is not
+    /// tolerated: no new pod, but a running one stays.
+    KeepRunning,
+    /// No match, or a NoExecute taint is not tolerated: the pod goes.
+    No,
+}
+
+fn daemon_placement(t: &PodTemplateSpec, node: &Node) -> DaemonPlacement {
+    let pod = Pod {
+        metadata: t.metadata.clone().unwrap_or_default(),
+        spec: t.spec.clone(),
+        status: None,
+    };
+    let info = predicates::NodeInfo::new(std::sync::Arc::new(node.clone()));
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default();
+    let tols = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default();
+    if !predicates::filters::node_affinity_matches(&pod, &info) {
+        return DaemonPlacement::No;
+    }
+    if predicates::filters::untolerated_taint(taints, tols).is_none() {
+        return DaemonPlacement::Run;
+    }
+    let evicting = taints
+        .iter()
+        .any(|t| t.effect == "NoExecute" && !predicates::labels::tolerated_by(tols, t));
+    if evicting {
+        DaemonPlacement::No
+    } else {
+        DaemonPlacement::KeepRunning
+    }
+}
