@@ -88,21 +88,9 @@ async fn start(
 }
 
 async fn pool_nodes(cluster: &Cluster, pool: &str) -> Vec<Node> {
-    Api::<Node>::all(cluster.client())
-        .list(&Default::default())
+    harness::cluster::list(&cluster.client(), &format!("pool={pool}"))
         .await
         .unwrap()
-        .items
-        .into_iter()
-        .filter(|n| {
-            n.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("pool"))
-                .map(String::as_str)
-                == Some(pool)
-        })
-        .collect()
 }
 
 fn deployment(name: &str, replicas: i32, cpu: &str) -> serde_json::Value {

@@ -80,21 +80,9 @@ async fn start(groups: Vec<Vec<Value>>, flags: &[&str]) -> (Cluster, tokio::task
 }
 
 async fn pool_nodes(cluster: &Cluster, pool: &str) -> Vec<Node> {
-    Api::<Node>::all(cluster.client())
-        .list(&Default::default())
+    harness::cluster::list(&cluster.client(), &format!("pool={pool}"))
         .await
         .unwrap()
-        .items
-        .into_iter()
-        .filter(|n| {
-            n.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("pool"))
-                .map(String::as_str)
-                == Some(pool)
-        })
-        .collect()
 }
 
 async fn replicas(cluster: &Cluster, md: &str) -> Option<i32> {

@@ -70,7 +70,7 @@ impl EmbeddedApiServer {
     }
 }
 
-/// kwok settings for scalability runs: leases off (kwok-compat §1.4: a
+/// kwok settings for scalability runs: leases off (docs/kwok-compat.md §1.4: a
 /// duration of 0 disables them), since nothing in the embedded cluster
 /// reads them and 1,000 leases renewed every 10 s dominate long runs.
 pub fn kwok_config_for_scale() -> kwok::Config {

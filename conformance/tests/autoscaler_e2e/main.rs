@@ -84,21 +84,9 @@ async fn start(templates: &[Value], objects: Vec<Value>, flags: &[&str]) -> Runn
 }
 
 async fn group_nodes(cluster: &Cluster, group: &str) -> Vec<Node> {
-    Api::<Node>::all(cluster.client())
-        .list(&Default::default())
+    harness::cluster::list(&cluster.client(), &format!("kwok-nodegroup={group}"))
         .await
         .unwrap()
-        .items
-        .into_iter()
-        .filter(|n| {
-            n.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("kwok-nodegroup"))
-                .map(String::as_str)
-                == Some(group)
-        })
-        .collect()
 }
 
 async fn status(cluster: &Cluster) -> Value {
