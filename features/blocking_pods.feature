@@ -8,7 +8,6 @@ Feature: Pods that block scale-down
     And the node group "a" starts with 1 node
     And a node group "b" of nodes with 4 CPU and 16Gi memory, min 0 and max 5
 
-  @extension
   Scenario: A pod annotated safe-to-evict "false" keeps its node
     "Pods that have the following annotation set: cluster-autoscaler.kubernetes.io/safe-to-evict: "false""
     Given a deployment "pinned" of 1 pod requesting 100m CPU annotated "cluster-autoscaler.kubernetes.io/safe-to-evict=false"
@@ -26,7 +25,6 @@ Feature: Pods that block scale-down
     Then the node group "a" reaches 0 nodes within 15 minutes
     And all 1 pods of "web" are running within 1 minute
 
-  @extension
   Scenario: A pod not backed by a controller keeps its node
     "Pods that are not backed by a controller object (so not created by deployment, replica set, job,
     stateful set etc)."
@@ -45,7 +43,6 @@ Feature: Pods that block scale-down
     And a filler pod brings up a node of "b"
     Then the node group "a" reaches 0 nodes within 15 minutes
 
-  @extension
   Scenario: A kube-system pod without a PDB keeps its node
     "Kube-system pods that: are not run on the node by default, ... don't have a pod disruption budget
     set or their PDB is too restrictive"
@@ -56,7 +53,6 @@ Feature: Pods that block scale-down
     Then the autoscaler keeps the node of "a" because of "UnmovableKubeSystemPod"
     And the node group "a" keeps 1 node for 15 minutes
 
-  @extension
   Scenario: A pod with local storage keeps its node
     "Pods with local storage."
     Given a deployment "cache" of 1 pod requesting 100m CPU with an emptyDir volume "scratch"
@@ -75,7 +71,6 @@ Feature: Pods that block scale-down
     Then the node group "a" reaches 0 nodes within 15 minutes
     And all 1 pods of "cache" are running within 1 minute
 
-  @extension
   Scenario: safe-to-evict-local-volumes listing only some local volumes keeps the node
     Given a deployment "cache" of 1 pod requesting 100m CPU with an emptyDir volume "scratch" with an emptyDir volume "tmp" annotated "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes=scratch"
     When 1 minute passes
@@ -84,7 +79,6 @@ Feature: Pods that block scale-down
     Then the autoscaler keeps the node of "a" because of "LocalStorageRequested"
     And the node group "a" keeps 1 node for 15 minutes
 
-  @extension
   Scenario: A pod with no other node to go to keeps its node
     "Pods that cannot be moved elsewhere due to scheduling constraints. ... No other node with enough
     resources has the labels required by a pod's node selector"
@@ -95,7 +89,6 @@ Feature: Pods that block scale-down
     Then the autoscaler keeps the node of "a" because of "NoPlaceToMovePods"
     And the node group "a" keeps 1 node for 15 minutes
 
-  @extension
   Scenario: A pod whose host port is taken everywhere else keeps its node
     "No other node has available ports to satisfy a pod's hostPort configuration."
     Given a deployment "agent" of 2 pods requesting 100m CPU with host port 9100

@@ -94,6 +94,19 @@ Feature: Faults, restarts and bad weather
     And the API server injected at least 2 faults
     And no safety invariant was violated
 
+  Scenario: A watch resumed after its window has moved on is gone: the autoscaler lists again and scales up
+    "410 Gone" as kube-apiserver's watch cache answers a resourceVersion it no longer keeps; here the
+    window is 5 changes per resource, and the pod watch comes back 30 seconds late, after more changes.
+    Given the API server keeps the last 5 changes of each resource for watches
+    And a deployment "web" of 2 pods requesting 1 CPU
+    Then all 2 pods of "web" are running within 10 minutes
+    When the API server delays the next 1 watch on "pods" by 30 seconds
+    And the API server cuts every watch on "pods"
+    And the deployment "web" is scaled to 8 pods
+    Then all 8 pods of "web" are running within 10 minutes
+    And the API server answered at least 1 watch of the autoscaler with 410 Gone
+    And no safety invariant was violated
+
   Scenario: A stalled node watch: no node is deleted from a stale view
     Given the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-add=1m"
     And a deployment "web" of 8 pods requesting 1 CPU

@@ -19,7 +19,6 @@ Feature: PodDisruptionBudgets in scale-down
     And the node group "a" reaches 0 nodes within 25 minutes
     And all 3 pods of "web" are running within 2 minutes
 
-  @extension
   Scenario: A PDB that allows no disruption keeps the node
     "If one of the evictions fails, the node is saved and it is not terminated"
     Given a deployment "web" of 1 pod requesting 100m CPU

@@ -32,7 +32,6 @@ Feature: Scale-down
     And the autoscaler runs with "--scale-down-enabled=false"
     Then the node group "pool" keeps 2 nodes for 20 minutes
 
-  @extension
   Scenario: A node above 50% utilization is not unneeded
     "The sum of cpu requests and sum of memory requests of all pods running on this node ... are smaller
     than 50% of the node's allocatable."
@@ -40,7 +39,6 @@ Feature: Scale-down
     And a deployment "big" of 1 pod requesting 2100m CPU
     Then the autoscaler keeps a node of "pool" because of "NotUnderutilized"
 
-  @extension
   Scenario: --scale-down-utilization-threshold moves the 50% line
     "Utilization threshold can be configured using --scale-down-utilization-threshold flag."
     Given the node group "pool" starts with 1 node
@@ -135,7 +133,6 @@ Feature: Scale-down
     Then the node group "pool" keeps 2 nodes for 5 minutes
     And the node group "pool" reaches 0 nodes within 5 minutes
 
-  @extension
   Scenario: The scale-down-disabled annotation keeps a node
     "node will be excluded from scale-down if it has the annotation preventing scale-down:
     cluster-autoscaler.kubernetes.io/scale-down-disabled: true"

@@ -240,7 +240,7 @@ impl ScaleDown {
         for (reason, n) in by_reason {
             Metrics::set(
                 &m.unremovable_nodes_count,
-                &[("reason", reason.as_str())],
+                &[("reason", &reason.metric_label())],
                 n as f64,
             );
         }

@@ -28,8 +28,9 @@ impl From<UnremovableReason> for Unremovable {
 }
 
 ca_names! {
-    /// Every `UnremovableReason` name upstream has: the labels of
-    /// `unremovable_nodes_count`, all of which are reported every loop.
+    /// Every `UnremovableReason` upstream 1.36 has, in its order: their
+    /// numbers are the labels of `unremovable_nodes_count`, all of which are
+    /// reported every loop.
     pub enum UnremovableReason {
         /// No reason.
         NoReason,
@@ -69,6 +70,15 @@ ca_names! {
         NoNodeInfo,
         /// An on-completion pod blocks the removal.
         BlockedByOnCompletionPod,
+    }
+}
+
+impl UnremovableReason {
+    /// The `reason` label of `unremovable_nodes_count`: upstream prints the
+    /// Go enumeration's number (`fmt.Sprintf("%v", reason)`), so
+    /// `BlockedByPod` is `15` in 1.36's order (docs/compat.md §2.5).
+    pub fn metric_label(self) -> String {
+        (self as usize).to_string()
     }
 }
 

@@ -698,28 +698,6 @@ async fn health(w: &mut CaWorld, want: u16) -> StepResult {
     }
 }
 
-#[then(regex = r#"^the autoscaler keeps (?:the|a) node of "(\S+)" because of "(\S+)"$"#)]
-async fn kept_because(w: &mut CaWorld, group: String, reason: String) -> StepResult {
-    let names = node_names(w, &group).await?;
-    // Some reasons show only when the node's 10 unneeded minutes are up
-    // and its pods are checked in full; unremovable nodes are rechecked
-    // every 5 minutes: watch 16 minutes.
-    let found = watch_decisions(w, 960, |d| {
-        names.iter().any(|n| {
-            d.unremovable
-                .get(n)
-                .is_some_and(|why| why.contains(&reason))
-        })
-    })
-    .await?;
-    found.map_err(|d| {
-        format!(
-            "no node of {group} kept because of {reason}; decisions: {:?}",
-            d.unremovable
-        )
-    })
-}
-
 #[then(regex = r#"^the autoscaler chooses among (".*") for the scale-up$"#)]
 async fn options_considered(w: &mut CaWorld, groups: String) -> StepResult {
     let want = quoted_list(&groups);

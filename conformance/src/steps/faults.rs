@@ -125,6 +125,30 @@ async fn watch_faults(w: &mut CaWorld, how: String, times: u64, resource: String
     inject(w, ("watch", &resource), fault, 1.0, Some(times)).await
 }
 
+#[given(
+    regex = r#"^the API server delays the next (\d+) watch(?:es)? on "(\S+)" by (\d+) seconds?$"#
+)]
+#[when(
+    regex = r#"^the API server delays the next (\d+) watch(?:es)? on "(\S+)" by (\d+) seconds?$"#
+)]
+async fn delayed_watches(
+    w: &mut CaWorld,
+    times: u64,
+    resource: String,
+    seconds: u64,
+) -> StepResult {
+    let real = w.running().await?.real(Duration::from_secs(seconds));
+    let millis = u64::try_from(real.as_millis()).unwrap_or(u64::MAX);
+    inject(
+        w,
+        ("watch", &resource),
+        Fault::Latency { millis },
+        1.0,
+        Some(times),
+    )
+    .await
+}
+
 #[when(regex = r#"^the API server cuts every watch(?: on "(\S+)")?$"#)]
 async fn cut_watches(w: &mut CaWorld, resource: String) -> StepResult {
     let resource = (!resource.is_empty()).then_some(resource);
@@ -137,6 +161,37 @@ async fn no_more_faults(w: &mut CaWorld) -> StepResult {
     let r = w.running().await?;
     if let Some(api) = r.cluster.api_server() {
         api.server().faults.clear();
+    }
+    Ok(())
+}
+
+#[given(regex = r"^the API server keeps the last (\d+) changes of each resource for watches$")]
+async fn tiny_window(w: &mut CaWorld, changes: usize) -> StepResult {
+    let r = w.running().await?;
+    let api = r
+        .cluster
+        .api_server()
+        .ok_or("a watch window needs the embedded API server")?;
+    api.server()
+        .store
+        .set_window(apiserver::WindowPolicy::changes(changes));
+    Ok(())
+}
+
+#[then(
+    regex = r"^the API server answered at least (\d+) watch(?:es)? of the autoscaler with 410 Gone$"
+)]
+async fn expired_at_least(w: &mut CaWorld, least: u64) -> StepResult {
+    let r = w.running().await?;
+    let api = r
+        .cluster
+        .api_server()
+        .ok_or("a watch window needs the embedded API server")?;
+    let expired = api.server().expired_watches();
+    if expired < least {
+        return Err(format!(
+            "the API server answered {expired} of the autoscaler's watches with 410 Gone (window expired), fewer than {least}"
+        ));
     }
     Ok(())
 }

@@ -15,6 +15,8 @@
 //!   unneeded";
 //! - [`assertions`]: node counts, pods, events, taints, the status
 //!   ConfigMap, metrics, health, decisions;
+//! - [`unremovable`]: why a node is kept, from the metric every release
+//!   publishes (and our decision record where offered);
 //! - [`scalability`]: the FAQ's scale-up latency objective, per pod, and
 //!   the main loop's mean time;
 //! - [`faults`]: the API server failing, timing out, slowing down and
@@ -32,6 +34,7 @@ pub mod faults;
 pub mod replicas;
 pub mod scalability;
 pub mod time;
+pub mod unremovable;
 pub mod workloads;
 
 use std::time::Duration;
@@ -48,7 +51,6 @@ pub const EXTENSION_TAG: &str = "extension";
 
 /// Parts of the steps that need those extensions ([`EXTENSION_TAG`]).
 const EXTENSION_STEPS: &[&str] = &[
-    "\" because of \"",
     "the autoscaler chooses among",
     "fail with a quota error",
     "the cloud provider refuses to",

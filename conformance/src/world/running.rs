@@ -175,7 +175,22 @@ impl Running {
         }
     }
 
-    /// The autoscaler's last decision record (`/decisions` for a binary).
+    /// The decision record where the autoscaler offers one (ours), for a
+    /// step whose verdict stands without it (an upstream binary answers 404:
+    /// `None`); not an extension.
+    pub async fn decisions_if_offered(&self) -> Option<Decisions> {
+        match &self.autoscaler {
+            Autoscaler::InProcess { endpoints, .. } => Some(endpoints.decisions()),
+            Autoscaler::Replicas(_) => None,
+            Autoscaler::Binary(b) => match http_get(b.port, "/decisions").await {
+                Ok((200, body)) => serde_json::from_str(&body).ok(),
+                _ => None,
+            },
+        }
+    }
+
+    /// The decision record (`/decisions`), an extension of ours: a scenario
+    /// that reads it must be tagged `@extension`.
     pub async fn decisions(&self) -> Result<Decisions, EndpointError> {
         self.extensions.record("the decision record (/decisions)");
         match &self.autoscaler {

@@ -87,6 +87,7 @@ pub fn admit_create(
 ) -> ApiResult<()> {
     quantities_to_strings(obj);
     validate_metadata(def, obj)?;
+    crate::limits::validate_sizes(def, obj)?;
     let name = name_of(obj);
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "pods") => {
@@ -195,6 +196,7 @@ pub fn admit_create(
 pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResult<()> {
     quantities_to_strings(new);
     validate_metadata(def, new)?;
+    crate::limits::validate_sizes(def, new)?;
     let name = name_of(new);
     let forbid = |field: &str, why: &str| {
         ApiError::invalid(
@@ -247,6 +249,9 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
                 return Err(forbid("spec.selector", "field is immutable"));
             }
             validate_workload(def, &name, new)?;
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            check_crd_schemas(def, &name, new)?
         }
         ("scheduling.k8s.io", "priorityclasses") if old.get("value") != new.get("value") => {
             return Err(forbid("value", "may not be changed in an update."));
@@ -746,6 +751,14 @@ pub fn qos_class(spec: &Value) -> &'static str {
     }
 }
 
+/// A CRD's schemas and validation rules must compile, on create and on
+/// update (kube-apiserver's CRD validation).
+fn check_crd_schemas(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()> {
+    crate::crd::CrdValidation::compile(obj)
+        .map(|_| ())
+        .map_err(|causes| ApiError::invalid(&def.group, &def.kind, name, causes))
+}
+
 fn admit_crd(
     server: &dyn AdmissionContext,
     def: &ResourceDef,
@@ -755,6 +768,7 @@ fn admit_crd(
     let invalid = |c: Cause| ApiError::invalid(&def.group, &def.kind, name, vec![c]);
     let res =
         crate::registry::crd_resource(obj).map_err(|e| invalid(Cause::invalid("spec", "", e)))?;
+    check_crd_schemas(def, name, obj)?;
     let expected = format!("{}.{}", res.resource, res.group);
     if name != expected {
         return Err(invalid(Cause::invalid(

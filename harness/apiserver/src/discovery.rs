@@ -181,7 +181,10 @@ pub fn openapi_v3_root(reg: &Registry) -> Value {
 }
 
 /// `/openapi/v3/{api/v1 | apis/g/v}`: a PATCH operation per kind that
-/// declares the `fieldValidation` parameter and its GroupVersionKind.
+/// declares the `fieldValidation` parameter and its GroupVersionKind. The
+/// create-only kinds (the access reviews) have one too: kubectl looks for
+/// the parameter on PATCH operations only, and without one falls back to
+/// `/openapi/v2` and refuses `kubectl create -f` of them.
 pub fn openapi_v3_group(reg: &Registry, path: &str) -> Option<Value> {
     let (group, version) = match path.split('/').collect::<Vec<_>>().as_slice() {
         ["api", v] => (String::new(), v.to_string()),
@@ -191,7 +194,7 @@ pub fn openapi_v3_group(reg: &Registry, path: &str) -> Option<Value> {
     let defs: Vec<_> = reg
         .all()
         .into_iter()
-        .filter(|d| d.group == group && d.versions.contains(&version) && !d.create_only)
+        .filter(|d| d.group == group && d.versions.contains(&version))
         .collect();
     if defs.is_empty() {
         return None;

@@ -123,7 +123,8 @@ impl ApiError {
             "the object has been modified; please apply your changes to the latest version and try again",
         )
     }
-    /// 422 with field causes.
+    /// 422 with field causes: `Deployment.apps "x" is invalid: ...`
+    /// (the kind qualified by its group, as `schema.GroupKind` prints).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let summary: Vec<String> = causes
             .iter()
@@ -137,7 +138,7 @@ impl ApiError {
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{kind} {name:?} is invalid: {summary}"),
+            format!("{} {name:?} is invalid: {summary}", qualified(group, kind)),
         )
         .with_details(group, kind, name);
         if let Some(d) = e.details.as_mut() {
@@ -231,6 +232,19 @@ impl ApiError {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
     }
+    /// 413: a request body over kube-apiserver's limit for writes.
+    pub fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+    /// 500 with no reason: etcd refused an object over its request limit.
+    /// kube-apiserver passes etcd's error through as it is (kubernetes/kubernetes#112152).
+    pub fn etcd_request_too_large() -> Self {
+        Self::new(500, "", "etcdserver: request is too large")
+    }
 
     /// The `metav1.Status` object for this error.
     pub fn status(&self) -> Value {
@@ -240,9 +254,11 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        if !self.reason.is_empty() {
+            s["reason"] = json!(self.reason);
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }

@@ -27,7 +27,8 @@
 //!     │  ├── normalize.rs  typed k8s-openapi round trip, strict field validation
 //!     │  ├── patch.rs      JSON, merge and strategic merge patch
 //!     │  └── pdb.rs        PodDisruptionBudget status, eviction, binding
-//!  store.rs     one lock, one resourceVersion, history, ordered watchers
+//!  store.rs     one lock, one resourceVersion, ordered watchers
+//!  window.rs    each resource's watch window (kube-apiserver's watch cache: 75 s)
 //!  registry.rs  built-in resources and CRDs registered at run time
 //!  gc.rs        garbage collector, namespace lifecycle, budget status refresh
 //!  discovery.rs /api, /apis, /version, OpenAPI v3 stubs
@@ -35,6 +36,7 @@
 //!  rbac.rs      who a TLS request is (admin or ServiceAccount token) and RBAC
 //!  faults.rs    injected errors, latency and watch faults for the client under test
 //!  writes.rs    the clients under test's writes, by client (which replica acted when)
+//!  limits.rs    request body, etcd object and ConfigMap/Secret data size limits
 //! ```
 //!
 //! Every timestamp the server writes comes from one [`simclock::Clock`], so
@@ -42,11 +44,13 @@
 //! selectors and name validation are the shared `apimachinery` crate's.
 
 pub mod admission;
+pub mod crd;
 pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod gc;
 pub mod http;
+pub mod limits;
 pub mod normalize;
 pub mod patch;
 pub mod pdb;
@@ -57,6 +61,7 @@ pub mod server;
 pub mod store;
 pub mod table;
 pub mod tls;
+pub mod window;
 pub mod writes;
 
 use std::net::SocketAddr;
@@ -68,6 +73,7 @@ use tokio::task::JoinHandle;
 pub use error::ApiError;
 pub use server::Server;
 pub use tls::{ServeError, TlsEndpoint};
+pub use window::WindowPolicy;
 
 /// A running embedded API server: the store and registry, plus its
 /// background loops (garbage collection, namespace lifecycle, budget status).
@@ -77,14 +83,21 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    /// Starts a server on `clock`. Must be called inside a tokio runtime.
+    /// Starts a server on `clock` whose watch windows are kube-apiserver's
+    /// ([`WindowPolicy::KUBE_APISERVER`]). Must be called inside a tokio runtime.
     pub fn start(clock: Clock) -> Result<Self, ApiError> {
-        Self::with_history(clock, store::DEFAULT_HISTORY)
+        Self::with_window(clock, WindowPolicy::KUBE_APISERVER)
     }
 
-    /// Starts a server that keeps `history` changes for resuming watches.
-    pub fn with_history(clock: Clock, history: usize) -> Result<Self, ApiError> {
-        let server = Server::new(clock, history)?;
+    /// Starts a server whose resources each keep their last `changes`
+    /// changes for resuming watches (a tiny window makes clients relist).
+    pub fn with_history(clock: Clock, changes: usize) -> Result<Self, ApiError> {
+        Self::with_window(clock, WindowPolicy::changes(changes))
+    }
+
+    /// Starts a server whose watch windows follow `window`.
+    pub fn with_window(clock: Clock, window: WindowPolicy) -> Result<Self, ApiError> {
+        let server = Server::new(clock, window)?;
         let loops = gc::spawn(&server);
         Ok(Self { server, loops })
     }

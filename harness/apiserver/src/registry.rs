@@ -7,6 +7,8 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
+use crate::crd::CrdValidation;
+
 /// Identifies a resource's storage: API group and plural resource name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupResource {
@@ -89,6 +91,8 @@ pub struct ResourceDef {
     pub fields: Vec<(&'static str, &'static str)>,
     /// CRD printer columns.
     pub printer_columns: Vec<PrinterColumn>,
+    /// A CRD's schemas and rules, per version (set when the CRD is registered).
+    pub validation: Option<Arc<CrdValidation>>,
 }
 
 impl ResourceDef {
@@ -327,19 +331,32 @@ impl Builtin {
             custom: false,
             fields,
             printer_columns: vec![],
+            validation: None,
         }
     }
 }
 
-/// The `bindings` resource of core/v1 (create only), listed in discovery.
-fn bindings_def() -> ResourceDef {
+/// The create-only resources (they store nothing), by group: core/v1
+/// `bindings`, and the reviews answered from RBAC (`crate::rbac::review`).
+#[rustfmt::skip]
+const CREATE_ONLY: &[(&str, &str, &str, bool)] = &[
+    ("", "bindings", "Binding", true),
+    ("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", false),
+    ("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+    ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+    ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+    ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", false),
+];
+
+/// A create-only resource of `group`/v1, listed in discovery.
+fn create_only_def(group: &str, resource: &str, kind: &str, namespaced: bool) -> ResourceDef {
     ResourceDef {
-        group: String::new(),
+        group: group.into(),
         versions: vec!["v1".into()],
-        resource: "bindings".into(),
-        singular: "binding".into(),
-        kind: "Binding".into(),
-        namespaced: true,
+        resource: resource.into(),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        namespaced,
         short_names: vec![],
         categories: vec![],
         status: false,
@@ -348,6 +365,7 @@ fn bindings_def() -> ResourceDef {
         custom: false,
         fields: META_FIELDS.to_vec(),
         printer_columns: vec![],
+        validation: None,
     }
 }
 
@@ -366,7 +384,9 @@ impl Registry {
                 r.insert(b.def(group));
             }
         }
-        r.insert(bindings_def());
+        for (group, resource, kind, namespaced) in CREATE_ONLY {
+            r.insert(create_only_def(group, resource, kind, *namespaced));
+        }
         r
     }
 
@@ -565,6 +585,7 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceDef, String> {
         custom: true,
         fields: META_FIELDS.to_vec(),
         printer_columns,
+        validation: None,
     })
 }
 

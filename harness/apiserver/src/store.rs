@@ -1,17 +1,17 @@
 //! The one store: every object of every resource, one monotonically
-//! increasing resourceVersion, a bounded history of changes, and watchers
-//! fed in commit order.
+//! increasing resourceVersion, a window of recent changes per resource
+//! ([`crate::window`]), and watchers fed in commit order.
 //!
 //! Objects are kept serialized (`Bytes`) with the few parsed facts that
 //! selection needs (labels, selectable fields, owner uids). A commit happens
 //! under one lock: it assigns the next resourceVersion, serializes the object,
-//! appends the change to the history and hands it to every watcher's
+//! appends the change to its resource's window and hands it to every watcher's
 //! unbounded channel before the lock is released. Watchers therefore see every
 //! change of a key exactly once and in order, and a watch that starts from a
-//! resourceVersion replays the history from there atomically with
+//! resourceVersion replays the window from there atomically with
 //! registering for live changes.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::registry::{GroupResource, ResourceDef};
+use crate::window::{Window, WindowPolicy};
 
 /// (namespace, name); namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -100,7 +101,7 @@ pub enum StoreError {
     /// The object changed since it was read.
     #[error("resourceVersion conflict (current {0})")]
     Conflict(u64),
-    /// The requested resourceVersion is older than the retained history.
+    /// The requested resourceVersion is older than the resource's window.
     #[error("too old resource version: {requested} ({oldest})")]
     Gone {
         /// Requested.
@@ -111,6 +112,9 @@ pub enum StoreError {
     /// The object could not be serialized or lacks metadata.
     #[error("{0}")]
     Malformed(String),
+    /// The object is over etcd's request limit ([`crate::limits::ETCD_MAX_REQUEST_BYTES`]).
+    #[error("etcdserver: request is too large")]
+    TooLarge,
 }
 
 /// Where a watch starts.
@@ -146,9 +150,8 @@ impl Watcher {
 struct Inner {
     rv: u64,
     tables: HashMap<GroupResource, BTreeMap<ObjKey, Arc<Stored>>>,
-    history: VecDeque<Arc<Change>>,
-    /// Largest resourceVersion dropped from the history.
-    compacted: u64,
+    windows: HashMap<GroupResource, Window>,
+    policy: WindowPolicy,
     watchers: HashMap<WatcherId, Watcher>,
     next_watcher: WatcherId,
     /// uid -> where the object lives.
@@ -160,19 +163,33 @@ struct Inner {
 /// The store. Cheap to share behind an `Arc`.
 pub struct Store {
     inner: Mutex<Inner>,
-    history_limit: usize,
 }
 
-/// Default number of changes kept for watches that resume from a resourceVersion.
-pub const DEFAULT_HISTORY: usize = 100_000;
-
 impl Store {
-    /// An empty store keeping `history_limit` changes for resuming watches.
-    pub fn new(history_limit: usize) -> Self {
+    /// An empty store whose resources keep the changes `policy` says for
+    /// resuming watches.
+    pub fn new(policy: WindowPolicy) -> Self {
         Self {
-            inner: Mutex::new(Inner::default()),
-            history_limit: history_limit.max(1),
+            inner: Mutex::new(Inner {
+                policy,
+                ..Inner::default()
+            }),
         }
+    }
+
+    /// Changes how many changes each resource keeps from now on (a
+    /// scenario makes the window tiny to make clients relist).
+    pub fn set_window(&self, policy: WindowPolicy) {
+        self.lock().policy = policy;
+    }
+
+    /// Starts a resource's window afresh at the current resourceVersion, as
+    /// kube-apiserver starts a watch cache for a newly registered CRD: a
+    /// watch from an older version is gone.
+    pub fn open_window(&self, gr: GroupResource) {
+        let mut inner = self.lock();
+        let rv = inner.rv;
+        inner.windows.insert(gr, Window::starting_at(rv));
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -356,12 +373,13 @@ impl Store {
                 !w.tx.is_closed()
             }
         });
-        inner.history.push_back(change);
-        while inner.history.len() > self.history_limit {
-            if let Some(old) = inner.history.pop_front() {
-                inner.compacted = old.rv;
-            }
-        }
+        let now = tokio::time::Instant::now();
+        let policy = inner.policy;
+        inner
+            .windows
+            .entry(change.gr.clone())
+            .or_default()
+            .push(change, now, policy);
     }
 
     /// Registers a watcher on one resource (or all when `gr` is `None`) in
@@ -401,14 +419,25 @@ impl Store {
                 }
             }
             WatchFrom::Version(rv) => {
-                if rv < inner.compacted {
+                let windows: Vec<&Window> = match &watcher.gr {
+                    Some(gr) => inner.windows.get(gr).into_iter().collect(),
+                    None => inner.windows.values().collect(),
+                };
+                if let Some(oldest) = windows
+                    .iter()
+                    .map(|w| w.oldest_resumable())
+                    .filter(|oldest| rv < *oldest)
+                    .max()
+                {
                     return Err(StoreError::Gone {
                         requested: rv,
-                        oldest: inner.compacted,
+                        oldest,
                     });
                 }
-                let start = inner.history.partition_point(|c| c.rv <= rv);
-                for c in inner.history.range(start..) {
+                let mut replay: Vec<&Arc<Change>> =
+                    windows.iter().flat_map(|w| w.since(rv)).collect();
+                replay.sort_by_key(|c| c.rv);
+                for c in replay {
                     if watcher.wants(c) {
                         // The receiver is alive: it is ours and not yet returned.
                         let _ = watcher.tx.send(WatchItem::Change(c.clone()));
@@ -551,6 +580,9 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
     let fields = def.field_values(value);
     let json =
         Bytes::from(serde_json::to_vec(value).map_err(|e| StoreError::Malformed(e.to_string()))?);
+    if json.len() > crate::limits::ETCD_MAX_REQUEST_BYTES {
+        return Err(StoreError::TooLarge);
+    }
     Ok(Stored {
         namespace,
         name,
@@ -578,7 +610,7 @@ mod tests {
     fn resource_versions_increase_and_conflicts_are_detected() {
         let reg = Registry::with_builtins();
         let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(10);
+        let s = Store::new(WindowPolicy::changes(10));
         let a = s.create(&def, cm("a", "1")).unwrap();
         assert_eq!(a.rv, 1);
         assert_eq!(
@@ -602,7 +634,7 @@ mod tests {
     fn watch_replays_history_then_live_in_order_and_expires_old_versions() {
         let reg = Registry::with_builtins();
         let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(3);
+        let s = Store::new(WindowPolicy::changes(3));
         for i in 0..5 {
             s.create(&def, cm(&format!("c{i}"), "x")).unwrap();
         }
@@ -627,10 +659,76 @@ mod tests {
     }
 
     #[test]
+    fn each_resource_keeps_its_own_window() {
+        // kube-apiserver: one watch cache per resource; a busy resource does
+        // not push a quiet one's changes out.
+        let reg = Registry::with_builtins();
+        let cms = reg.get("", "v1", "configmaps").unwrap();
+        let secrets = reg.get("", "v1", "secrets").unwrap();
+        let s = Store::new(WindowPolicy::changes(2));
+        s.create(&secrets, cm("quiet", "x")).unwrap();
+        for i in 0..5 {
+            s.create(&cms, cm(&format!("c{i}"), "x")).unwrap();
+        }
+        assert!(
+            s.watch(Some(secrets.gr()), None, WatchFrom::Version(0))
+                .is_ok()
+        );
+        let Err(StoreError::Gone { requested, oldest }) =
+            s.watch(Some(cms.gr()), None, WatchFrom::Version(2))
+        else {
+            panic!("a watch from before the window is gone");
+        };
+        // too old resource version: 2 (4): the oldest kept change is rv 5.
+        assert_eq!((requested, oldest), (2, 4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_kube_apiserver_window_keeps_75_seconds_and_at_least_100() {
+        let reg = Registry::with_builtins();
+        let def = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(WindowPolicy::KUBE_APISERVER);
+        for i in 0..150 {
+            s.create(&def, cm(&format!("c{i}"), "x")).unwrap();
+        }
+        // All 150 are younger than 75 s: a watch from the start resumes.
+        assert!(s.watch(Some(def.gr()), None, WatchFrom::Version(0)).is_ok());
+        tokio::time::advance(std::time::Duration::from_secs(76)).await;
+        s.create(&def, cm("late", "x")).unwrap();
+        // Past 75 s only the last 100 are kept.
+        assert!(matches!(
+            s.watch(Some(def.gr()), None, WatchFrom::Version(1)),
+            Err(StoreError::Gone { oldest: 51, .. })
+        ));
+        assert!(
+            s.watch(Some(def.gr()), None, WatchFrom::Version(51))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_new_crd_window_starts_at_its_registration() {
+        // kube-apiserver starts a CRD's watch cache when the CRD is
+        // established: older versions are gone.
+        let reg = Registry::with_builtins();
+        let def = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(WindowPolicy::changes(10));
+        s.create(&def, cm("a", "x")).unwrap();
+        s.create(&def, cm("b", "x")).unwrap();
+        let widgets = GroupResource::new("example.com", "widgets");
+        s.open_window(widgets.clone());
+        assert!(matches!(
+            s.watch(Some(widgets.clone()), None, WatchFrom::Version(1)),
+            Err(StoreError::Gone { oldest: 2, .. })
+        ));
+        assert!(s.watch(Some(widgets), None, WatchFrom::Version(2)).is_ok());
+    }
+
+    #[test]
     fn owner_index_tracks_dependents() {
         let reg = Registry::with_builtins();
         let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(10);
+        let s = Store::new(WindowPolicy::changes(10));
         let mut child = cm("child", "x");
         child["metadata"]["ownerReferences"] = json!([{"uid": "uid-parent", "name": "parent", "kind": "ConfigMap", "apiVersion": "v1"}]);
         s.create(&def, child).unwrap();

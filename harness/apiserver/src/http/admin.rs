@@ -5,9 +5,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::request::{AppState, MAX_BODY, Params, json_response};
+use super::request::{AppState, Params, json_response};
 use crate::error::{ApiError, ApiResult};
 use crate::faults;
+use crate::limits::MAX_REQUEST_BODY_BYTES;
 use crate::rbac::User;
 
 /// Where the fault rules are read and set (the administrator only):
@@ -41,7 +42,7 @@ pub(super) async fn faults_report(State(st): State<AppState>, req: Request) -> R
 pub(super) async fn faults_set(State(st): State<AppState>, req: Request) -> Response {
     let set = async {
         faults_admin(&req)?;
-        let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
+        let body = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
             .await
             .map_err(|e| ApiError::bad_request(format!("reading the fault rules failed: {e}")))?;
         let rules: Vec<faults::Rule> = serde_json::from_slice(&body)

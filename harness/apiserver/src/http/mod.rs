@@ -6,7 +6,8 @@
 //! resource path, authorizes it and applies the injected faults; `request`
 //! reads a request's options and writes its responses; `rest` serves
 //! collections and objects (list, get, create, update, patch, delete,
-//! scale); `watch` streams watches; `admin` serves the fault rules.
+//! scale); `watch` streams watches; `review` answers the access reviews;
+//! `admin` serves the fault rules.
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use crate::server::Server;
 mod admin;
 mod request;
 mod rest;
+mod review;
 mod route;
 mod watch;
 
@@ -80,6 +82,12 @@ async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Respo
             Some(Ok(user)) => user,
             Some(Err(e)) => return e.into_response(),
             None => return ApiError::unauthorized().into_response(),
+        };
+        // `kubectl --as`: the request runs as whom it impersonates.
+        let uri = req.uri().to_string();
+        let user = match rbac::impersonate(&st.server, user, req.headers(), &uri) {
+            Ok(user) => user,
+            Err(e) => return e.into_response(),
         };
         req.extensions_mut().insert(user);
         // Every client over TLS is under test, named by its endpoint.

@@ -17,9 +17,6 @@ use crate::registry::ResourceDef;
 use crate::server::{DeleteOptions, ListOptions, PatchType, Server, WriteOptions};
 use crate::table;
 
-/// Largest request body accepted.
-pub(super) const MAX_BODY: usize = 64 * 1024 * 1024;
-
 /// The router's state.
 #[derive(Clone)]
 pub(super) struct AppState {

@@ -9,11 +9,12 @@ use axum::extract::{Query, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::request::{AppState, Ctx, MAX_BODY, Params, json_response};
+use super::request::{AppState, Ctx, Params, json_response};
 use crate::discovery;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{Fault, UnderTest};
-use crate::rbac::{self, Attributes, User};
+use crate::limits::MAX_REQUEST_BODY_BYTES;
+use crate::rbac::{self, Attributes, User, review};
 use crate::registry::ResourceDef;
 use crate::server::Server;
 
@@ -181,7 +182,8 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
     let target = resolve(&server, group, version, rest, &path)?;
     let method = req.method().clone();
     let attrs = attributes(&target, &method, &params);
-    if let Some(user) = req.extensions().get::<User>() {
+    let user = req.extensions().get::<User>().cloned();
+    if let Some(user) = &user {
         rbac::authorize(&server, user, &attrs)?;
     }
     let client_under_test = req.extensions().get::<UnderTest>().map(|u| u.0.clone());
@@ -211,9 +213,7 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         }
     }
     let headers = req.headers().clone();
-    let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
-        .await
-        .map_err(|e| ApiError::bad_request(format!("reading the request body failed: {e}")))?;
+    let body = read_body(req.into_body()).await?;
     let wants_table = headers
         .get(header::ACCEPT)
         .and_then(|h| h.to_str().ok())
@@ -229,6 +229,10 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
         watch_fault,
     };
     let result = match target {
+        Target::Collection { def, ns } if review::is_review(&def) => {
+            ctx.review(&def, ns, &method, user)
+        }
+        Target::Object { def, .. } if review::is_review(&def) => Err(ApiError::no_route(&path)),
         Target::Collection { def, ns } => ctx.collection(&def, ns, &method),
         Target::Object { def, ns, name, sub } => {
             ctx.object(&def, &ns, &name, sub.as_deref(), &method)
@@ -241,4 +245,20 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
             .record(client, &attrs, || server.clock.now(), done);
     }
     result
+}
+
+/// Reads a request body; over kube-apiserver's limit it is refused with 413
+/// (`limitedReadBody` in k8s.io/apiserver's handlers).
+async fn read_body(body: axum::body::Body) -> ApiResult<bytes::Bytes> {
+    axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES)
+        .await
+        .map_err(|e| {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                ApiError::request_entity_too_large(MAX_REQUEST_BODY_BYTES)
+            } else {
+                ApiError::bad_request(format!("reading the request body failed: {e}"))
+            }
+        })
 }

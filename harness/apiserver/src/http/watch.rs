@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::request::{Ctx, bytes_response};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::faults::{self, Fault};
 use crate::registry::ResourceDef;
 use crate::server::{Filter, Server};
@@ -32,6 +32,7 @@ impl Ctx {
             self.param("labelSelector"),
             self.param("fieldSelector"),
         )?;
+        self.validate_watch_options()?;
         let send_initial = self.flag("sendInitialEvents");
         let from =
             match self.param("resourceVersion") {
@@ -55,15 +56,20 @@ impl Ctx {
             Some(Fault::WatchStall) => return Ok(stalled_watch(timeout)),
             _ => {}
         }
-        let (id, rx, initial) = server
-            .store
-            .watch(Some(def.gr()), ns.clone(), from)
-            .map_err(|e| match e {
-                StoreError::Gone { requested, oldest } => {
-                    ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
+        let (id, rx, initial) = match server.store.watch(Some(def.gr()), ns.clone(), from) {
+            Ok(watch) => watch,
+            // As kube-apiserver's watch cache: the watch itself succeeds and
+            // its one event is the 410 (`newErrWatcher`).
+            Err(StoreError::Gone { requested, oldest }) => {
+                if self.under_test {
+                    server.count_expired_watch();
                 }
-                other => ApiError::internal(other.to_string()),
-            })?;
+                return Ok(error_event(&ApiError::gone(format!(
+                    "too old resource version: {requested} ({oldest})"
+                ))));
+            }
+            Err(other) => return Err(ApiError::internal(other.to_string())),
+        };
         let start_rv = match from {
             WatchFrom::Version(rv) => rv,
             WatchFrom::Now => server.store.current_rv(),
@@ -105,11 +111,64 @@ impl Ctx {
 /// resourceVersion it no longer keeps (the client must list again).
 fn watch_gone(server: &Server) -> Response {
     let rv = server.store.current_rv();
-    let status = ApiError::gone(format!("too old resource version: 1 ({rv})")).status();
+    error_event(&ApiError::gone(format!(
+        "too old resource version: 1 ({rv})"
+    )))
+}
+
+/// A watch whose only event is `ERROR` with `error`'s Status.
+fn error_event(error: &ApiError) -> Response {
     let mut line =
-        serde_json::to_vec(&json!({"type": "ERROR", "object": status})).unwrap_or_default();
+        serde_json::to_vec(&json!({"type": "ERROR", "object": error.status()})).unwrap_or_default();
     line.push(b'\n');
     bytes_response(StatusCode::OK, Bytes::from(line))
+}
+
+impl Ctx {
+    /// kube-apiserver's `validateWatchOptions` (WatchList on, as since 1.32):
+    /// `sendInitialEvents` needs `resourceVersionMatch=NotOlderThan`, and
+    /// `resourceVersionMatch` needs `sendInitialEvents` and no `continue`.
+    fn validate_watch_options(&self) -> ApiResult<()> {
+        const NOT_OLDER_THAN: &str = "NotOlderThan";
+        let field = "resourceVersionMatch";
+        let matched = self.param(field).unwrap_or("");
+        let send_initial = self.param("sendInitialEvents").is_some();
+        let mut causes = Vec::new();
+        if send_initial && matched != NOT_OLDER_THAN {
+            causes.push(Cause::forbidden(
+                field,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !matched.is_empty() {
+            if !send_initial {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if matched != NOT_OLDER_THAN {
+                causes.push(Cause {
+                    reason: "FieldValueNotSupported",
+                    message: format!(
+                        "Unsupported value: {matched:?}: supported values: \"{NOT_OLDER_THAN}\""
+                    ),
+                    field: field.into(),
+                });
+            }
+            if self.param("continue").is_some_and(|c| !c.is_empty()) {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes))
+        }
+    }
 }
 
 /// A watch that sends nothing, not even bookmarks, until its timeout.

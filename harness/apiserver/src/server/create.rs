@@ -1,11 +1,14 @@
 //! Creating objects: admission, normalisation, namespace checks, generateName.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::options::WriteOptions;
 use super::state::Server;
 use crate::admission::{self, name_of};
+use crate::crd::{CrdValidation, Write};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::normalize::{FieldValidation, NormalizeError, normalize};
 use crate::registry::{ResourceDef, crd_resource};
@@ -105,6 +108,7 @@ impl Server {
                 o["metadata"]["name"] = json!(format!("{prefix}{}", apimachinery::rand::suffix(5)));
             }
             admission::admit_create(self, def, &mut o)?;
+            self.admit_custom(def, &mut o, Write::Create, opts.field_validation)?;
             let o = self.normalize(def, o, opts.field_validation)?;
             if opts.dry_run {
                 return Ok(Bytes::from(
@@ -167,12 +171,57 @@ impl Server {
         })
     }
 
+    /// A custom resource's schema and rules, as apiextensions-apiserver
+    /// applies them: unknown fields pruned (refused under strict field
+    /// validation), defaults set, then the schema and CEL rules checked.
+    pub(super) fn admit_custom(
+        &self,
+        def: &ResourceDef,
+        o: &mut Value,
+        write: Write<'_>,
+        mode: FieldValidation,
+    ) -> ApiResult<()> {
+        let Some(validation) = def.validation.as_ref().and_then(|v| {
+            let storage = def.versions.first().map(String::as_str).unwrap_or("");
+            v.for_object(o, storage)
+        }) else {
+            return Ok(());
+        };
+        let pruned = validation.decode(o);
+        if mode == FieldValidation::Strict && !pruned.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                pruned
+                    .iter()
+                    .map(|p| format!("unknown field {p:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let causes = validation.validate(o, write);
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                &name_of(o),
+                causes,
+            ))
+        }
+    }
+
     /// Hooks after a committed write: CRDs (un)register their resource,
     /// namespaces get their default ServiceAccount.
     pub(super) fn after_write(&self, def: &ResourceDef, stored: &Stored) {
         match (def.group.as_str(), def.resource.as_str()) {
             ("apiextensions.k8s.io", "customresourcedefinitions") => {
-                if let Ok(res) = crd_resource(&stored.value()) {
+                let crd = stored.value();
+                if let Ok(mut res) = crd_resource(&crd) {
+                    res.validation = CrdValidation::compile(&crd).ok().map(Arc::new);
+                    if self.registry.by_gr(&res.gr()).is_none() {
+                        self.store.open_window(res.gr());
+                    }
                     self.registry.insert(res);
                 }
             }

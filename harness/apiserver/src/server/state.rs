@@ -13,6 +13,7 @@ use crate::admission::{AdmissionContext, SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CR
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{GroupResource, Registry, ResourceDef};
 use crate::store::{Store, StoreError};
+use crate::window::WindowPolicy;
 
 /// The embedded API server's state: one store, the resource registry and
 /// the clock. Shared as `Arc<Server>`.
@@ -31,6 +32,7 @@ pub struct Server {
     pub writes: crate::writes::Writes,
     next_ip: AtomicU32,
     tls_requests: AtomicU64,
+    expired_watches: AtomicU64,
 }
 
 /// The namespaces every cluster has, which cannot be deleted.
@@ -40,9 +42,9 @@ pub(super) const SYSTEM_NAMESPACES: [&str; 4] =
 impl Server {
     /// A server with the built-in resources, the system namespaces, the
     /// system priority classes and the `default/kubernetes` service.
-    pub fn new(clock: Clock, history: usize) -> ApiResult<Arc<Self>> {
+    pub fn new(clock: Clock, window: WindowPolicy) -> ApiResult<Arc<Self>> {
         let s = Arc::new(Self {
-            store: Store::new(history),
+            store: Store::new(window),
             registry: Registry::with_builtins(),
             clock,
             tokens: Default::default(),
@@ -50,6 +52,7 @@ impl Server {
             writes: Default::default(),
             next_ip: AtomicU32::new(1),
             tls_requests: AtomicU64::new(0),
+            expired_watches: AtomicU64::new(0),
         });
         let opts = WriteOptions::default();
         for ns in SYSTEM_NAMESPACES {
@@ -100,6 +103,17 @@ impl Server {
         self.tls_requests.load(Ordering::Relaxed)
     }
 
+    /// Counts a watch of a client under test answered `410 Gone` because
+    /// its resourceVersion left the resource's window (not an injected fault).
+    pub fn count_expired_watch(&self) {
+        self.expired_watches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Watches of clients under test answered `410 Gone` by the window so far.
+    pub fn expired_watches(&self) -> u64 {
+        self.expired_watches.load(Ordering::Relaxed)
+    }
+
     /// The definition of a built-in or registered resource.
     pub fn def(&self, group: &str, resource: &str) -> ApiResult<Arc<ResourceDef>> {
         self.registry
@@ -116,6 +130,7 @@ impl Server {
                 ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
             }
             StoreError::Malformed(m) => ApiError::bad_request(m),
+            StoreError::TooLarge => ApiError::etcd_request_too_large(),
         }
     }
 }

@@ -10,6 +10,7 @@ use super::delete::has_spec_finalizers;
 use super::options::{PatchType, Subresource, WriteOptions};
 use super::state::Server;
 use crate::admission::{self, name_of};
+use crate::crd::Write;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::patch;
 use crate::registry::ResourceDef;
@@ -241,6 +242,14 @@ impl Server {
         };
         if let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
+        }
+        let write = match sub {
+            Subresource::Status => Some(Write::Status { old }),
+            Subresource::Main => Some(Write::Update { old }),
+            Subresource::Finalize => None,
+        };
+        if let Some(write) = write {
+            self.admit_custom(def, &mut out, write, opts.field_validation)?;
         }
         out = self.normalize(def, out, opts.field_validation)?;
         Ok(out)

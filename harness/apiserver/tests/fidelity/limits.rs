@@ -1,0 +1,106 @@
+//! kube-apiserver's and etcd's size limits.
+
+use serde_json::json;
+
+use super::{post, server};
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn a_body_over_three_mebibytes_is_413() {
+    // k8s.io/apiserver limitedReadBody: MaxRequestBodyBytes 3 MiB, "Request entity too large: limit is 3145728".
+    let api = server();
+    let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"},
+                     "data": {"a": "x".repeat(4 * 1024 * 1024)}});
+    let a = post(&api, CONFIGMAPS, &big).await;
+    assert_eq!(a.code, 413, "{}", a.body);
+    assert_eq!(a.body["reason"], "RequestEntityTooLarge");
+    assert_eq!(a.message(), "Request entity too large: limit is 3145728");
+}
+
+#[tokio::test]
+async fn configmap_data_over_one_mebibyte_is_422() {
+    // ValidateConfigMap: field.TooLong(field.NewPath(""), "", MaxSecretSize).
+    let api = server();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                    "data": {"a": "x".repeat(2 * 1024 * 1024)}});
+    let a = post(&api, CONFIGMAPS, &cm).await;
+    assert_eq!(a.code, 422, "{}", a.body);
+    assert_eq!(
+        a.message(),
+        "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes"
+    );
+    assert_eq!(
+        a.body["details"]["causes"][0]["reason"],
+        "FieldValueTooLong"
+    );
+}
+
+#[tokio::test]
+async fn configmap_data_at_one_mebibyte_is_accepted() {
+    // The limit is inclusive: totalSize > MaxSecretSize fails.
+    let api = server();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edge"},
+                    "data": {"a": "x".repeat(1024 * 1024)}});
+    assert_eq!(post(&api, CONFIGMAPS, &cm).await.code, 201);
+}
+
+#[tokio::test]
+async fn secret_data_over_one_mebibyte_is_422_on_data() {
+    // ValidateSecret: field.TooLong(dataPath, "", MaxSecretSize), counted decoded.
+    use base64::Engine;
+    let api = server();
+    let data = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 1024 * 1024 + 1]);
+    let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big"}, "data": {"k": data}});
+    let a = post(&api, "/api/v1/namespaces/default/secrets", &s).await;
+    assert_eq!(a.code, 422, "{}", a.body);
+    assert_eq!(a.body["details"]["causes"][0]["field"], "data");
+}
+
+#[tokio::test]
+async fn annotations_over_256_kib_are_422() {
+    // ValidateAnnotationsSize: TotalAnnotationSizeLimitB (256 KiB).
+    let api = server();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "noted", "annotations": {"example.com/a": "x".repeat(300 * 1024)}}});
+    let a = post(&api, CONFIGMAPS, &cm).await;
+    assert_eq!(a.code, 422, "{}", a.body);
+    assert_eq!(
+        a.body["details"]["causes"][0]["field"],
+        "metadata.annotations"
+    );
+}
+
+#[tokio::test]
+async fn an_object_over_etcds_limit_is_refused_as_etcd_refuses_it() {
+    // etcd --max-request-bytes 1.5 MiB: "etcdserver: request is too large", passed through as a 500
+    // (kubernetes/kubernetes#112152). A custom resource is kept as JSON: 1.6 MiB of it, under the
+    // 3 MiB body limit, is over etcd's.
+    let api = server();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "blobs", "singular": "blob", "kind": "Blob"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    assert_eq!(
+        post(
+            &api,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd
+        )
+        .await
+        .code,
+        201
+    );
+    let blob = |name: &str, kib: usize| {
+        json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name},
+               "data": "x".repeat(kib * 1024)})
+    };
+    let path = "/apis/example.com/v1/namespaces/default/blobs";
+    assert_eq!(post(&api, path, &blob("small", 1400)).await.code, 201);
+    let a = post(&api, path, &blob("large", 1600)).await;
+    assert_eq!(a.code, 500, "{}", a.body);
+    assert_eq!(a.message(), "etcdserver: request is too large");
+    assert!(a.body.get("reason").is_none(), "no reason: {}", a.body);
+}
