@@ -4,7 +4,10 @@
 //!
 //! Run: `cargo bench -p benches --bench apiserver`. Besides criterion's
 //! statistics for list and watch latency, the run prints one summary table
-//! (create throughput, list time, watch delivery latency, resident memory).
+//! (create throughput, list time, watch delivery latency, resident memory)
+//! and the cost of CRD validation: CapacityBuffers (upstream CA 1.36.1's
+//! CRD: structural schema, defaults and two CEL rules) created against the
+//! same objects under a schema that validates nothing, in one run.
 
 use std::time::{Duration, Instant};
 
@@ -76,6 +79,74 @@ async fn populate(client: &kube::Client) -> (Duration, Duration) {
     let nodes = create_all(&Api::<Node>::all(client.clone()), NODES, node).await;
     let pods = create_all(&Api::<Pod>::default_namespaced(client.clone()), PODS, pod).await;
     (nodes, pods)
+}
+
+/// Custom resources created per CRD in the validation comparison.
+const CUSTOM: usize = 5_000;
+
+/// Upstream CA 1.36.1's CapacityBuffer CRD; with `validate` false, the same
+/// names in another group under a schema that keeps every field and checks
+/// nothing (the cost of a custom resource write before schemas were applied).
+fn buffer_crd(validate: bool) -> serde_json::Value {
+    let mut crd: serde_json::Value = serde_json::from_str(include_str!(
+        "../../harness/apiserver/tests/fixtures/crd-capacitybuffers.json"
+    ))
+    .expect("fixture");
+    if !validate {
+        crd["metadata"]["name"] = json!("capacitybuffers.plain.example.com");
+        crd["spec"]["group"] = json!("plain.example.com");
+        for v in crd["spec"]["versions"].as_array_mut().expect("versions") {
+            v["schema"] = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+        }
+    }
+    crd
+}
+
+/// Creates the CRD, then `CUSTOM` CapacityBuffers; the time of the creates.
+async fn custom_writes(client: &kube::Client, validate: bool) -> Duration {
+    use kube::api::DynamicObject;
+    use kube::core::{ApiResource, GroupVersionKind};
+    let crd = buffer_crd(validate);
+    let group = crd["spec"]["group"].as_str().expect("group").to_string();
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(crd).expect("crd"),
+    )
+    .await
+    .expect("CRD created");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(&group, "v1beta1", "CapacityBuffer"),
+        "capacitybuffers",
+    );
+    let buffers: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let t = Instant::now();
+    futures::stream::iter(0..CUSTOM)
+        .map(|i| {
+            let buffers = buffers.clone();
+            let group = group.clone();
+            async move {
+                let b: DynamicObject = serde_json::from_value(json!({
+                    "apiVersion": format!("{group}/v1beta1"), "kind": "CapacityBuffer",
+                    "metadata": {"name": format!("buffer-{i:05}")},
+                    "spec": {"podTemplateRef": {"name": "template"}, "replicas": i % 7 + 1,
+                             "limits": {"cpu": "4", "memory": "8Gi"}}
+                }))
+                .expect("buffer");
+                buffers.create(&PostParams::default(), &b).await
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("buffers created");
+    t.elapsed()
 }
 
 /// Time from a write to its event arriving at each of `WATCHERS` watchers.
@@ -184,6 +255,27 @@ fn bench(c: &mut Criterion) {
         "| resident memory after load (process) | {:.0} MiB (+{:.0} MiB) | < 1024 MiB |",
         rss_after,
         rss_after - rss_before
+    );
+
+    // CRD validation's cost, both sides in one run on one server.
+    let plain = rt.block_on(custom_writes(&client, false));
+    let validated = rt.block_on(custom_writes(&client, true));
+    println!("\ncustom resource writes, {CUSTOM} CapacityBuffers each:");
+    println!("| CRD schema | create time | per write | target |");
+    println!("|---|---|---|---|");
+    println!(
+        "| keeps every field, checks nothing | {:.2} s | {:.0} µs | - |",
+        plain.as_secs_f64(),
+        plain.as_secs_f64() * 1e6 / CUSTOM as f64
+    );
+    println!(
+        "| upstream's (schema, defaults, 2 CEL rules) | {:.2} s | {:.0} µs | - |",
+        validated.as_secs_f64(),
+        validated.as_secs_f64() * 1e6 / CUSTOM as f64
+    );
+    println!(
+        "| ratio, validated / plain | {:.2}x | | < 1.5x |",
+        validated.as_secs_f64() / plain.as_secs_f64()
     );
 
     let mut g = c.benchmark_group("apiserver_30k_pods");

@@ -30,10 +30,13 @@
 //!  store.rs     one lock, one resourceVersion, ordered watchers
 //!  window.rs    each resource's watch window (kube-apiserver's watch cache: 75 s)
 //!  registry.rs  built-in resources and CRDs registered at run time
+//!  crd/         custom resources: structural schemas (prune, default, validate)
+//!               and CEL validation rules, compiled once per CRD version
 //!  gc.rs        garbage collector, namespace lifecycle, budget status refresh
 //!  discovery.rs /api, /apis, /version, OpenAPI v3 stubs
 //!  tls.rs       certificates, TLS serving, kubeconfig
-//!  rbac.rs      who a TLS request is (admin or ServiceAccount token) and RBAC
+//!  rbac/        who a TLS request is (admin, ServiceAccount token, impersonated),
+//!               RBAC, and the access reviews answered from it
 //!  faults.rs    injected errors, latency and watch faults for the client under test
 //!  writes.rs    the clients under test's writes, by client (which replica acted when)
 //!  limits.rs    request body, etcd object and ConfigMap/Secret data size limits

@@ -280,6 +280,10 @@ fn decode_value(name: &str, bytes: &[u8]) -> Result<Value, String> {
     let apiext = "apiextensions_apiserver.pkg.apis.apiextensions.v1";
     match short {
         "Time" | "MicroTime" if qualified(meta) => {
+            // Go marshals the zero time as no bytes at all (metav1.Time.Marshal).
+            if bytes.is_empty() {
+                return Ok(Value::Null);
+            }
             let f = decode_fields(name, bytes)?;
             let seconds = f.get("seconds").and_then(Value::as_i64).unwrap_or(0);
             let nanos = f.get("nanos").and_then(Value::as_i64).unwrap_or(0);

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::registry::{GroupResource, ResourceDef};
-use crate::window::{Window, WindowPolicy};
+use crate::window::{Versioned, Window, WindowPolicy};
 
 /// (namespace, name); namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -78,6 +78,12 @@ pub struct Change {
     pub obj: Arc<Stored>,
     /// The object before the change (updates and deletes).
     pub prev: Option<Arc<Stored>>,
+}
+
+impl Versioned for Change {
+    fn rv(&self) -> u64 {
+        self.rv
+    }
 }
 
 /// What a watcher receives.
@@ -150,7 +156,7 @@ impl Watcher {
 struct Inner {
     rv: u64,
     tables: HashMap<GroupResource, BTreeMap<ObjKey, Arc<Stored>>>,
-    windows: HashMap<GroupResource, Window>,
+    windows: HashMap<GroupResource, Window<Change>>,
     policy: WindowPolicy,
     watchers: HashMap<WatcherId, Watcher>,
     next_watcher: WatcherId,
@@ -419,7 +425,7 @@ impl Store {
                 }
             }
             WatchFrom::Version(rv) => {
-                let windows: Vec<&Window> = match &watcher.gr {
+                let windows: Vec<&Window<Change>> = match &watcher.gr {
                     Some(gr) => inner.windows.get(gr).into_iter().collect(),
                     None => inner.windows.values().collect(),
                 };

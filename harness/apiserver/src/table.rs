@@ -502,7 +502,6 @@ pub fn table(
         for c in custom {
             defs.push(json!({"name": c.name, "type": c.type_, "format": "", "description": c.json_path, "priority": 0}));
         }
-        defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "creation time", "priority": 0}));
     } else {
         for c in &cols {
             let format = if c.name == "Name" { "name" } else { "" };
@@ -531,7 +530,6 @@ pub fn table(
                         v
                     });
                 }
-                cells.push(age(o, now));
                 cells
             } else {
                 cols.iter().map(|c| (c.cell)(o, now)).collect()

@@ -20,7 +20,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::store::Change;
+/// What a window keeps: a change with its resourceVersion.
+pub trait Versioned {
+    /// The change's resourceVersion.
+    fn rv(&self) -> u64;
+}
 
 /// How many changes a resource's window keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,10 +64,10 @@ impl WindowPolicy {
     }
 }
 
-/// One resource's window.
-#[derive(Debug, Default)]
-pub struct Window {
-    changes: VecDeque<(Arc<Change>, Instant)>,
+/// One resource's window of changes `C`.
+#[derive(Debug)]
+pub struct Window<C> {
+    changes: VecDeque<(Arc<C>, Instant)>,
     /// The resourceVersion the window started at: the server's start, or the
     /// CRD's registration for a custom resource.
     start_rv: u64,
@@ -71,7 +75,17 @@ pub struct Window {
     dropped: bool,
 }
 
-impl Window {
+impl<C> Default for Window<C> {
+    fn default() -> Self {
+        Self {
+            changes: VecDeque::new(),
+            start_rv: 0,
+            dropped: false,
+        }
+    }
+}
+
+impl<C: Versioned> Window<C> {
     /// An empty window starting at `start_rv`.
     pub fn starting_at(start_rv: u64) -> Self {
         Self {
@@ -81,7 +95,7 @@ impl Window {
     }
 
     /// Appends a change and drops what the policy no longer keeps.
-    pub fn push(&mut self, change: Arc<Change>, now: Instant, policy: WindowPolicy) {
+    pub fn push(&mut self, change: Arc<C>, now: Instant, policy: WindowPolicy) {
         self.changes.push_back((change, now));
         while self.changes.len() > policy.min {
             let Some((_, at)) = self.changes.front() else {
@@ -100,14 +114,14 @@ impl Window {
     /// gone (kube-apiserver's `resourceVersion < oldest - 1`).
     pub fn oldest_resumable(&self) -> u64 {
         match self.changes.front() {
-            Some((c, _)) if self.dropped => c.rv.saturating_sub(1),
+            Some((c, _)) if self.dropped => c.rv().saturating_sub(1),
             _ => self.start_rv,
         }
     }
 
     /// The changes after `rv`, oldest first.
-    pub fn since(&self, rv: u64) -> impl Iterator<Item = &Arc<Change>> {
-        let start = self.changes.partition_point(|(c, _)| c.rv <= rv);
+    pub fn since(&self, rv: u64) -> impl Iterator<Item = &Arc<C>> {
+        let start = self.changes.partition_point(|(c, _)| c.rv() <= rv);
         self.changes.range(start..).map(|(c, _)| c)
     }
 }

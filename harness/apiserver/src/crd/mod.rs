@@ -13,6 +13,8 @@
 
 pub mod cel;
 pub mod schema;
+#[cfg(test)]
+mod testing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -44,10 +44,7 @@ pub fn create(
     ns: Option<&str>,
     mut body: Value,
 ) -> ApiResult<Value> {
-    check_type(def, &mut body)?;
-    let obj = body
-        .as_object_mut()
-        .ok_or_else(|| ApiError::bad_request("the request body must be a JSON object"))?;
+    let obj = check_type(def, &mut body)?;
     let namespace = object_namespace(obj, def, ns)?;
     let kind = def.kind.as_str();
     match (def.group.as_str(), def.resource.as_str()) {
@@ -60,24 +57,29 @@ pub fn create(
         (AUTHORIZATION, "selfsubjectrulesreviews") => self_rules(server, def, &user.info(), obj),
         (AUTHORIZATION, "selfsubjectaccessreviews") => {
             let access = access_review(def, obj, &namespace, Review::OfSelf)?;
-            answer(obj, decide(server, &user.info(), &access)?, &namespace)
+            Ok(answer(
+                obj,
+                decide(server, &user.info(), &access)?,
+                &namespace,
+            ))
         }
         (AUTHORIZATION, "subjectaccessreviews") => {
             let access = access_review(def, obj, &namespace, Review::OfSubject)?;
             let subject = subject_of(def, obj)?;
-            answer(obj, decide(server, &subject, &access)?, &namespace)
+            Ok(answer(obj, decide(server, &subject, &access)?, &namespace))
         }
         (AUTHORIZATION, "localsubjectaccessreviews") => {
             let access = access_review(def, obj, &namespace, Review::Local)?;
             let subject = subject_of(def, obj)?;
-            answer(obj, decide(server, &subject, &access)?, &namespace)
+            Ok(answer(obj, decide(server, &subject, &access)?, &namespace))
         }
         _ => Err(ApiError::method_not_allowed(&def.resource)),
     }
 }
 
-/// `kind` and `apiVersion` must be the resource's when given.
-fn check_type(def: &ResourceDef, body: &mut Value) -> ApiResult<()> {
+/// The body as an object whose `kind` and `apiVersion` are the
+/// resource's (400 when it gives others).
+fn check_type<'a>(def: &ResourceDef, body: &'a mut Value) -> ApiResult<&'a mut Map<String, Value>> {
     let Some(m) = body.as_object_mut() else {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
@@ -101,7 +103,7 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> ApiResult<()> {
     }
     m.insert("kind".into(), json!(def.kind));
     m.insert("apiVersion".into(), json!(def.api_version()));
-    Ok(())
+    Ok(m)
 }
 
 /// The object's namespace after the create handler's check: the URL's
@@ -136,17 +138,20 @@ fn object_namespace(
     Ok(url_ns.to_string())
 }
 
-/// The 400 kube-apiserver answers for a body its JSON decoder refuses.
+/// The 400 kube-apiserver answers for a body its JSON decoder refuses:
+/// `got` (a JSON type) where `field` (`spec.resourceAttributes.verb`) is
+/// of `go_type`, named after the Go struct that holds the field.
 fn decode_error(def: &ResourceDef, got: &str, field: &str, go_type: &str) -> ApiError {
-    let owner = field
+    let parent = field
         .rsplit_once('.')
-        .map(|(parent, _)| parent.rsplit('.').next().unwrap_or(parent))
-        .unwrap_or(&def.kind);
-    let owner = match owner {
-        "spec" => format!("{}Spec", def.kind),
-        "resourceAttributes" => "ResourceAttributes".into(),
-        "nonResourceAttributes" => "NonResourceAttributes".into(),
-        _ => def.kind.clone(),
+        .map(|(path, _)| path.rsplit('.').next().unwrap_or(path));
+    let owner = match parent {
+        None => def.kind.clone(),
+        // LocalSubjectAccessReview's spec is a SubjectAccessReviewSpec.
+        Some("spec") => format!("{}Spec", def.kind.trim_start_matches("Local")),
+        Some("resourceAttributes") => "ResourceAttributes".into(),
+        Some("nonResourceAttributes") => "NonResourceAttributes".into(),
+        Some(other) => other.to_string(),
     };
     ApiError::bad_request(format!(
         "{kind} in version \"v1\" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field {owner}.{field} of type {go_type}",
@@ -248,8 +253,9 @@ fn access_review(
     review: Review,
 ) -> ApiResult<Access> {
     let empty = Map::new();
-    let spec =
-        object_at(def, obj, "spec", "spec", &format!("v1.{}Spec", def.kind))?.unwrap_or(&empty);
+    // LocalSubjectAccessReview's spec is a SubjectAccessReviewSpec.
+    let spec_type = format!("v1.{}Spec", def.kind.trim_start_matches("Local"));
+    let spec = object_at(def, obj, "spec", "spec", &spec_type)?.unwrap_or(&empty);
     let resource = object_at(
         def,
         spec,
@@ -266,7 +272,7 @@ fn access_review(
     )?;
     let mut causes = Vec::new();
     if let (Some(_), Some(nr)) = (resource, non_resource) {
-        causes.push(invalid(
+        causes.push(invalid_struct(
             "spec.nonResourceAttributes",
             &go_non_resource(nr),
             "cannot be specified in combination with resourceAttributes",
@@ -303,7 +309,7 @@ fn access_review(
         } else {
             "must be empty"
         };
-        causes.push(invalid(
+        causes.push(invalid_struct(
             "metadata",
             &Value::Object(meta.clone()).to_string(),
             detail,
@@ -340,7 +346,7 @@ fn access_review(
             ));
         }
         if let Some(nr) = non_resource {
-            causes.push(invalid(
+            causes.push(invalid_struct(
                 "spec.nonResourceAttributes",
                 &go_non_resource(nr),
                 "disallowed on this kind of request",
@@ -354,8 +360,9 @@ fn access_review(
     }
 }
 
-/// A `FieldValueInvalid` cause whose value Go renders bare (a struct).
-fn invalid(field: &str, rendered: &str, detail: &str) -> Cause {
+/// A `FieldValueInvalid` cause whose value is rendered bare, as Go renders
+/// a struct.
+fn invalid_struct(field: &str, rendered: &str, detail: &str) -> Cause {
     Cause {
         reason: "FieldValueInvalid",
         message: format!("Invalid value: {rendered}: {detail}"),
@@ -403,7 +410,7 @@ fn subject_of(def: &ResourceDef, obj: &Map<String, Value>) -> ApiResult<UserInfo
 }
 
 /// The review object returned: the request with `status`.
-fn answer(obj: &Map<String, Value>, decision: Decision, namespace: &str) -> ApiResult<Value> {
+fn answer(obj: &Map<String, Value>, decision: Decision, namespace: &str) -> Value {
     let mut out = obj.clone();
     let mut meta = json!({"creationTimestamp": null});
     if !namespace.is_empty() {
@@ -416,7 +423,7 @@ fn answer(obj: &Map<String, Value>, decision: Decision, namespace: &str) -> ApiR
         status["reason"] = json!(decision.reason);
     }
     out.insert("status".into(), status);
-    Ok(Value::Object(out))
+    Value::Object(out)
 }
 
 /// A SelfSubjectRulesReview: the rules `user` holds in `spec.namespace`.
@@ -450,4 +457,54 @@ fn self_rules(
         "spec": {},
         "status": status,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn def(resource: &str) -> std::sync::Arc<ResourceDef> {
+        Registry::with_builtins()
+            .get(AUTHORIZATION, "v1", resource)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_mistyped_field_is_refused_as_the_json_decoder_refuses_it() {
+        let ssar = def("selfsubjectaccessreviews");
+        let mut body = json!({"spec": {"resourceAttributes": "pods"}});
+        let obj = check_type(&ssar, &mut body).unwrap();
+        let e = access_review(&ssar, obj, "", Review::OfSelf).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                400,
+                "SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: json: cannot unmarshal string into Go struct field SelfSubjectAccessReviewSpec.spec.resourceAttributes of type v1.ResourceAttributes"
+            )
+        );
+        let lsar = def("localsubjectaccessreviews");
+        let mut body = json!({"spec": {"user": 7}});
+        let obj = check_type(&lsar, &mut body).unwrap();
+        assert!(
+            subject_of(&lsar, obj)
+                .unwrap_err()
+                .message
+                .ends_with("cannot unmarshal number into Go struct field SubjectAccessReviewSpec.spec.user of type string")
+        );
+        let mut wrong = json!({"kind": "SubjectAccessReview"});
+        assert_eq!(check_type(&ssar, &mut wrong).unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn metadata_is_empty_as_semantic_equality_sees_it() {
+        let meta = |v: Value| v.as_object().cloned().unwrap();
+        assert!(metadata_empty(
+            &meta(json!({"creationTimestamp": null, "labels": {}, "generation": 0})),
+            false
+        ));
+        assert!(!metadata_empty(&meta(json!({"name": "x"})), false));
+        assert!(!metadata_empty(&meta(json!({"namespace": "a"})), false));
+        assert!(metadata_empty(&meta(json!({"namespace": "a"})), true));
+    }
 }

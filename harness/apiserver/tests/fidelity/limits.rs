@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{post, server};
+use super::{open_crd, post, server};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -77,12 +77,7 @@ async fn an_object_over_etcds_limit_is_refused_as_etcd_refuses_it() {
     // (kubernetes/kubernetes#112152). A custom resource is kept as JSON: 1.6 MiB of it, under the
     // 3 MiB body limit, is over etcd's.
     let api = server();
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "blobs.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "blobs", "singular": "blob", "kind": "Blob"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd = open_crd("blobs", "Blob");
     assert_eq!(
         post(
             &api,

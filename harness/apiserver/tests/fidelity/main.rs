@@ -62,6 +62,17 @@ pub async fn call(
     }
 }
 
+/// A namespaced CRD `<plural>.example.com` (version v1) of `kind` whose
+/// schema keeps every field and checks nothing.
+pub fn open_crd(plural: &str, kind: &str) -> Value {
+    serde_json::json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
 /// POSTs a JSON object.
 pub async fn post(api: &ApiServer, path: &str, obj: &Value) -> Answer {
     call(

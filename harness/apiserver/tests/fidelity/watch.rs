@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use simclock::Clock;
 use tower::ServiceExt;
 
-use super::{Answer, get, post};
+use super::{Answer, get, open_crd, post};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -130,12 +130,7 @@ async fn a_watch_on_a_new_crd_from_an_older_version_is_gone() {
     // A CRD's watch cache starts when the CRD is established.
     let api = ApiServer::start(Clock::new()).unwrap();
     let rv = create(&api, "before").await;
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd = open_crd("widgets", "Widget");
     assert_eq!(
         post(
             &api,

@@ -9,9 +9,9 @@ use cel::context::VariableResolver;
 use cel::{Context, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
+use super::compiled::{Reason, Rule};
 use super::library::ENV;
 use super::model::{ListType, Node};
-use super::rule::{Reason, Rule};
 use super::value::to_val;
 use crate::error::Cause;
 

@@ -20,6 +20,7 @@
 //!  mod.rs       Rules: compile, validate
 //!  build.rs     schema → Node tree, rules compiled per node
 //!  model.rs     Node: CEL typing of a schema node, field name escaping
+//!  compiled.rs  a compiled rule (program, message, reason, field path)
 //!  rule.rs      one rule: static checks, compilation, compile-error causes
 //!  check.rs     the light type check (undefined fields, undeclared names...)
 //!  field_path.rs  a rule's fieldPath
@@ -31,6 +32,7 @@
 
 mod build;
 mod check;
+mod compiled;
 mod eval;
 mod field_path;
 mod library;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::rule::Rule;
+use super::compiled::Rule;
 
 /// How values of a node are typed in CEL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,54 +7,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::check::{self, Issue, Ty};
+use super::compiled::{Reason, Rule};
 use super::library::ENV;
 use super::model::Node;
+use crate::crd::schema::go_quote;
 use crate::error::Cause;
-
-/// How a failed rule is reported (`reason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Reason {
-    Invalid,
-    Forbidden,
-    Required,
-    Duplicate,
-}
-
-/// A compiled rule.
-#[derive(Debug)]
-pub(super) struct Rule {
-    /// `rule`, trimmed.
-    pub source: String,
-    /// `message`, trimmed, if set.
-    pub message: Option<String>,
-    /// The compiled `rule`.
-    pub program: Program,
-    /// The compiled `messageExpression`.
-    pub message_expression: Option<Program>,
-    /// `reason`.
-    pub reason: Reason,
-    /// `fieldPath`, normalized (`.a['b']` is `a.b` or `a[b]`).
-    pub field_path: Option<String>,
-    /// `optionalOldSelf`.
-    pub optional_old_self: bool,
-    /// Whether it refers to `oldSelf` (a transition rule).
-    pub uses_old_self: bool,
-}
-
-impl Rule {
-    /// apiextensions' `ruleErrorString`: the message, else the rule.
-    pub fn describe(&self) -> &str {
-        self.message.as_deref().unwrap_or(&self.source)
-    }
-
-    /// apiextensions' `ruleMessageOrDefault`.
-    pub fn default_message(&self) -> String {
-        match &self.message {
-            Some(m) => m.clone(),
-            None => format!("failed rule: {}", self.source),
-        }
-    }
-}
 
 /// A rule as written in the schema.
 #[derive(Debug, Default, Deserialize)]
@@ -86,24 +43,6 @@ impl Raw {
             pointer(self.optional_old_self.is_some(), "bool"),
         )
     }
-}
-
-/// Go's `%q` of a string.
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn has_newlines(s: &str) -> bool {

@@ -41,6 +41,7 @@ use serde_json::Value;
 
 use crate::error::Cause;
 use causes::Bad;
+pub(crate) use gofmt::go_quote;
 use node::Schema;
 
 /// A CRD version's structural schema: parsed and checked once per CRD
@@ -158,26 +159,6 @@ impl Structural {
             causes.extend(new_lists);
         }
         causes
-    }
-
-    /// kube-apiserver skips the CEL rules when schema validation found a
-    /// blocking error (Unsupported, Required, Too long, Too many, or a type
-    /// error); this is the cause it adds instead (strategy.go hasBlockingErr).
-    pub fn cel_blocker(causes: &[Cause]) -> Option<Cause> {
-        const BLOCKING: [&str; 5] = [
-            "FieldValueNotSupported",
-            "FieldValueRequired",
-            "FieldValueTooLong",
-            "FieldValueTooMany",
-            "FieldValueTypeInvalid",
-        ];
-        causes.iter().any(|c| BLOCKING.contains(&c.reason)).then(|| {
-            causes::invalid(
-                "<nil>",
-                &Bad::Json(Value::Null),
-                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-            )
-        })
     }
 
     fn embedded_causes(&self, obj: &Value) -> Vec<Cause> {

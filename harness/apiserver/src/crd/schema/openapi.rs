@@ -358,12 +358,13 @@ fn out_of_range(v: Num, ty: &str, format: &str, what: &str, path: &str) -> Optio
         ("integer", "int32", Num::Int(i)) => i32::try_from(i).is_ok(),
         ("integer", _, Num::Int(_)) => true,
         ("integer", f, Num::Float(x)) => {
-            let (lo, hi) = if f == "int32" {
-                (f64::from(i32::MIN), f64::from(i32::MAX))
+            // Go parses the float's decimal digits as an int32 / int64.
+            let (lo, past_hi) = if f == "int32" {
+                (f64::from(i32::MIN), f64::from(i32::MAX) + 1.0)
             } else {
-                (-9_223_372_036_854_775_808.0, 9_223_372_036_854_775_807.0)
+                (-9_223_372_036_854_775_808.0, 9_223_372_036_854_775_808.0)
             };
-            x.is_finite() && x.fract() == 0.0 && x >= lo && x <= hi
+            x.is_finite() && x.fract() == 0.0 && x >= lo && x < past_hi
         }
         (_, "float", v) => (v.as_f64() as f32).is_finite(),
         _ => true,

@@ -278,16 +278,3 @@ fn schema_without_rules_is_empty() {
     let rules = Rules::compile(&resource(json!({"type": "object"})), PATH).expect("compiles");
     assert!(rules.is_empty());
 }
-
-#[test]
-#[ignore = "prints"]
-fn print_syntax_error() {
-    for rule in [
-        "self.replicas >",
-        "self.replicas > > 1",
-        "self.replicas = 1",
-    ] {
-        let causes = spec_errors(spec_with(json!({"rule": rule})));
-        println!("{}", causes[0].message);
-    }
-}

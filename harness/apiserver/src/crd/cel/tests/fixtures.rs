@@ -5,27 +5,18 @@ use serde_json::{Value, json};
 
 use super::shown;
 use crate::crd::cel::Rules;
-
-fn crd(text: &str) -> Value {
-    serde_json::from_str(text).expect("fixture is JSON")
-}
+use crate::crd::testing;
 
 fn capacity_buffers() -> Value {
-    crd(include_str!(
-        "../../../../tests/fixtures/crd-capacitybuffers.json"
-    ))
+    testing::crd("capacitybuffers")
 }
 
 fn capacity_quotas() -> Value {
-    crd(include_str!(
-        "../../../../tests/fixtures/crd-capacityquotas.json"
-    ))
+    testing::crd("capacityquotas")
 }
 
 fn provisioning_requests() -> Value {
-    crd(include_str!(
-        "../../../../tests/fixtures/crd-provisioningrequests.json"
-    ))
+    testing::crd("provisioningrequests")
 }
 
 /// The rules of version `name` of `crd`.
@@ -41,12 +32,7 @@ pub(super) fn version_rules(crd: &Value, name: &str) -> Rules {
 }
 
 fn buffer(spec: Value) -> Value {
-    json!({
-        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
-        "kind": "CapacityBuffer",
-        "metadata": {"name": "buffer", "namespace": "default"},
-        "spec": spec,
-    })
+    testing::buffer("buffer", spec)
 }
 
 fn invalid_spec(message: &str) -> Vec<(String, String)> {

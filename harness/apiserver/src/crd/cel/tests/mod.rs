@@ -16,15 +16,7 @@ const PATH: &str = "spec.versions[0].schema.openAPIV3Schema";
 
 /// A resource schema whose `spec` is `spec`.
 fn resource(spec: Value) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": spec,
-        }
-    })
+    crate::crd::testing::resource(spec)
 }
 
 /// The rules of a resource whose `spec` is `spec`.

@@ -5,6 +5,7 @@ mod defaulting;
 mod parsing;
 mod property;
 mod pruning;
+mod upstream;
 mod validation;
 
 use serde_json::{Value, json};
@@ -15,12 +16,7 @@ use crate::error::Cause;
 /// One of the fixture CRDs (`capacitybuffers`, `capacityquotas`,
 /// `provisioningrequests`).
 pub(super) fn crd(name: &str) -> Value {
-    let text = match name {
-        "capacitybuffers" => include_str!("../../../../tests/fixtures/crd-capacitybuffers.json"),
-        "capacityquotas" => include_str!("../../../../tests/fixtures/crd-capacityquotas.json"),
-        _ => include_str!("../../../../tests/fixtures/crd-provisioningrequests.json"),
-    };
-    serde_json::from_str(text).unwrap()
+    crate::crd::testing::crd(name)
 }
 
 /// The `openAPIV3Schema` of `version` of a fixture CRD.
@@ -46,15 +42,7 @@ pub(super) fn parsed(schema: Value) -> Structural {
 
 /// A root schema with `spec` as given.
 pub(super) fn with_spec(spec: Value) -> Structural {
-    parsed(json!({
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": spec,
-        },
-    }))
+    parsed(crate::crd::testing::resource(spec))
 }
 
 /// A custom resource with `spec` as given.

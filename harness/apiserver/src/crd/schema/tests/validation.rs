@@ -7,12 +7,7 @@ use serde_json::json;
 use super::*;
 
 fn buffer(spec: Value) -> Value {
-    json!({
-        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
-        "kind": "CapacityBuffer",
-        "metadata": {"name": "b", "namespace": "default"},
-        "spec": spec,
-    })
+    crate::crd::testing::buffer("b", spec)
 }
 
 fn condition(status: &str, time: &str) -> Value {
@@ -396,15 +391,15 @@ fn blocking_errors_stop_cel_rules() {
     let typed = s.validate(&buffer(
         json!({"podTemplateRef": {"name": "t"}, "replicas": "abc"}),
     ));
-    let blocker = Structural::cel_blocker(&typed).unwrap();
+    let blocker = crate::crd::cel::blocked(&typed).unwrap();
     assert_eq!(
         rendered(&[blocker]),
         [
-            "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+            "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
         ]
     );
     let minimum = s.validate(&buffer(
         json!({"podTemplateRef": {"name": "t"}, "replicas": -1}),
     ));
-    assert!(Structural::cel_blocker(&minimum).is_none());
+    assert!(crate::crd::cel::blocked(&minimum).is_none());
 }

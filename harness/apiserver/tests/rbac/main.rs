@@ -1,6 +1,9 @@
 //! ServiceAccount tokens and RBAC over TLS: a token from TokenRequest can do
-//! what its Role and ClusterRole bindings allow, and nothing else.
+//! what its Role and ClusterRole bindings allow, and nothing else; access
+//! reviews and impersonation answered from the same RBAC ([`access_review`]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod access_review;
 
 use apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
@@ -10,7 +13,8 @@ use kube::{Client, Error};
 use serde_json::{Value, json};
 use simclock::Clock;
 
-async fn create(client: &Client, obj: Value) {
+/// Creates `obj` (its resource is its kind, lower case, plural).
+pub async fn create(client: &Client, obj: Value) {
     let api_version = obj["apiVersion"].as_str().unwrap().to_string();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let kind = obj["kind"].as_str().unwrap();
@@ -29,7 +33,8 @@ async fn create(client: &Client, obj: Value) {
     .unwrap();
 }
 
-async fn token(client: &Client, ns: &str, sa: &str) -> String {
+/// A token for ServiceAccount `ns/sa` (TokenRequest).
+pub async fn token(client: &Client, ns: &str, sa: &str) -> String {
     let req = http::Request::post(format!(
         "/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token"
     ))

@@ -2,11 +2,9 @@
 //! the server enforces, as kube-apiserver answers them
 //! (`pkg/registry/authorization/*`, `pkg/apis/authorization/validation`,
 //! k8s.io/apiserver's impersonation filter, `selfsubjectreview`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::{create, token};
 use apiserver::{ApiServer, TlsEndpoint};
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Error};
 use serde_json::{Value, json};
 use simclock::Clock;
@@ -16,25 +14,6 @@ const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 const SSRR: &str = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
 const WHOAMI: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 const CA_USER: &str = "system:serviceaccount:kube-system:cluster-autoscaler";
-
-async fn create(client: &Client, obj: Value) {
-    let api_version = obj["apiVersion"].as_str().unwrap().to_string();
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
-    let kind = obj["kind"].as_str().unwrap();
-    let plural = format!("{}s", kind.to_lowercase());
-    let ar =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural);
-    let api: Api<DynamicObject> = match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    };
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(obj).unwrap(),
-    )
-    .await
-    .unwrap();
-}
 
 /// A request with a JSON body (or none) and extra headers.
 async fn call(
@@ -71,17 +50,6 @@ fn status(e: Error) -> (u16, String) {
 fn ssar(verb: &str, resource: &str, ns: &str) -> Value {
     json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}})
-}
-
-async fn token(client: &Client, ns: &str, sa: &str) -> String {
-    let tr = post(
-        client,
-        &format!("/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token"),
-        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
-    )
-    .await
-    .unwrap();
-    tr["status"]["token"].as_str().unwrap().to_string()
 }
 
 /// A server over TLS with the cluster-autoscaler's ServiceAccount, its
@@ -584,7 +552,6 @@ async fn run_kubectl(config: &std::path::Path, args: &[&str]) -> (bool, String, 
 // protobuf.rs decodes as 1970-01-01 instead of null (Go's Time.Unmarshal of
 // no bytes is the zero time): the metadata then is not empty.
 #[tokio::test]
-#[ignore = "needs protobuf.rs to decode an empty metav1.Time as null"]
 async fn kubectl_auth_can_i_as_the_cluster_autoscaler() {
     let (_api, ep, _admin) = cluster().await;
     let Some((_dir, config)) = kubeconfig(&ep) else {
