@@ -141,7 +141,6 @@ Feature: Scale-down
     Then the node group "pool" keeps 2 nodes for 15 minutes
     And the autoscaler keeps a node of "pool" because of "ScaleDownDisabledAnnotation"
 
-  @extension
   Scenario: The FAQ's A, B, C, X, Y example: C goes right after A, B does not
     "Nodes A, B, C, X, Y. A, B, C are below utilization threshold. In simulation, pods from A fit on X,
     pods from B fit on X, and pods from C fit on Y. ... C can be terminated immediately after A, but B may not."
