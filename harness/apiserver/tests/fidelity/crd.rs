@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{call, get, post, put, server};
+use super::{CRDS, call, get, install, post, put, server};
 
 const BUFFERS: &str = "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/default/capacitybuffers";
 const REQUESTS: &str = "/apis/autoscaling.x-k8s.io/v1/namespaces/default/provisioningrequests";
@@ -20,13 +20,7 @@ fn fixture(name: &str) -> Value {
 async fn with_crds() -> apiserver::ApiServer {
     let api = server();
     for name in ["capacitybuffers", "provisioningrequests", "capacityquotas"] {
-        let a = post(
-            &api,
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &fixture(name),
-        )
-        .await;
-        assert_eq!(a.code, 201, "{name}: {}", a.body);
+        install(&api, &fixture(name)).await;
     }
     api
 }
@@ -317,12 +311,7 @@ async fn a_crd_without_a_structural_schema_is_refused() {
     let mut crd = fixture("capacitybuffers");
     let spec = &mut crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     spec.as_object_mut().unwrap().remove("type");
-    let a = post(
-        &api,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        &crd,
-    )
-    .await;
+    let a = post(&api, CRDS, &crd).await;
     assert_eq!(a.code, 422, "{}", a.body);
     assert!(
         causes(&a).iter().any(|(_, field, message)| field
@@ -340,12 +329,7 @@ async fn a_crd_with_a_rule_that_does_not_compile_is_refused() {
     let mut crd = fixture("capacitybuffers");
     crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
         [0]["rule"] = json!("self.replicas >");
-    let a = post(
-        &api,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        &crd,
-    )
-    .await;
+    let a = post(&api, CRDS, &crd).await;
     assert_eq!(a.code, 422, "{}", a.body);
     assert!(
         causes(&a).iter().any(|(_, field, message)| field
@@ -365,12 +349,7 @@ async fn a_crd_without_a_schema_is_refused() {
         .as_object_mut()
         .unwrap()
         .remove("schema");
-    let a = post(
-        &api,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        &crd,
-    )
-    .await;
+    let a = post(&api, CRDS, &crd).await;
     assert_eq!(a.code, 422, "{}", a.body);
     assert!(
         a.message().contains("schemas are required"),
@@ -442,16 +421,7 @@ async fn a_valid_update_of_an_invalid_stored_field_is_ratcheted() {
     // CRDValidationRatcheting (GA 1.33): unchanged invalid values do not fail an update.
     let api = server();
     let mut crd = fixture("capacityquotas");
-    assert_eq!(
-        post(
-            &api,
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd
-        )
-        .await
-        .code,
-        201
-    );
+    install(&api, &crd).await;
     let quota = json!({"apiVersion": "autoscaling.x-k8s.io/v1alpha1", "kind": "CapacityQuota",
         "metadata": {"name": "q"}, "spec": {"limits": {"resources": {"cpu": "32", "memory": "64Gi"}}}});
     let created = post(&api, QUOTAS, &quota).await;

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{open_crd, post, server};
+use super::{install, open_crd, post, server};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -78,16 +78,7 @@ async fn an_object_over_etcds_limit_is_refused_as_etcd_refuses_it() {
     // 3 MiB body limit, is over etcd's.
     let api = server();
     let crd = open_crd("blobs", "Blob");
-    assert_eq!(
-        post(
-            &api,
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd
-        )
-        .await
-        .code,
-        201
-    );
+    install(&api, &crd).await;
     let blob = |name: &str, kib: usize| {
         json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name},
                "data": "x".repeat(kib * 1024)})

@@ -73,6 +73,15 @@ pub fn open_crd(plural: &str, kind: &str) -> Value {
                                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
 }
 
+/// Creates a CRD; it must be accepted.
+pub async fn install(api: &ApiServer, crd: &Value) {
+    let a = post(api, CRDS, crd).await;
+    assert_eq!(a.code, 201, "{}: {}", crd["metadata"]["name"], a.body);
+}
+
+/// The CRD collection.
+pub const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
 /// POSTs a JSON object.
 pub async fn post(api: &ApiServer, path: &str, obj: &Value) -> Answer {
     call(

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use simclock::Clock;
 use tower::ServiceExt;
 
-use super::{Answer, get, open_crd, post};
+use super::{Answer, get, install, open_crd, post};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -131,16 +131,7 @@ async fn a_watch_on_a_new_crd_from_an_older_version_is_gone() {
     let api = ApiServer::start(Clock::new()).unwrap();
     let rv = create(&api, "before").await;
     let crd = open_crd("widgets", "Widget");
-    assert_eq!(
-        post(
-            &api,
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd
-        )
-        .await
-        .code,
-        201
-    );
+    install(&api, &crd).await;
     let a = get(&api, &format!("/apis/example.com/v1/namespaces/default/widgets?watch=true&resourceVersion={}&timeoutSeconds=1", rv - 1)).await;
     assert_eq!(a.code, 200);
     assert_eq!(a.body["type"], "ERROR", "{}", a.body);
