@@ -77,6 +77,10 @@ ca_names! {
         /// An ASG's node template tag does not parse (ours: upstream
         /// skips it silently).
         InvalidNodeGroupTag,
+        /// A pending pod consumes a ProvisioningRequest, so it triggers no
+        /// scale-up. Upstream writes this event with an empty reason
+        /// ([`EventReason::text`]).
+        ConsumesProvisioningRequest,
     }
 }
 
@@ -239,6 +243,15 @@ impl PodEventBudget {
 
 impl EventReason {
     /// An event a scale-up writes on a pending pod.
+    /// The `reason` field written: the name, or nothing where upstream
+    /// writes nothing.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::ConsumesProvisioningRequest => "",
+            other => other.as_str(),
+        }
+    }
+
     fn on_pending_pod(self) -> bool {
         matches!(self, Self::TriggeredScaleUp | Self::NotTriggerScaleUp)
     }
@@ -381,7 +394,7 @@ async fn write_events(client: Client, mut inbox: mpsc::Receiver<Pending>) {
             "involvedObject": {"apiVersion": object.api_version, "kind": object.kind, "name": object.name,
                 "namespace": if object.namespace.is_empty() { Value::Null } else { json!(object.namespace) },
                 "uid": if object.uid.is_empty() { Value::Null } else { json!(object.uid) }},
-            "type": p.type_.as_str(), "reason": p.reason.as_str(), "message": p.message,
+            "type": p.type_.as_str(), "reason": p.reason.text(), "message": p.message,
             "source": {"component": "cluster-autoscaler"},
             "reportingComponent": "cluster-autoscaler",
             "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use clap::Parser;
 use kube::Client;
 
-use crate::cache::ClusterCache;
+use crate::cache::{ClusterCache, Extra};
 use crate::cloudprovider::CloudProvider;
 use crate::cloudprovider::aws::{self, AwsProvider};
 use crate::cloudprovider::clusterapi::{self, ClusterApiProvider};
@@ -61,7 +61,13 @@ pub async fn kwok(
 ) -> Result<InProcess, InProcessError> {
     let (flags, validated) = parse("kwok", args)?;
     let client = crate::client::honoring_retry_after(client);
-    let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
+    let (cache, _) = ClusterCache::start_with(
+        client.clone(),
+        clock.clone(),
+        Extra {
+            provisioning_requests: flags.enable_provisioning_requests,
+        },
+    );
     cache.wait_ready().await;
     let provider = KwokProvider::new(
         client.clone(),
@@ -106,7 +112,13 @@ pub async fn clusterapi(
                 error,
             }
         })?;
-    let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
+    let (cache, _) = ClusterCache::start_with(
+        client.clone(),
+        clock.clone(),
+        Extra {
+            provisioning_requests: flags.enable_provisioning_requests,
+        },
+    );
     cache.wait_ready().await;
     let provider = ClusterApiProvider::new(client.clone(), clock.clone(), settings)
         .await
@@ -143,7 +155,13 @@ pub async fn aws(
     let mut settings = aws::Settings::new(&validated.node_groups, &flags.node_group_auto_discovery)
         .map_err(provider_error)?;
     settings.connection = connection;
-    let (cache, _) = ClusterCache::start(client.clone(), clock.clone());
+    let (cache, _) = ClusterCache::start_with(
+        client.clone(),
+        clock.clone(),
+        Extra {
+            provisioning_requests: flags.enable_provisioning_requests,
+        },
+    );
     cache.wait_ready().await;
     let provider = AwsProvider::new(client.clone(), clock.clone(), settings)
         .await

@@ -13,6 +13,7 @@
 //! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health; the notices and cluster gauges it reports |
 //! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
 //! | [`processors`] | `processors` (`nodeinfosprovider`, `pods`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods), node-group list processors, the scale-up status processors (the pods' events) |
+//! | [`provisioningrequest`] | `provisioningrequest`, `processors/provreq` | ProvisioningRequests: the API, the classes (check-capacity, best-effort-atomic), the conditions, the injected and booked pods |
 //! | [`scaleup`] | `core/scaleup`, `estimator`, `processors/nodegroupset` | pending pods, equivalence, estimator, limits, balancing, plan, the one executor, min-size enforcement |
 //! | [`expander`] | `expander` | choosing among options; the priority expander's ConfigMap |
 //! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
@@ -91,6 +92,7 @@ pub mod inprocess;
 pub mod leaderelection;
 pub mod metrics;
 pub mod processors;
+pub mod provisioningrequest;
 pub mod scaledown;
 pub mod scaleup;
 pub mod server;

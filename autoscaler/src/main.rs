@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use autoscaler::cache::ClusterCache;
+use autoscaler::cache::{ClusterCache, Extra};
 use autoscaler::cloudprovider::CloudProvider;
 use autoscaler::cloudprovider::aws::{self, AwsProvider};
 use autoscaler::cloudprovider::builder::ProviderName;
@@ -193,7 +193,13 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
             _ = stop_signal() => return Ok(()),
         }
     }
-    let (cache, _cache_task) = ClusterCache::start(client.clone(), clock.clone());
+    let (cache, _cache_task) = ClusterCache::start_with(
+        client.clone(),
+        clock.clone(),
+        Extra {
+            provisioning_requests: flags.enable_provisioning_requests,
+        },
+    );
     cache.wait_ready().await;
     let provider: Arc<dyn CloudProvider> = match provider {
         ProviderName::Kwok => {

@@ -50,6 +50,7 @@ pub mod child_run;
 pub mod compare;
 pub mod invariants;
 pub mod latency;
+pub mod provreq;
 pub mod replicas;
 pub mod runner;
 pub mod steps;

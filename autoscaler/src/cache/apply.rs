@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplate};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
 use kube::runtime::watcher::Event;
@@ -15,6 +15,7 @@ use simclock::Clock;
 
 use super::pod::{is_recent_unschedulable, node_name};
 use super::state::State;
+use crate::provisioningrequest::types::ProvisioningRequest;
 
 /// What one watch event means for the cache.
 #[derive(Debug)]
@@ -50,6 +51,14 @@ pub enum Change {
         /// Its name.
         name: String,
     },
+    /// A ProvisioningRequest was added or updated.
+    ProvisioningRequestApplied(Box<ProvisioningRequest>),
+    /// The ProvisioningRequest of this key (`namespace/name`) was deleted.
+    ProvisioningRequestDeleted(String),
+    /// A PodTemplate was added or updated.
+    PodTemplateApplied(Box<PodTemplate>),
+    /// The PodTemplate of this key (`namespace/name`) was deleted.
+    PodTemplateDeleted(String),
     /// A controller the drainability rules look up was added or updated.
     ControllerApplied {
         /// Its kind (`ReplicaSet`, `Job`...).
@@ -173,6 +182,21 @@ pub fn apply(
         }
         Change::BudgetDeleted(key) => {
             state.budgets.remove(&key);
+        }
+        Change::ProvisioningRequestApplied(pr) => {
+            state.seen("ProvisioningRequest", &pr.key());
+            state.put_provisioning_request(*pr);
+        }
+        Change::ProvisioningRequestDeleted(key) => {
+            state.provisioning_requests.remove(&key);
+        }
+        Change::PodTemplateApplied(t) => {
+            let key = namespaced_key(&*t);
+            state.seen("PodTemplate", &key);
+            state.pod_templates.insert(key, Arc::new(*t));
+        }
+        Change::PodTemplateDeleted(key) => {
+            state.pod_templates.remove(&key);
         }
         Change::DaemonSetApplied(ds) => {
             let (namespace, name) = (ds.namespace().unwrap_or_default(), ds.name_any());

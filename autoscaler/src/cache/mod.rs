@@ -1,6 +1,7 @@
 //! The autoscaler's view of the cluster, kept up to date by watches (no
 //! relisting per loop): nodes, pods (indexed by node), PodDisruptionBudgets
-//! and the controllers the drainability rules look up. Per-node
+//! and the controllers the drainability rules look up; with
+//! `--enable-provisioning-requests`, ProvisioningRequests and PodTemplates. Per-node
 //! [`NodeInfo`](predicates::NodeInfo)s are rebuilt only for nodes whose pods changed, so building
 //! the loop's snapshot costs a clone.
 //!
@@ -40,4 +41,4 @@ mod watch;
 
 pub use pod::{RECENT_UNSCHEDULABLE, compact, is_active, is_expendable, is_unschedulable};
 pub use state::State;
-pub use watch::ClusterCache;
+pub use watch::{ClusterCache, Extra};

@@ -6,11 +6,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplate};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use predicates::{NodeInfo, PodInfo};
 
 use super::pod::{compact, is_active, is_expendable, node_name};
+use crate::provisioningrequest::types::ProvisioningRequest;
 use crate::simulator::drainability::{Budget, ControllerState, Controllers, controller_uid};
 
 /// The kind under which DaemonSets are kept among the controllers.
@@ -35,6 +36,12 @@ pub struct State {
     pub controllers: HashMap<(String, String, String), Option<i32>>,
     /// DaemonSets by `namespace/name` (their pods go on template nodes).
     pub daemonsets: BTreeMap<String, Arc<DaemonSet>>,
+    /// ProvisioningRequests by `namespace/name` (watched with
+    /// `--enable-provisioning-requests`).
+    pub provisioning_requests: BTreeMap<String, Arc<ProvisioningRequest>>,
+    /// PodTemplates by `namespace/name` (watched with
+    /// `--enable-provisioning-requests`).
+    pub pod_templates: BTreeMap<String, Arc<PodTemplate>>,
     /// Per-node infos (non-expendable pods), rebuilt when dirty.
     infos: HashMap<String, NodeInfo>,
     dirty: BTreeSet<String>,
@@ -85,6 +92,8 @@ impl State {
                 }
             }
             "PodDisruptionBudget" => self.budgets.retain(|k, _| seen.contains(k)),
+            "ProvisioningRequest" => self.provisioning_requests.retain(|k, _| seen.contains(k)),
+            "PodTemplate" => self.pod_templates.retain(|k, _| seen.contains(k)),
             controller => {
                 if controller == DAEMON_SET {
                     self.daemonsets.retain(|k, _| seen.contains(k));
@@ -94,6 +103,26 @@ impl State {
                 })
             }
         }
+    }
+
+    /// Keeps a ProvisioningRequest, unless the cache has a newer version of
+    /// it (the autoscaler's own status write may come before the watch
+    /// delivers an older change).
+    pub fn put_provisioning_request(&mut self, pr: ProvisioningRequest) {
+        let version = |p: &ProvisioningRequest| {
+            p.metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        let key = pr.key();
+        if let Some(old) = self.provisioning_requests.get(&key)
+            && let (Some(o), Some(n)) = (version(old), version(&pr))
+            && o > n
+        {
+            return;
+        }
+        self.provisioning_requests.insert(key, Arc::new(pr));
     }
 
     /// Marks a node's info for rebuilding.

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{Node, Pod, PodTemplate, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
@@ -19,6 +19,14 @@ use tokio::sync::{Notify, watch};
 
 use super::apply::{Change, Lists, WakeUps, apply, namespaced_key};
 use super::state::State;
+use crate::provisioningrequest::types::ProvisioningRequest;
+
+/// The kinds a cache watches beyond those every loop needs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra {
+    /// ProvisioningRequests and PodTemplates (`--enable-provisioning-requests`).
+    pub provisioning_requests: bool,
+}
 
 /// The watch-fed cache.
 pub struct ClusterCache {
@@ -38,6 +46,18 @@ impl ClusterCache {
     /// Starts the watches; [`Self::wait_ready`] returns once every initial
     /// list is in.
     pub fn start(client: Client, clock: Clock) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
+        Self::start_with(client, clock, Extra::default())
+    }
+
+    /// Like [`Self::start`], watching the `extra` kinds too: the cache is
+    /// ready once their lists are in as well (upstream waits for its
+    /// ProvisioningRequest informer to sync, without end if the CRD is
+    /// missing: the watch retries and the log says why).
+    pub fn start_with(
+        client: Client,
+        clock: Clock,
+        extra: Extra,
+    ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
         let (ready, _) = watch::channel(false);
         let (pod_events, _) = watch::channel(0);
         let cache = Arc::new(Self {
@@ -49,7 +69,7 @@ impl ClusterCache {
             ready,
             pod_events,
         });
-        let task = tokio::spawn(cache.clone().run(client));
+        let task = tokio::spawn(cache.clone().run(client, extra));
         (cache, task)
     }
 
@@ -95,8 +115,11 @@ impl ClusterCache {
 
     /// Applies every change the watches deliver, then fires its wake-ups
     /// (after the write lock is released).
-    async fn run(self: Arc<Self>, client: Client) {
-        let streams = watches(&client);
+    async fn run(self: Arc<Self>, client: Client, extra: Extra) {
+        let mut streams = watches(&client);
+        if extra.provisioning_requests {
+            streams.extend(provisioning_request_watches(&client));
+        }
         let mut lists = Lists::new(streams.len());
         let mut changes = futures::stream::select_all(streams);
         while let Some(change) = changes.next().await {
@@ -169,6 +192,24 @@ fn watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
     ]
 }
 
+/// The watches of ProvisioningRequests and PodTemplates.
+fn provisioning_request_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
+    vec![
+        stream(
+            client,
+            "ProvisioningRequest",
+            |p: ProvisioningRequest, _| Change::ProvisioningRequestApplied(Box::new(p)),
+            |p| Change::ProvisioningRequestDeleted(p.key()),
+        ),
+        stream(
+            client,
+            "PodTemplate",
+            |t: PodTemplate, _| Change::PodTemplateApplied(Box::new(t)),
+            |t| Change::PodTemplateDeleted(namespaced_key(&t)),
+        ),
+    ]
+}
+
 /// A watch of every object of `kind`, retried with backoff; errors are
 /// logged and skipped.
 fn stream<K>(
@@ -192,7 +233,14 @@ where
             let out = match e {
                 Ok(e) => Some(Change::from_event(kind, e, &applied, &deleted)),
                 Err(err) => {
-                    tracing::debug!("cluster cache watch: {err}");
+                    // A missing CRD is the user's to fix: say so.
+                    if kind == "ProvisioningRequest" {
+                        tracing::warn!(
+                            "Failed to watch autoscaling.x-k8s.io/v1 ProvisioningRequests: {err}"
+                        );
+                    } else {
+                        tracing::debug!("cluster cache watch: {err}");
+                    }
                     None
                 }
             };

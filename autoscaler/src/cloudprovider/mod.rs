@@ -219,6 +219,14 @@ pub trait NodeGroup: Send + Sync + fmt::Debug {
     fn target_size(&self) -> Result<usize, CloudError>;
     /// Grows the group by `delta` (> 0).
     fn increase_size(&self, delta: usize) -> BoxFuture<'_, Result<(), CloudError>>;
+    /// Grows the group by `delta` in one piece or not at all
+    /// (`AtomicIncreaseSize`, for best-effort-atomic ProvisioningRequests);
+    /// `NotImplemented` where the provider cannot promise it, and the
+    /// executor falls back to [`Self::increase_size`].
+    fn atomic_increase_size(&self, delta: usize) -> BoxFuture<'_, Result<(), CloudError>> {
+        let _ = delta;
+        Box::pin(async { Err(CloudError::NotImplemented) })
+    }
     /// Deletes these nodes of the group and lowers the target accordingly.
     fn delete_nodes(&self, nodes: Vec<Node>) -> BoxFuture<'_, Result<(), CloudError>>;
     /// Lowers the target by `delta` (< 0) without deleting registered nodes.

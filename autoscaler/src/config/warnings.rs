@@ -70,7 +70,7 @@ impl Flags {
     }
 
     /// Features this autoscaler does not implement: node autoprovisioning,
-    /// the grpc expander, DRA, ProvisioningRequests, proactive scale-up,
+    /// the grpc expander, DRA, proactive scale-up,
     /// CapacityBuffers and CapacityQuotas, scheduler plugins.
     fn unimplemented_features(&self) -> Vec<Ignored> {
         vec![
@@ -103,11 +103,6 @@ impl Flags {
                 self.enable_dynamic_resource_allocation,
                 "enable-dynamic-resource-allocation",
                 "DRA is not implemented",
-            ),
-            (
-                self.enable_provisioning_requests,
-                "enable-provisioning-requests",
-                "ProvisioningRequests are not implemented yet",
             ),
             (
                 self.enable_proactive_scaleup,

@@ -37,6 +37,9 @@ use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::metrics::Metrics;
 use crate::processors::Processors;
 use crate::processors::pods::{CurrentlyDrainedNodes, PodListContext};
+use crate::processors::provreq::{ProvReqProcessing, Settings as ProvReqSettings};
+use crate::provisioningrequest::client::ProvReqClient;
+use crate::provisioningrequest::orchestrator::{Turns, scale_up_with_requests};
 use crate::scaledown::actuation::{self, Actuator, DeletionError};
 use crate::scaledown::orchestrator::ScaleDown;
 use crate::scaleup::orchestrator::{ScaleUpInputs, scale_up};
@@ -88,6 +91,9 @@ pub struct Autoscaler {
     status: StatusWriter,
     processors: Processors,
     sizes: housekeeping::SizeFixer,
+    /// With `--enable-provisioning-requests`: the requests' processing,
+    /// and whose turn scale-up is.
+    provreqs: Option<(Arc<ProvReqProcessing>, Turns)>,
     cleaned_up: bool,
     /// Set by a loop that left every pending pod for being very new: when
     /// the wait ends (`scaleup::new_pods`).
@@ -186,6 +192,18 @@ impl Autoscaler {
         );
         let now = clock.now();
         metrics.set_resource_limits(&validated);
+        let mut processors = Processors::default();
+        let provreqs = f.enable_provisioning_requests.then(|| {
+            let p = ProvReqProcessing::new(
+                ProvReqClient::new(client.clone(), cache.clone()),
+                ProvReqSettings::from_flags(f),
+                clock.clone(),
+            );
+            for processor in p.pod_list_processors(events.clone()) {
+                processors.pod_list.add(processor);
+            }
+            (p, Turns::default())
+        });
         Self {
             ctx: AutoscalingContext {
                 client,
@@ -202,8 +220,9 @@ impl Autoscaler {
             registry,
             scale_down: ScaleDown::new(actuator),
             status,
-            processors: Processors::default(),
+            processors,
             sizes: housekeeping::SizeFixer::default(),
+            provreqs,
             cleaned_up: false,
             pods_new_until: None,
             decisions: Arc::new(Mutex::new(Decisions::default())),
@@ -322,6 +341,9 @@ impl Autoscaler {
             time: simclock::format_rfc3339(now),
             ..Decisions::default()
         };
+        if let Some((p, _)) = &self.provreqs {
+            p.refresh().await;
+        }
         if !self.cleaned_up {
             housekeeping::clean_up_taints(&self.ctx).await;
             self.cleaned_up = true;
@@ -421,8 +443,15 @@ impl Autoscaler {
             nodes,
             node_group_list: &self.processors.node_group_list,
             now,
+            all_or_nothing: false,
         };
-        let up = scale_up(&self.ctx, &mut self.registry, &mut snapshot, inputs).await;
+        let up = match self.provreqs.as_mut() {
+            Some((p, turns)) => {
+                let (ctx, registry) = (&self.ctx, &mut self.registry);
+                scale_up_with_requests(ctx, registry, &mut snapshot, inputs, (p, turns)).await
+            }
+            None => scale_up(&self.ctx, &mut self.registry, &mut snapshot, inputs).await,
+        };
         for p in &self.processors.scale_up_status {
             p.process(&self.ctx, &up);
         }
@@ -433,11 +462,19 @@ impl Autoscaler {
         self.ctx
             .cache
             .set_nodes_upcoming(!self.registry.upcoming().is_empty());
-        self.scale_down
-            .cooldown()
-            .record_scale_up(too_new, &scaled_groups, now);
+        let cooldown = self.scale_down.cooldown();
+        cooldown.record_scale_up(too_new, &scaled_groups, now);
+        if up.status == ScaleUpStatus::Successful && scaled_groups.is_empty() {
+            // A check-capacity request found its room: upstream counts it
+            // as a scale-up for the scale-down cooldown.
+            cooldown.record_capacity_found(now);
+        }
         decisions.record_scale_up(up);
-        let acted_up = !scaled_groups.is_empty();
+        let processed = self
+            .provreqs
+            .as_ref()
+            .is_some_and(|(p, _)| p.processed_since(now));
+        let acted_up = !scaled_groups.is_empty() || processed;
 
         let acted_down = if self.ctx.flags.scale_down_enabled {
             let t = std::time::Instant::now();
@@ -526,6 +563,9 @@ impl Autoscaler {
             metrics: &self.metrics,
         };
         let pods = self.processors.pod_list.process(&mut ctx, pending);
+        if let Some((p, _)) = &self.provreqs {
+            p.flush().await;
+        }
         pods.into_iter()
             .filter(|p| old_enough(&p.pod, f.new_pod_scale_up_delay, now))
             .collect()

@@ -5,13 +5,15 @@
 //!
 //! - [`nodeinfosprovider`]: the template node of every node group;
 //! - [`pods`]: the pod-list processors, from the unschedulable pods to the
-//!   pods scale-up should help;
+//!   pods scale-up should help; with `--enable-provisioning-requests`,
+//!   [`provreq`]'s after them;
 //! - [`nodegroups`]: the node groups scale-up may consider;
 //! - [`status`]: what is told of the scale-up once it is done.
 
 pub mod nodegroups;
 pub mod nodeinfosprovider;
 pub mod pods;
+pub mod provreq;
 pub mod status;
 
 use nodegroups::NodeGroupListProcessor;

@@ -15,8 +15,9 @@
 //!    are placed there in the snapshot and need no new node.
 //! 4. [`FilterOutDaemonSet`]: DaemonSet pods never trigger a scale-up.
 //!
-//! A new source of pods (ProvisioningRequests, CapacityBuffers, proactive
-//! scale-up) is one more type here and one more entry in the chain.
+//! A new source of pods is one more type and one more entry in the chain:
+//! with `--enable-provisioning-requests`, `crate::processors::provreq`'s
+//! three come after these four, as upstream adds them.
 
 use std::sync::Arc;
 
@@ -72,6 +73,11 @@ impl PodListProcessors {
     /// A chain of these processors, in this order.
     pub fn new(processors: Vec<Box<dyn PodListProcessor>>) -> Self {
         Self(processors)
+    }
+
+    /// Adds a processor at the end of the chain (upstream's `AddProcessor`).
+    pub fn add(&mut self, processor: Box<dyn PodListProcessor>) {
+        self.0.push(processor);
     }
 
     /// The processors' names, in order.

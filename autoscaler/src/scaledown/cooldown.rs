@@ -44,6 +44,12 @@ impl Cooldown {
         }
     }
 
+    /// A check-capacity ProvisioningRequest found room: a scale-up for the
+    /// cluster-wide cooldown, in no group.
+    pub fn record_capacity_found(&mut self, now: SystemTime) {
+        self.last_scale_up = Some(now);
+    }
+
     /// Deletions started in these groups.
     pub fn deletions_started(&mut self, groups: &[String], now: SystemTime) {
         self.last_deletion = Some(now);

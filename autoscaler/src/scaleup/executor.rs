@@ -23,12 +23,16 @@ pub struct Executed {
 }
 
 /// Increases the groups, in order, and registers each increase (or its
-/// failure) with the cluster state.
+/// failure) with the cluster state. `atomic` (a best-effort-atomic
+/// ProvisioningRequest) asks the provider for each increase in one piece
+/// (`AtomicIncreaseSize`), falling back to a plain increase where the
+/// provider does not implement it, as upstream does.
 pub async fn execute(
     ctx: &AutoscalingContext,
     registry: &mut ClusterStateRegistry,
     infos: &[ScaleUpInfo],
     now: SystemTime,
+    atomic: bool,
 ) -> Executed {
     let groups = ctx.node_groups_by_id();
     let mut out = Executed::default();
@@ -43,7 +47,15 @@ pub async fn execute(
             EventReason::ScaledUpGroup,
             format!("Scale-up: setting group {id} size to {new} instead of {current} (max: {max})"),
         );
-        match g.increase_size(new - current).await {
+        let increased = if atomic {
+            match g.atomic_increase_size(new - current).await {
+                Err(CloudError::NotImplemented) => g.increase_size(new - current).await,
+                other => other,
+            }
+        } else {
+            g.increase_size(new - current).await
+        };
+        match increased {
             Ok(()) => {
                 ctx.events.status(
                     EventType::Normal,

@@ -48,7 +48,8 @@ pub struct ScaleUpOutcome {
 }
 
 impl ScaleUpOutcome {
-    fn stopped(status: ScaleUpStatus) -> Self {
+    /// An outcome with this status and nothing else.
+    pub fn stopped(status: ScaleUpStatus) -> Self {
         Self {
             status,
             pods: BTreeMap::new(),
@@ -73,6 +74,10 @@ pub struct ScaleUpInputs<'a> {
     pub node_group_list: &'a [Box<dyn NodeGroupListProcessor>],
     /// The loop's time.
     pub now: SystemTime,
+    /// All or nothing, in one piece per group (a best-effort-atomic
+    /// ProvisioningRequest's pods): no wait for new pods, no partial plan,
+    /// atomic increases.
+    pub all_or_nothing: bool,
 }
 
 /// Runs one scale-up on the snapshot.
@@ -88,12 +93,24 @@ pub async fn scale_up(
         tracing::debug!("No unschedulable pods");
         return ScaleUpOutcome::stopped(ScaleUpStatus::NotNeeded);
     }
-    if let Some(stopped) = stop_before_planning(ctx, pending, inputs.nodes, now) {
+    // ProvisioningRequest pods force the scale-up (upstream's
+    // `ProvisioningRequestScaleUpEnforcer`).
+    if !inputs.all_or_nothing
+        && let Some(stopped) = stop_before_planning(ctx, pending, inputs.nodes, now)
+    {
         return stopped;
     }
     let groups = node_groups(ctx, registry, inputs.templates, now);
     let groups = nodegroups::process_all(inputs.node_group_list, groups, pending);
-    let plan = plan_scale_up(ctx, snapshot, pending, &groups, inputs.nodes, now).await;
+    let plan = plan_scale_up(
+        ctx,
+        snapshot,
+        pending,
+        &groups,
+        inputs.nodes,
+        (now, inputs.all_or_nothing),
+    )
+    .await;
     let by_key: HashMap<&str, &Arc<Pod>> =
         pending.iter().map(|p| (p.key.as_str(), &p.pod)).collect();
     let pods_for = |keys: &mut dyn Iterator<Item = &String>| -> Vec<Arc<Pod>> {
@@ -131,7 +148,7 @@ pub async fn scale_up(
             ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
         };
     }
-    let executed = executor::execute(ctx, registry, &infos, now).await;
+    let executed = executor::execute(ctx, registry, &infos, now, inputs.all_or_nothing).await;
     let mut triggered = Vec::new();
     if !executed.done.is_empty() {
         tracing::info!(
@@ -210,7 +227,7 @@ async fn plan_scale_up(
     pending: &[PodInfo],
     groups: &NodeGroupList,
     nodes: &[Arc<Node>],
-    now: SystemTime,
+    (now, all_or_nothing): (SystemTime, bool),
 ) -> ScaleUpPlan {
     let f = &ctx.flags;
     let (cores, memory) = clusterstate::cluster_resources(nodes, now);
@@ -246,6 +263,7 @@ async fn plan_scale_up(
             balancing: &balancing,
             max_binpacking_time: f.max_binpacking_time,
             max_group_binpacking_time: f.max_nodegroup_binpacking_duration,
+            all_or_nothing,
         },
     );
     ctx.metrics.observe("scaleUp:estimate", t.elapsed());

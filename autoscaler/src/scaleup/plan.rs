@@ -73,7 +73,15 @@ pub struct PlanInputs<'a> {
     pub max_binpacking_time: Duration,
     /// `--max-nodegroup-binpacking-duration`: one group's estimate.
     pub max_group_binpacking_time: Duration,
+    /// All or nothing (a best-effort-atomic ProvisioningRequest): an option
+    /// must place every pod, and the increase must not be capped.
+    pub all_or_nothing: bool,
 }
+
+/// Why an all-or-nothing scale-up left a group (upstream's
+/// `AllOrNothingReason`).
+pub const ALL_OR_NOTHING_REASON: &str =
+    "not all pods would fit and scale-up is using all-or-nothing strategy";
 
 /// Plans one scale-up (docs/compat.md §4.3–§4.5): which pod groups fit
 /// which node group's template within the limits, one estimate per usable
@@ -99,14 +107,23 @@ pub fn plan(snapshot: &mut Snapshot, inputs: &PlanInputs<'_>) -> ScaleUpPlan {
         inputs.priorities,
         &mut priority_notices,
     );
-    let (verdicts, reasons) = planner.verdicts(&considered, chosen.as_ref());
+    let (verdicts, mut reasons) = planner.verdicts(&considered, chosen.as_ref());
     let decision = match chosen {
         None => Plan::NoOptions,
         Some(option) => {
             let similar = similar_groups.remove(&option.group).unwrap_or_default();
-            Plan::ScaleUp {
-                infos: planner.increases(&option, similar),
-                option,
+            let infos = planner.increases(&option, similar);
+            let total: usize = infos.iter().map(|i| i.new - i.current).sum();
+            if inputs.all_or_nothing && total < option.node_count {
+                tracing::info!(
+                    "Not attempting scale-up due to all-or-nothing strategy: not all pods would be accommodated"
+                );
+                for r in reasons.values_mut() {
+                    *r = BTreeMap::from([(ALL_OR_NOTHING_REASON.to_string(), 1)]);
+                }
+                Plan::NoOptions
+            } else {
+                Plan::ScaleUp { infos, option }
             }
         }
     };
@@ -263,6 +280,16 @@ impl<'a> Planner<'a> {
                 self.rejected[i].insert(c.id.clone(), vec![note]);
             }
             if est.node_count == 0 || est.pods.is_empty() {
+                continue;
+            }
+            if self.inputs.all_or_nothing && est.pods.len() < self.inputs.pods.len() {
+                tracing::debug!(
+                    "Some pods can't fit to {}, giving up due to all-or-nothing scale-up strategy",
+                    c.id
+                );
+                for &i in &p.fitting {
+                    self.rejected[i].insert(c.id.clone(), vec![ALL_OR_NOTHING_REASON.into()]);
+                }
                 continue;
             }
             similar_groups.insert(c.id.clone(), similar);

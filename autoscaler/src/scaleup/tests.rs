@@ -250,6 +250,7 @@ fn inputs<'a>(
         balancing,
         max_binpacking_time: Duration::from_secs(300),
         max_group_binpacking_time: Duration::from_secs(10),
+        all_or_nothing: false,
     }
 }
 

@@ -29,6 +29,9 @@ pub enum ScaleUpStatus {
     LimitedByMaxNodesTotal,
     /// The cluster is unhealthy: no scale-up at all.
     ClusterUnhealthy,
+    /// Nothing was tried: the pods were a ProvisioningRequest's that no
+    /// class here serves (upstream's `ScaleUpNotTried`).
+    NotTried,
 }
 
 /// A node group that scale-up may use.

@@ -22,6 +22,8 @@
 //! - [`faults`]: the API server failing, timing out, slowing down and
 //!   cutting watches for the autoscaler, and the safety invariants watched
 //!   over the whole scenario;
+//! - [`provisioning`]: ProvisioningRequests: the CRD, pod templates,
+//!   requests and the conditions CA writes on them;
 //! - [`replicas`]: the autoscaler as replicas with leader election, the
 //!   leader killed, which replicas acted and whether one at a time.
 //!
@@ -31,6 +33,7 @@ pub mod assertions;
 pub mod cluster;
 pub mod clusterapi;
 pub mod faults;
+pub mod provisioning;
 pub mod replicas;
 pub mod scalability;
 pub mod time;

@@ -28,8 +28,8 @@ use super::parse_taint;
 use crate::world::{self, CaWorld, StepResult};
 
 /// A pod template under construction.
-struct PodShape {
-    namespace: String,
+pub(super) struct PodShape {
+    pub(super) namespace: String,
     labels: Map<String, Value>,
     annotations: Map<String, Value>,
     spec: Map<String, Value>,
@@ -80,7 +80,7 @@ static CLAUSES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
 });
 
 impl PodShape {
-    fn new(app: &str, cpu: &str, clauses: &str) -> Result<Self, String> {
+    pub(super) fn new(app: &str, cpu: &str, clauses: &str) -> Result<Self, String> {
         let mut shape = Self {
             namespace: "default".into(),
             labels: Map::from_iter([("app".to_string(), json!(app))]),
@@ -207,7 +207,7 @@ impl PodShape {
         Ok(())
     }
 
-    fn template(&self) -> Value {
+    pub(super) fn template(&self) -> Value {
         let mut container = self.container.clone();
         container.insert("name".into(), json!("main"));
         container.insert("image".into(), json!("registry.k8s.io/pause:3.10"));

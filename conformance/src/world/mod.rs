@@ -64,6 +64,9 @@ pub struct CaWorld {
     pub flags: Vec<String>,
     /// Objects to create before the autoscaler starts.
     pub objects: Vec<Value>,
+    /// CustomResourceDefinitions to install before the autoscaler starts
+    /// (it may wait for their lists, as upstream waits for its informers).
+    pub crds: Vec<Value>,
     /// The priority expander's priorities: value → group name regexes.
     pub expander_priorities: std::collections::BTreeMap<i64, Vec<String>>,
     /// The cluster, once started.

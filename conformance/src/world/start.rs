@@ -32,6 +32,11 @@ impl CaWorld {
         let cluster = self.start_cluster(provider).await?;
         let observer = self.observe.then(|| self.observer(&cluster));
         create_stages(&cluster).await?;
+        for crd in &self.crds {
+            create_object(&cluster, crd.clone())
+                .await
+                .map_err(StartError::Object)?;
+        }
         self.create_starting_nodes(&cluster, provider).await?;
         let clock = match self.clock_skew {
             Some((skew, ahead)) => cluster.clock().skewed(skew, ahead),
