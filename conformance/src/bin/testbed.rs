@@ -125,6 +125,11 @@ struct UpArgs {
     /// `--cloud-provider=aws`.
     #[arg(long, value_name = "URL")]
     aws: Option<String>,
+    /// Install upstream's ProvisioningRequest CRD
+    /// (`autoscaling.x-k8s.io` v1 and v1beta1, with its schema and CEL
+    /// rules), for `cluster-autoscaler --enable-provisioning-requests`.
+    #[arg(long)]
+    provisioning_request_crd: bool,
 }
 
 fn main() -> ExitCode {
@@ -230,6 +235,7 @@ async fn serve(args: UpArgs) -> ExitCode {
             stages,
             api_only,
             capi,
+            provisioning_request_crd,
             aws,
         } = args;
         {
@@ -276,6 +282,7 @@ async fn serve(args: UpArgs) -> ExitCode {
             };
             let options = UpOptions {
                 capi,
+                provisioning_request_crd,
                 aws,
                 time_scale,
             };
@@ -292,6 +299,7 @@ async fn serve(args: UpArgs) -> ExitCode {
 
 struct UpOptions {
     capi: bool,
+    provisioning_request_crd: bool,
     aws: Option<String>,
     time_scale: f64,
 }
@@ -318,6 +326,9 @@ async fn up(
     }
     if let Some(endpoint) = &options.aws {
         builder = builder.aws(endpoint);
+    }
+    if options.provisioning_request_crd {
+        builder = builder.object(conformance::provreq::crd()?);
     }
     for f in stage_files {
         let text = std::fs::read_to_string(f)

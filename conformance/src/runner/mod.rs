@@ -497,6 +497,10 @@ impl Selection {
         let steps: Vec<&str> = steps.collect();
         let mut unmet = info.unmet(all, steps.iter().copied());
         unmet.extend(world::backend_unmet(steps.iter().copied()));
+        unmet.extend(crate::binary::fixed_wait_unmet(
+            steps.iter().copied(),
+            world::time_scale(),
+        ));
         if unmet.is_empty() {
             return true;
         }
