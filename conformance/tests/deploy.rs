@@ -499,11 +499,12 @@ fn chart_rules(scope: &str, provider: &str) -> Vec<Value> {
 /// `extraArgs.enable-provisioning-requests` and only then.
 #[test]
 fn provisioning_request_rules_come_with_the_feature_only() {
-    let file = repo().join("deploy/helm/cluster-autoscaler/files/clusterrole-rules-provisioningrequests.yaml");
+    let file = repo()
+        .join("deploy/helm/cluster-autoscaler/files/clusterrole-rules-provisioningrequests.yaml");
     let want: Vec<Value> = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
     assert!(!want.is_empty());
-    let addon =
-        std::fs::read_to_string(repo().join("deploy/manifests/provisioning-requests.yaml")).unwrap();
+    let addon = std::fs::read_to_string(repo().join("deploy/manifests/provisioning-requests.yaml"))
+        .unwrap();
     assert_eq!(manifest_rules(&addon, "ClusterRole"), want);
     for provider in ["kwok", "clusterapi", "aws"] {
         let manifest =
@@ -515,7 +516,10 @@ fn provisioning_request_rules_come_with_the_feature_only() {
             "deploy/manifests/{provider}.yaml grants ProvisioningRequest rules without the flag"
         );
     }
-    let helm = Command::new("helm").arg("version").output().is_ok_and(|o| o.status.success());
+    let helm = Command::new("helm")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !helm {
         skipped("helm is not installed: the chart's ProvisioningRequest rules are not rendered");
         return;
@@ -525,10 +529,17 @@ fn provisioning_request_rules_come_with_the_feature_only() {
             .args(["template", "ca"])
             .arg(repo().join("deploy/helm/cluster-autoscaler"))
             .args(["--namespace", "kube-system", "--set", "cloudProvider=kwok"])
-            .args(["--set", &format!("extraArgs.enable-provisioning-requests={enabled}")])
+            .args([
+                "--set",
+                &format!("extraArgs.enable-provisioning-requests={enabled}"),
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut expected = chart_rules("clusterrole", "kwok");
         if enabled {
             expected.extend(want.iter().cloned());

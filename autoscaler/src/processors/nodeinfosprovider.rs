@@ -1,7 +1,7 @@
 //! Template nodes (docs/compat.md §4.9, upstream's
 //! `processors/nodeinfosprovider`, the mixed provider): what a new node of each group would
-//! look like. A ready, schedulable node of the group is copied when there
-//! is one; else the copy cached within `--node-info-cache-expire-time`;
+//! look like. A ready, schedulable node of the group, ready for over a
+//! minute ([`STABILIZATION_DELAY`]), is copied when there is one; else the copy cached within `--node-info-cache-expire-time`;
 //! else the provider's template. The DaemonSet pods that would run on it
 //! are added, and the copy is sanitised (name, uid, taints).
 
@@ -18,6 +18,23 @@ use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::simulator::drainability::{is_daemonset_pod, is_mirror_pod};
 use crate::taints;
+
+/// How long a node must have been ready to serve as a template (upstream's
+/// `stabilizationDelay`): a node just started may not show its final
+/// allocatable yet. Until then the group's template is the cached copy or
+/// the provider's (with its kube-proxy pod).
+pub const STABILIZATION_DELAY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether the node's Ready condition turned true over
+/// [`STABILIZATION_DELAY`] before `now`.
+fn ready_long_enough(node: &Node, now: SystemTime) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .is_some_and(|t| SystemTime::from(t.0) + STABILIZATION_DELAY < now)
+}
 
 /// The template nodes, with the copies of real nodes cached across loops.
 #[derive(Debug, Default)]
@@ -44,6 +61,7 @@ impl TemplateNodes {
                 let name = n.metadata.name.as_deref().unwrap_or("");
                 registry.node_group(name) == Some(id.as_str())
                     && registry.is_ready(name)
+                    && ready_long_enough(n, now)
                     && n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true)
                     && !taints::has_to_be_deleted(n)
             });

@@ -4,6 +4,8 @@
 //!
 //! - `Given the ProvisioningRequest CRD is installed` (upstream's CRD,
 //!   before the autoscaler starts: CA waits for its list)
+//! - `Given the autoscaler runs with CA's default API content type` (drops
+//!   a `--kube-api-content-type` given before)
 //! - `Given a pod template "job" of pods requesting 3 CPU` (the pod clauses
 //!   of [`super::workloads`])
 //! - `Given a ProvisioningRequest "batch" of class "check-capacity.autoscaling.x-k8s.io"
@@ -39,6 +41,14 @@ async fn crd_installed(w: &mut CaWorld) -> StepResult {
     }
     w.crds.push(crate::provreq::crd()?);
     Ok(())
+}
+
+/// Drops the Background's `--kube-api-content-type`: the autoscaler talks
+/// to the API server in CA's default content type (protobuf).
+#[given(regex = r"^the autoscaler runs with CA's default API content type$")]
+fn default_content_type(w: &mut CaWorld) {
+    w.flags
+        .retain(|f| !f.starts_with("--kube-api-content-type"));
 }
 
 #[given(regex = r#"^a pod template "(\S+)" of pods requesting (\S+) CPU(.*)$"#)]
