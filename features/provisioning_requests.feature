@@ -96,8 +96,7 @@ Feature: ProvisioningRequests
     @binary
     Scenario: The FAQ's example: every node the request needs in one scale-up, then the Deployment uses it
       "ScaleUp Request: Evaluates if scaling up a node group could fulfill all remaining requirements of
-      the ProvisioningRequest." "Adds a Provisioned=True condition to the ProvReq if the node group
-      scale up request is successful." "deploy the Deployment and observe the Deployment using up the
+      the ProvisioningRequest." "deploy the Deployment and observe the Deployment using up the
       Request."
       Given the node group "pool" starts with 1 node
       And the following objects:
@@ -127,7 +126,7 @@ Feature: ProvisioningRequests
               name: template
             count: 10
         """
-      Then within 3 minutes the ProvisioningRequest "provider" has the condition "Provisioned=True" with reason "CapacityIsProvisioned"
+      Then within 3 minutes the ProvisioningRequest "provider" has the condition "Accepted=True" with reason "Accepted"
       And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 3 instead of 1 (max: 10)"
       And the node group "pool" reaches 3 nodes within 5 minutes
       When a deployment "consumer" of 10 pods requesting 1 CPU and 600Mi memory annotated "autoscaling.x-k8s.io/consume-provisioning-request=provider" is created
@@ -150,9 +149,21 @@ Feature: ProvisioningRequests
       Given the node group "pool" starts with 1 node
       And a pod template "half" of pods requesting 2 CPU
       And a ProvisioningRequest "mixed" of class "best-effort-atomic-scale-up.autoscaling.x-k8s.io" for 3 pods of "job" and 2 pods of "half"
-      Then within 3 minutes the ProvisioningRequest "mixed" has the condition "Provisioned=True" with reason "CapacityIsProvisioned"
-      And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 5 instead of 1 (max: 10)"
+      Then the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 5 instead of 1 (max: 10)"
       And the node group "pool" reaches 5 nodes within 5 minutes
+
+    # Before 1.36 the class writes Provisioned=True with its informer's copy of the request, which
+    # may predate the Accepted it wrote a moment before: the write then conflicts ("the object has
+    # been modified"), and the request gets its condition only when retried, as CapacityIsFound.
+    # 1.30.7 and 1.31.5 lost that race in 3 of the 8 such checks of our runs. 1.36 applies the
+    # condition instead.
+    @ca>=1.36
+    Scenario: The request is Provisioned once its scale-up is made
+      "Adds a Provisioned=True condition to the ProvReq if the node group scale up request is successful."
+      Given the node group "pool" starts with 1 node
+      And a ProvisioningRequest "big" of class "best-effort-atomic-scale-up.autoscaling.x-k8s.io" for 3 pods of "job"
+      Then within 3 minutes the ProvisioningRequest "big" has the condition "Provisioned=True" with reason "CapacityIsProvisioned" and message "Capacity is found in the cluster"
+      And the node group "pool" reaches 3 nodes within 5 minutes
 
     Scenario: A request that fits in the cluster as it is needs no scale-up
       Given the node group "pool" starts with 2 nodes

@@ -163,6 +163,10 @@ async fn served(capi: bool) -> (Cluster, harness::TlsEndpoint, tempfile::TempDir
 /// ServiceAccount's token, and checks a scale-up for six 1-CPU pods, the
 /// scale-down once they go, and that nothing was refused.
 async fn deploy_and_run(case: Case) {
+    if !kubectl_present() {
+        skipped("kubectl is not installed; deploy/ cannot be applied");
+        return;
+    }
     let (cluster, endpoint, dir, admin) = served(case.capi).await;
 
     // What an operator does: the provider's objects, then the manifest.
@@ -390,46 +394,31 @@ async fn deploy_and_run(case: Case) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_deployed_rbac_is_enough_for_the_kwok_provider_and_enforced() {
-    if !kubectl_present() {
-        skipped("kubectl is not installed; deploy/ cannot be applied");
-        return;
-    }
-    deploy_and_run(Case {
+/// The kwok manifest's case, with or without the ProvisioningRequest add-on.
+fn kwok_case(provisioning_requests: bool) -> Case {
+    Case {
         provider: "kwok",
         objects: "deploy/kwok-provider-configmaps.yaml",
         nodes: "kwok-nodegroup=small",
         capi: false,
-        provisioning_requests: false,
-    })
-    .await;
+        provisioning_requests,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployed_rbac_is_enough_for_the_kwok_provider_and_enforced() {
+    deploy_and_run(kwok_case(false)).await;
 }
 
 /// The kwok manifest with the ProvisioningRequest add-on: the autoscaler
 /// answers a request with only the rules the add-on grants.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_provisioning_request_rules_are_enough_to_answer_a_request() {
-    if !kubectl_present() {
-        skipped("kubectl is not installed; deploy/ cannot be applied");
-        return;
-    }
-    deploy_and_run(Case {
-        provider: "kwok",
-        objects: "deploy/kwok-provider-configmaps.yaml",
-        nodes: "kwok-nodegroup=small",
-        capi: false,
-        provisioning_requests: true,
-    })
-    .await;
+    deploy_and_run(kwok_case(true)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deployed_rbac_is_enough_for_the_clusterapi_provider_and_enforced() {
-    if !kubectl_present() {
-        skipped("kubectl is not installed; deploy/ cannot be applied");
-        return;
-    }
     deploy_and_run(Case {
         provider: "clusterapi",
         objects: "deploy/clusterapi-example.yaml",

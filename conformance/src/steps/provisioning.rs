@@ -185,7 +185,7 @@ async fn expect_condition(
 }
 
 #[then(
-    regex = r#"^within (\d+) minutes? the ProvisioningRequest "(\S+)" has the condition "(\w+)=(True|False)" with reason "(\w+)"$"#
+    regex = r#"^within (\d+) minutes? the ProvisioningRequest "(\S+)" has the condition "(\w+)=(True|False)" with reason "(\w+)"(.*)$"#
 )]
 async fn has_condition(
     w: &mut CaWorld,
@@ -194,30 +194,17 @@ async fn has_condition(
     type_: String,
     status: String,
     reason: String,
+    rest: String,
 ) -> StepResult {
-    expect_condition(w, (within, &name), (&type_, &status), &reason, None).await
-}
-
-#[then(
-    regex = r#"^within (\d+) minutes? the ProvisioningRequest "(\S+)" has the condition "(\w+)=(True|False)" with reason "(\w+)" and message "(.*)"$"#
-)]
-async fn has_condition_saying(
-    w: &mut CaWorld,
-    within: u64,
-    name: String,
-    type_: String,
-    status: String,
-    reason: String,
-    message: String,
-) -> StepResult {
-    expect_condition(
-        w,
-        (within, &name),
-        (&type_, &status),
-        &reason,
-        Some(&message),
-    )
-    .await
+    let message = match rest.as_str() {
+        "" => None,
+        _ => Some(
+            rest.strip_prefix(" and message \"")
+                .and_then(|m| m.strip_suffix('"'))
+                .ok_or_else(|| format!("{rest:?}: want ` and message \"...\"`"))?,
+        ),
+    };
+    expect_condition(w, (within, &name), (&type_, &status), &reason, message).await
 }
 
 #[then(regex = r#"^the ProvisioningRequest "(\S+)" gets no condition for (\d+) minutes?$"#)]
