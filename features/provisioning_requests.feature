@@ -79,6 +79,29 @@ Feature: ProvisioningRequests
       And a ProvisioningRequest "batch" of class "check-capacity.autoscaling.x-k8s.io" for 2 pods of "job"
       Then within 3 minutes the ProvisioningRequest "batch" has the condition "Provisioned=True" with reason "CapacityIsFound"
 
+    # Batch processing came in 1.32: requests of one batch are checked in turn, each counting the
+    # room the ones before it found.
+    Scenario: With batch processing, the requests of one batch do not count the same room twice
+      Given the node group "pool" starts with 2 nodes
+      And the autoscaler runs with "--check-capacity-batch-processing --check-capacity-provisioning-request-max-batch-size=5"
+      And a ProvisioningRequest "one" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job"
+      And a ProvisioningRequest "two" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job"
+      And a ProvisioningRequest "three" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job"
+      Then within 3 minutes, of the ProvisioningRequests "one", "two" and "three", 2 have the condition "Provisioned=True" with reason "CapacityIsFound" and 1 "Provisioned=False" with reason "CapacityIsNotFound"
+
+    # --check-capacity-processor-instance came in 1.33.
+    Scenario: A processor instance serves the check-capacity requests that name it, and no others
+      Given the node group "pool" starts with 2 nodes
+      And the autoscaler runs with "--check-capacity-processor-instance=team-a"
+      And a ProvisioningRequest "mine" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job" with parameter "processorInstance=team-a"
+      And a ProvisioningRequest "theirs" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job" with parameter "processorInstance=team-b"
+      And a ProvisioningRequest "unnamed" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job"
+      And a ProvisioningRequest "atomic" of class "best-effort-atomic-scale-up.autoscaling.x-k8s.io" for 1 pod of "job"
+      Then within 3 minutes the ProvisioningRequest "mine" has the condition "Provisioned=True" with reason "CapacityIsFound"
+      And the ProvisioningRequest "theirs" gets no condition for 2 minutes
+      And the ProvisioningRequest "unnamed" gets no condition for 1 minute
+      And the ProvisioningRequest "atomic" gets no condition for 1 minute
+
     # The backoff flags came in 1.32 (1.31 retries every 10 minutes).
     Scenario: A request without room is retried with a doubling backoff, and provisioned once room appears
       Given the node group "pool" starts with 2 nodes
@@ -93,7 +116,11 @@ Feature: ProvisioningRequests
 
     # The FAQ's example: 10 pods of 1 CPU and 600Mi, then a Deployment that consumes them. (The
     # FAQ's ProvisioningRequest names its template "cluster-autoscaler" where it means "template".)
-    @binary
+    # Before 1.36 the class may lose the race described below ("The request is Provisioned once its
+    # scale-up is made"): the request then has no Provisioned condition, its pods are injected
+    # again, and CA scales up for it a second time (1.31.5: "setting group pool size to 3", then
+    # "to 6"), which "keeps 3 nodes" catches. Seen in 1 of 4 runs of 1.31.5.
+    @binary @ca>=1.36
     Scenario: The FAQ's example: every node the request needs in one scale-up, then the Deployment uses it
       "ScaleUp Request: Evaluates if scaling up a node group could fulfill all remaining requirements of
       the ProvisioningRequest." "deploy the Deployment and observe the Deployment using up the
@@ -127,8 +154,8 @@ Feature: ProvisioningRequests
             count: 10
         """
       Then within 3 minutes the ProvisioningRequest "provider" has the condition "Accepted=True" with reason "Accepted"
-      And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 3 instead of 1 (max: 10)"
       And the node group "pool" reaches 3 nodes within 5 minutes
+      And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 3 instead of 1 (max: 10)"
       When a deployment "consumer" of 10 pods requesting 1 CPU and 600Mi memory annotated "autoscaling.x-k8s.io/consume-provisioning-request=provider" is created
       Then all 10 pods of "consumer" are running within 5 minutes
       And the node group "pool" keeps 3 nodes for 3 minutes
@@ -149,8 +176,8 @@ Feature: ProvisioningRequests
       Given the node group "pool" starts with 1 node
       And a pod template "half" of pods requesting 2 CPU
       And a ProvisioningRequest "mixed" of class "best-effort-atomic-scale-up.autoscaling.x-k8s.io" for 3 pods of "job" and 2 pods of "half"
-      Then the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 5 instead of 1 (max: 10)"
-      And the node group "pool" reaches 5 nodes within 5 minutes
+      Then the node group "pool" reaches 5 nodes within 5 minutes
+      And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: setting group pool size to 5 instead of 1 (max: 10)"
 
     # Before 1.36 the class writes Provisioned=True with its informer's copy of the request, which
     # may predate the Accepted it wrote a moment before: the write then conflicts ("the object has

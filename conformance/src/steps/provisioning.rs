@@ -207,6 +207,51 @@ async fn has_condition(
     expect_condition(w, (within, &name), (&type_, &status), &reason, message).await
 }
 
+#[then(
+    regex = r#"^within (\d+) minutes?, of the ProvisioningRequests (".*"), (\d+) (?:has|have) the condition "Provisioned=True" with reason "(\w+)" and (\d+) "Provisioned=False" with reason "(\w+)"$"#
+)]
+async fn split_verdicts(
+    w: &mut CaWorld,
+    within: u64,
+    names: String,
+    yes: usize,
+    yes_reason: String,
+    no: usize,
+    no_reason: String,
+) -> StepResult {
+    let names = super::quoted_list(&names);
+    let window = w.running().await?.window(minutes(within));
+    let mut seen = Vec::new();
+    for _ in 0..=window.as_secs().div_ceil(5) {
+        seen.clear();
+        for name in &names {
+            let pr = read(w, name).await?;
+            let provisioned = pr
+                .conditions()
+                .iter()
+                .find(|c| c.type_ == "Provisioned")
+                .map(|c| (c.status.clone(), c.reason.clone()));
+            seen.push((name.clone(), provisioned));
+        }
+        if seen.iter().all(|(_, p)| p.is_some()) {
+            break;
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
+    let count = |status: &str, reason: &str| {
+        seen.iter()
+            .filter(|(_, p)| p.as_ref().is_some_and(|(s, r)| s == status && r == reason))
+            .count()
+    };
+    if count("True", &yes_reason) == yes && count("False", &no_reason) == no {
+        Ok(())
+    } else {
+        Err(format!(
+            "want {yes} Provisioned=True ({yes_reason}) and {no} Provisioned=False ({no_reason}); Provisioned conditions: {seen:?}"
+        ))
+    }
+}
+
 #[then(regex = r#"^the ProvisioningRequest "(\S+)" gets no condition for (\d+) minutes?$"#)]
 async fn no_condition(w: &mut CaWorld, name: String, during: u64) -> StepResult {
     for i in 0..=(during * 6) {
