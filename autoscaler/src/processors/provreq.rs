@@ -498,3 +498,27 @@ pub fn place_all_that_fit(
     }
     left
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_backoff_forgets_the_least_recently_set_beyond_its_size() {
+        let mut b = RetryBackoff {
+            size: 2,
+            ..RetryBackoff::default()
+        };
+        let m = Duration::from_secs(60);
+        b.set("a", m);
+        b.set("b", 2 * m);
+        b.set("a", 4 * m);
+        b.set("c", m);
+        assert_eq!(b.get("a"), Some(4 * m), "set again, so kept");
+        assert_eq!(b.get("b"), None, "the least recently set, forgotten");
+        assert_eq!(b.get("c"), Some(m));
+        b.remove("a");
+        assert_eq!(b.get("a"), None);
+        assert_eq!(b.order.len(), 1);
+    }
+}
