@@ -27,6 +27,24 @@ Feature: ProvisioningRequests
       And within 1 minute the ProvisioningRequest "batch" has the condition "Provisioned=True" with reason "CapacityIsFound" and message "Capacity is found in the cluster"
       And the node group "pool" keeps 2 nodes for 5 minutes
 
+    # The CRD serves v1beta1 too (the version 1.30 reads), with the same schema and no conversion.
+    Scenario: A request written as v1beta1 is served the same
+      Given the node group "pool" starts with 2 nodes
+      And the following objects:
+        """
+        apiVersion: autoscaling.x-k8s.io/v1beta1
+        kind: ProvisioningRequest
+        metadata:
+          name: beta
+        spec:
+          provisioningClassName: check-capacity.autoscaling.x-k8s.io
+          podSets:
+          - podTemplateRef:
+              name: job
+            count: 2
+        """
+      Then within 3 minutes the ProvisioningRequest "beta" has the condition "Provisioned=True" with reason "CapacityIsFound"
+
     Scenario: Without room the request waits: check-capacity never scales up
       Given the node group "pool" starts with 1 node
       And a ProvisioningRequest "batch" of class "check-capacity.autoscaling.x-k8s.io" for 2 pods of "job"
