@@ -160,6 +160,22 @@ fn flags_for_other_clouds_warn_once_each() {
     assert!(w[0].starts_with("--regional is accepted but has no effect"));
 }
 
+#[test]
+fn provisioning_request_flags_take_effect_without_a_warning() {
+    let f = parse(&[
+        "--enable-provisioning-requests",
+        "--check-capacity-batch-processing",
+        "--provisioning-request-initial-backoff-time=2m",
+        "--check-capacity-processor-instance=a",
+    ])
+    .unwrap();
+    assert!(f.enable_provisioning_requests);
+    assert!(f.warnings().is_empty(), "{:?}", f.warnings());
+    // A feature still missing does warn: the check is not vacuous.
+    let f = parse(&["--enable-proactive-scaleup"]).unwrap();
+    assert_eq!(f.warnings().len(), 1);
+}
+
 fn help_text(width: usize) -> String {
     help::render(&Flags::command_with_help(), width)
 }
