@@ -242,7 +242,6 @@ impl PodEventBudget {
 }
 
 impl EventReason {
-    /// An event a scale-up writes on a pending pod.
     /// The `reason` field written: the name, or nothing where upstream
     /// writes nothing.
     pub fn text(self) -> &'static str {
@@ -252,6 +251,7 @@ impl EventReason {
         }
     }
 
+    /// An event a scale-up writes on a pending pod.
     fn on_pending_pod(self) -> bool {
         matches!(self, Self::TriggeredScaleUp | Self::NotTriggerScaleUp)
     }

@@ -38,8 +38,7 @@ impl LeaderElection {
         now: SystemTime,
     ) -> Result<bool, kube::Error> {
         let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
-        let stamp =
-            MicroTime(jiff::Timestamp::try_from(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH));
+        let stamp = MicroTime(simclock::to_timestamp(now));
         let secs = i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX);
         let Some(mut lease) = api.get_opt(&self.name).await? else {
             let lease: Lease = serde_json::from_value(serde_json::json!({

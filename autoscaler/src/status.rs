@@ -18,7 +18,7 @@ pub const LAST_UPDATED: &str = "cluster-autoscaler.kubernetes.io/last-updated";
 /// Formats a time as Go's `2006-01-02 15:04:05.999999999 -0700 MST` in UTC:
 /// trailing zeros of the fraction removed, the dot too when it is zero.
 pub fn go_time(t: SystemTime) -> String {
-    let ts = jiff::Timestamp::try_from(t).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let ts = simclock::to_timestamp(t);
     let base = ts.strftime("%Y-%m-%d %H:%M:%S").to_string();
     let nanos = ts.subsec_nanosecond();
     let frac = if nanos == 0 {

@@ -70,7 +70,7 @@ impl Clock {
 
     /// The current wall time as a `jiff::Timestamp` (what k8s-openapi's `Time` wraps).
     pub fn timestamp(&self) -> Timestamp {
-        Timestamp::try_from(self.now()).unwrap_or(Timestamp::UNIX_EPOCH)
+        to_timestamp(self.now())
     }
 
     /// The current time in Kubernetes' RFC 3339 form with second precision,
@@ -94,9 +94,15 @@ impl Default for Clock {
     }
 }
 
+/// A wall time as a `jiff::Timestamp` (what k8s-openapi's `Time` and
+/// `MicroTime` wrap); the epoch for a time out of jiff's range.
+pub fn to_timestamp(t: SystemTime) -> Timestamp {
+    Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
 /// Formats a wall time as `metav1.Time` does (seconds, UTC, `Z`).
 pub fn format_rfc3339(t: SystemTime) -> String {
-    let ts = Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH);
+    let ts = to_timestamp(t);
     let secs = ts.as_second();
     let ts = Timestamp::from_second(secs).unwrap_or(ts);
     format!("{ts:.0}")

@@ -482,6 +482,34 @@ fn chart_rules(scope: &str, provider: &str) -> Vec<Value> {
     .collect()
 }
 
+/// Whether `helm` runs here.
+fn helm_present() -> bool {
+    Command::new("helm")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `helm template` of the chart in `kube-system` with these `--set`s.
+fn helm_template(sets: &[String]) -> String {
+    let mut cmd = Command::new("helm");
+    cmd.args(["template", "ca"])
+        .arg(repo().join("deploy/helm/cluster-autoscaler"))
+        .args(["--namespace", "kube-system"]);
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The ProvisioningRequest add-on grants exactly the chart's rule file for
 /// it, the provider manifests none of it (only with the flag), and, where
 /// helm is installed, the chart adds the file's rules with
@@ -505,36 +533,21 @@ fn provisioning_request_rules_come_with_the_feature_only() {
             "deploy/manifests/{provider}.yaml grants ProvisioningRequest rules without the flag"
         );
     }
-    let helm = Command::new("helm")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !helm {
+    if !helm_present() {
         skipped("helm is not installed: the chart's ProvisioningRequest rules are not rendered");
         return;
     }
     for enabled in [false, true] {
-        let out = Command::new("helm")
-            .args(["template", "ca"])
-            .arg(repo().join("deploy/helm/cluster-autoscaler"))
-            .args(["--namespace", "kube-system", "--set", "cloudProvider=kwok"])
-            .args([
-                "--set",
-                &format!("extraArgs.enable-provisioning-requests={enabled}"),
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let rendered = helm_template(&[
+            "cloudProvider=kwok".into(),
+            format!("extraArgs.enable-provisioning-requests={enabled}"),
+        ]);
         let mut expected = chart_rules("clusterrole", "kwok");
         if enabled {
             expected.extend(want.iter().cloned());
         }
         assert_eq!(
-            manifest_rules(&String::from_utf8_lossy(&out.stdout), "ClusterRole"),
+            manifest_rules(&rendered, "ClusterRole"),
             expected,
             "helm template with enable-provisioning-requests={enabled}"
         );
@@ -546,12 +559,7 @@ fn provisioning_request_rules_come_with_the_feature_only() {
 /// `helm template` renders the same.
 #[test]
 fn the_manifests_and_the_chart_grant_the_same_rules() {
-    let helm = Command::new("helm")
-        .arg("version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let helm = helm_present();
     if !helm {
         skipped(
             "helm is not installed: the chart is compared by its rule files only, not rendered",
@@ -571,20 +579,10 @@ fn the_manifests_and_the_chart_grant_the_same_rules() {
                  (run deploy/manifests/generate.py)"
             );
             if helm {
-                let out = Command::new("helm")
-                    .args(["template", "ca"])
-                    .arg(repo().join("deploy/helm/cluster-autoscaler"))
-                    .args(["--namespace", "kube-system", "--set"])
-                    .arg(format!("cloudProvider={provider}"))
-                    .args(["--set", "autoDiscovery.clusterName=test"])
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let rendered = String::from_utf8_lossy(&out.stdout);
+                let rendered = helm_template(&[
+                    format!("cloudProvider={provider}"),
+                    "autoDiscovery.clusterName=test".into(),
+                ]);
                 assert_eq!(
                     manifest_rules(&rendered, kind),
                     want,

@@ -53,10 +53,12 @@ def rules(scope, provider):
         else:
             parts.append("# (no rules)")
         parts.append("")
-    out = []
-    for line in "\n".join(parts).rstrip("\n").splitlines():
-        out.append(("  " + line) if line.strip() else "")
-    return "\n".join(out)
+    return indent("\n".join(parts).rstrip("\n"))
+
+
+def indent(text):
+    """The text's lines indented under `rules:`, blank lines left empty."""
+    return "\n".join(("  " + line) if line.strip() else "" for line in text.splitlines())
 
 
 HEADER = {
@@ -392,10 +394,7 @@ subjects:
 
 def render_provisioning_requests():
     name = "clusterrole-rules-provisioningrequests.yaml"
-    body = "\n".join(
-        ("  " + line) if line.strip() else ""
-        for line in (f"# deploy/helm/cluster-autoscaler/files/{name}\n" + rule_text(name)).splitlines()
-    )
+    body = indent(f"# deploy/helm/cluster-autoscaler/files/{name}\n" + rule_text(name))
     return PROVISIONING_REQUESTS.format(rules=body)
 
 

@@ -232,21 +232,26 @@ where
         .filter_map(move |e| {
             let out = match e {
                 Ok(e) => Some(Change::from_event(kind, e, &applied, &deleted)),
+                Err(err) if not_served(&err) => {
+                    // A kind the server does not serve (a CRD not
+                    // installed) is the user's to fix: say so.
+                    tracing::warn!("Failed to watch {kind}: {err}");
+                    None
+                }
                 Err(err) => {
-                    // A missing CRD is the user's to fix: say so.
-                    if kind == "ProvisioningRequest" {
-                        tracing::warn!(
-                            "Failed to watch autoscaling.x-k8s.io/v1 ProvisioningRequests: {err}"
-                        );
-                    } else {
-                        tracing::debug!("cluster cache watch: {err}");
-                    }
+                    tracing::debug!("cluster cache watch: {err}");
                     None
                 }
             };
             async move { out }
         })
         .boxed()
+}
+
+/// Whether a watch failed because the server does not serve the kind
+/// (404 on the list: its CRD is not installed).
+fn not_served(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404)
 }
 
 /// A watch of a controller kind: what the drainability rules need of one

@@ -448,7 +448,7 @@ impl Autoscaler {
         let up = match self.provreqs.as_mut() {
             Some((p, turns)) => {
                 let (ctx, registry) = (&self.ctx, &mut self.registry);
-                scale_up_with_requests(ctx, registry, &mut snapshot, inputs, (p, turns)).await
+                scale_up_with_requests(ctx, registry, &mut snapshot, inputs, p, turns).await
             }
             None => scale_up(&self.ctx, &mut self.registry, &mut snapshot, inputs).await,
         };

@@ -25,7 +25,7 @@ pub async fn provision(
     ctx: &AutoscalingContext,
     registry: &mut ClusterStateRegistry,
     snapshot: &mut Snapshot,
-    inputs: ScaleUpInputs<'_>,
+    mut inputs: ScaleUpInputs<'_>,
     p: &ProvReqProcessing,
 ) -> Option<ScaleUpOutcome> {
     if inputs.pods.is_empty() {
@@ -37,7 +37,7 @@ pub async fn provision(
         .next()?;
     snapshot.fork();
     // The injected pods are all of the request's: some may fit already.
-    let left: Vec<PodInfo> = place_all_that_fit(snapshot, inputs.pods.clone());
+    let left: Vec<PodInfo> = place_all_that_fit(snapshot, std::mem::take(&mut inputs.pods));
     let (outcome, verdict) = if left.is_empty() {
         (
             ScaleUpOutcome::stopped(ScaleUpStatus::NotNeeded),

@@ -71,12 +71,11 @@ pub async fn provision(
             .collect()
     } else {
         tracing::info!("Processing single provisioning request (non-batch)");
-        p.requests_for_pods(pods, ProvisioningClass::CheckCapacity)
+        let first = p
+            .requests_for_pods(pods, ProvisioningClass::CheckCapacity)
             .into_iter()
-            .next()
-            .map(|pr| (pr, pods.to_vec()))
-            .into_iter()
-            .collect()
+            .next();
+        first.map(|pr| (pr, pods.to_vec())).into_iter().collect()
     };
     if batch.is_empty() {
         return None;

@@ -11,7 +11,7 @@ use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
 
 use super::types::{ProvisioningRequest, WithTemplates};
-use crate::cache::ClusterCache;
+use crate::cache::{ClusterCache, State};
 
 /// The ProvisioningRequest client.
 #[derive(Clone)]
@@ -34,18 +34,7 @@ impl ProvReqClient {
         let mut out: Vec<WithTemplates> = state
             .provisioning_requests
             .values()
-            .map(|pr| WithTemplates {
-                templates: pr
-                    .spec
-                    .pod_sets
-                    .iter()
-                    .filter_map(|s| {
-                        let key = format!("{}/{}", pr.namespace(), s.pod_template_ref.name);
-                        state.pod_templates.get(&key).cloned()
-                    })
-                    .collect(),
-                pr: ProvisioningRequest::clone(pr),
-            })
+            .map(|pr| with_templates(&state, pr))
             .collect();
         out.sort_by(|a, b| {
             let created = |w: &WithTemplates| w.pr.metadata.creation_timestamp.clone().map(|t| t.0);
@@ -58,9 +47,11 @@ impl ProvReqClient {
 
     /// The request `namespace/name` with its templates, if cached.
     pub fn get(&self, namespace: &str, name: &str) -> Option<WithTemplates> {
-        self.list()
-            .into_iter()
-            .find(|w| w.pr.namespace() == namespace && w.pr.name() == name)
+        let state = self.cache.read();
+        let pr = state
+            .provisioning_requests
+            .get(&format!("{namespace}/{name}"))?;
+        Some(with_templates(&state, pr))
     }
 
     fn api(&self, pr: &ProvisioningRequest) -> Api<ProvisioningRequest> {
@@ -89,5 +80,22 @@ impl ProvReqClient {
             .delete(pr.name(), &DeleteParams::default())
             .await
             .map(|_| ())
+    }
+}
+
+/// A cached request with the cached templates its pod sets name, in their
+/// order (a missing one left out, as upstream's client does).
+fn with_templates(state: &State, pr: &ProvisioningRequest) -> WithTemplates {
+    WithTemplates {
+        templates: pr
+            .spec
+            .pod_sets
+            .iter()
+            .filter_map(|s| {
+                let key = format!("{}/{}", pr.namespace(), s.pod_template_ref.name);
+                state.pod_templates.get(&key).cloned()
+            })
+            .collect(),
+        pr: pr.clone(),
     }
 }

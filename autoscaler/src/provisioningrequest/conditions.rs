@@ -143,7 +143,7 @@ impl Verdict {
             type_: type_.to_string(),
             status: if status { "True" } else { "False" }.into(),
             observed_generation: pr.metadata.generation,
-            last_transition_time: Time(jiff_time(now)),
+            last_transition_time: Time(simclock::to_timestamp(now)),
             reason: reason.to_string(),
             message,
         };
@@ -156,10 +156,6 @@ impl Verdict {
             None => conditions.push(condition),
         }
     }
-}
-
-fn jiff_time(t: SystemTime) -> jiff::Timestamp {
-    jiff::Timestamp::try_from(t).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }
 
 /// The condition of this type, if any.

@@ -29,11 +29,13 @@ pub async fn scale_up_with_requests(
     ctx: &AutoscalingContext,
     registry: &mut ClusterStateRegistry,
     snapshot: &mut Snapshot,
-    inputs: ScaleUpInputs<'_>,
-    (p, turns): (&ProvReqProcessing, &mut Turns),
+    mut inputs: ScaleUpInputs<'_>,
+    p: &ProvReqProcessing,
+    turns: &mut Turns,
 ) -> ScaleUpOutcome {
-    let (requested, regular): (Vec<PodInfo>, Vec<PodInfo>) =
-        inputs.pods.iter().cloned().partition(is_injected);
+    let (requested, regular): (Vec<PodInfo>, Vec<PodInfo>) = std::mem::take(&mut inputs.pods)
+        .into_iter()
+        .partition(is_injected);
     if requested.is_empty() {
         turns.requests_next = false;
     } else if regular.is_empty() {

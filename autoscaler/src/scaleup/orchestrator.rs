@@ -108,7 +108,8 @@ pub async fn scale_up(
         pending,
         &groups,
         inputs.nodes,
-        (now, inputs.all_or_nothing),
+        now,
+        inputs.all_or_nothing,
     )
     .await;
     let by_key: HashMap<&str, &Arc<Pod>> =
@@ -227,7 +228,8 @@ async fn plan_scale_up(
     pending: &[PodInfo],
     groups: &NodeGroupList,
     nodes: &[Arc<Node>],
-    (now, all_or_nothing): (SystemTime, bool),
+    now: SystemTime,
+    all_or_nothing: bool,
 ) -> ScaleUpPlan {
     let f = &ctx.flags;
     let (cores, memory) = clusterstate::cluster_resources(nodes, now);
