@@ -20,7 +20,7 @@
 //! loop sends ([`ProvReqProcessing::flush`]) before scale-up. At the loop's
 //! start, [`ProvReqProcessing::refresh`] expires bookings and old requests.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -121,6 +121,8 @@ struct Shared {
     last_processed: Option<SystemTime>,
     /// Condition writes decided, not yet sent.
     outbox: Vec<ProvisioningRequest>,
+    /// The requests of a class not served here, already logged.
+    not_served: HashSet<String>,
 }
 
 /// What the ProvisioningRequest processors share.
@@ -186,6 +188,27 @@ impl ProvReqProcessing {
     /// loop trigger starts the next loop at once then).
     pub fn processed_since(&self, since: SystemTime) -> bool {
         self.shared().last_processed.is_some_and(|t| t >= since)
+    }
+
+    /// Says once per request that its class is not served here: it is left
+    /// to its own controller (a typo in the class name shows here).
+    fn log_not_served(&self, pr: &ProvisioningRequest) {
+        let uid = pr.metadata.uid.clone().unwrap_or_else(|| pr.key());
+        if self.shared().not_served.insert(uid) {
+            tracing::info!(
+                "ProvisioningRequest {} has class {:?}, which this autoscaler does not serve{}: left to its own controller",
+                pr.key(),
+                pr.spec.provisioning_class_name,
+                if self.settings.processor_instance.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (--check-capacity-processor-instance={})",
+                        self.settings.processor_instance
+                    )
+                }
+            );
+        }
     }
 
     /// Queues `verdict` on `pr` for the next [`Self::flush`].
@@ -254,6 +277,7 @@ impl ProvReqProcessing {
                 break;
             }
             let Some(c) = self.class_of(&req.pr) else {
+                self.log_not_served(&req.pr);
                 continue;
             };
             if class.is_some_and(|want| want != c) || !self.available(&req.pr, now) {
@@ -348,21 +372,13 @@ impl ProvReqProcessing {
                 failed.push(pr);
             }
         }
-        let verdicts = expired
-            .into_iter()
-            .map(|pr| (pr, Verdict::BookingExpired))
-            .chain(failed.into_iter().map(|pr| (pr, Verdict::Expired)));
-        for (pr, verdict) in verdicts {
-            let mut pr = pr.clone();
-            verdict.apply(&mut pr, now);
-            if let Err(e) = self.client.update_status(&pr).await {
-                let (type_, ..) = verdict.parts();
-                tracing::error!(
-                    "failed to add {type_} condition to ProvReq {}, err: {e}",
-                    pr.key()
-                );
-            }
+        for pr in expired {
+            self.decide(pr.clone(), &Verdict::BookingExpired);
         }
+        for pr in failed {
+            self.decide(pr.clone(), &Verdict::Expired);
+        }
+        self.flush().await;
         self.delete_old(&all, now).await;
     }
 
