@@ -4,7 +4,7 @@
 //! loops is its own (the registry, the planner, the actuator...).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use kube::Client;
 
@@ -13,6 +13,7 @@ use crate::cloudprovider::{CloudProvider, NodeGroup, NodeGroupOptions};
 use crate::config::{Flags, Validated};
 use crate::events::EventRecorder;
 use crate::metrics::Metrics;
+use crate::resourcequotas::Quota;
 use crate::taints::TaintConfig;
 
 /// The shared context of one autoscaler.
@@ -37,9 +38,17 @@ pub struct AutoscalingContext {
     pub group_defaults: NodeGroupOptions,
     /// Startup and status taints (`--startup-taint`, `--status-taint`...).
     pub taints: TaintConfig,
+    /// The valid CapacityQuotas (`--capacity-quotas-enabled`), as the
+    /// loop's start read them.
+    pub quotas: RwLock<Vec<Quota>>,
 }
 
 impl AutoscalingContext {
+    /// The valid CapacityQuotas scale-up enforces.
+    pub fn capacity_quotas(&self) -> Vec<Quota> {
+        self.quotas.read().map(|q| q.clone()).unwrap_or_default()
+    }
+
     /// A group's options: its own (from annotations or tags) over the flags.
     pub fn options_for(&self, g: &dyn NodeGroup) -> NodeGroupOptions {
         g.get_options(&self.group_defaults)

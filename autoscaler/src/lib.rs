@@ -14,6 +14,8 @@
 //! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
 //! | [`processors`] | `processors` (`nodeinfosprovider`, `pods`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods), node-group list processors, the scale-up status processors (the pods' events) |
 //! | [`provisioningrequest`] | `provisioningrequest`, `processors/provreq` | ProvisioningRequests: the API, the classes (check-capacity, best-effort-atomic), the conditions, the injected and booked pods |
+//! | [`capacitybuffer`] | `capacitybuffer`, `processors/capacitybuffer` | CapacityBuffers: the API, the controller (status, managed PodTemplate, ResourceQuota cut), the fake pods |
+//! | [`resourcequotas`] | `resourcequotas` | CapacityQuotas: the API, the controller (`Valid`, `status.used`), the quotas scale-up enforces |
 //! | [`scaleup`] | `core/scaleup`, `estimator`, `processors/nodegroupset` | pending pods, equivalence, estimator, limits, balancing, plan, the one executor, min-size enforcement |
 //! | [`expander`] | `expander` | choosing among options; the priority expander's ConfigMap |
 //! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
@@ -78,6 +80,7 @@ macro_rules! ca_names {
 }
 
 pub mod cache;
+pub mod capacitybuffer;
 pub mod client;
 pub mod cloudprovider;
 pub mod clusterstate;
@@ -93,6 +96,7 @@ pub mod leaderelection;
 pub mod metrics;
 pub mod processors;
 pub mod provisioningrequest;
+pub mod resourcequotas;
 pub mod scaledown;
 pub mod scaleup;
 pub mod server;

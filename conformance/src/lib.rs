@@ -45,6 +45,7 @@
 pub mod aws;
 pub mod bench;
 pub mod binary;
+pub mod capacity;
 pub mod capi;
 pub mod child_run;
 pub mod compare;

@@ -28,6 +28,7 @@ use kube::Client;
 use predicates::{NodeInfo, PodInfo};
 
 use crate::cache::ClusterCache;
+use crate::capacitybuffer::{BufferController, BufferPodInjection};
 use crate::cloudprovider::{CloudError, CloudProvider, NodeGroupOptions, NodeLister};
 use crate::clusterstate::{self, Backoff, ClusterStateRegistry};
 use crate::config::{Flags, Validated};
@@ -36,10 +37,14 @@ use crate::decisions::Decisions;
 use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::metrics::Metrics;
 use crate::processors::Processors;
+use crate::processors::capacitybuffer::{
+    CapacityBufferPodListProcessor, FakePodsScaleUpStatusProcessor,
+};
 use crate::processors::pods::{CurrentlyDrainedNodes, PodListContext};
 use crate::processors::provreq::{ProvReqProcessing, Settings as ProvReqSettings};
 use crate::provisioningrequest::client::ProvReqClient;
 use crate::provisioningrequest::orchestrator::{Turns, scale_up_with_requests};
+use crate::resourcequotas::QuotaController;
 use crate::scaledown::actuation::{self, Actuator, DeletionError};
 use crate::scaledown::orchestrator::ScaleDown;
 use crate::scaleup::orchestrator::{ScaleUpInputs, scale_up};
@@ -94,6 +99,12 @@ pub struct Autoscaler {
     /// With `--enable-provisioning-requests`: the requests' processing,
     /// and whose turn scale-up is.
     provreqs: Option<(Arc<ProvReqProcessing>, Turns)>,
+    /// `--capacity-buffer-controller-enabled`.
+    buffer_controller: Option<BufferController>,
+    /// `--capacity-buffer-pod-injection-enabled`.
+    buffer_injection: Option<Arc<BufferPodInjection>>,
+    /// `--capacity-quotas-enabled`.
+    quota_controller: Option<QuotaController>,
     cleaned_up: bool,
     /// Set by a loop that left every pending pod for being very new: when
     /// the wait ends (`scaleup::new_pods`).
@@ -204,6 +215,27 @@ impl Autoscaler {
             }
             (p, Turns::default())
         });
+        let buffer_controller = f.capacity_buffer_controller_enabled.then(|| {
+            BufferController::new(
+                client.clone(),
+                clock.clone(),
+                f.capacity_buffer_pod_dry_run_enabled,
+            )
+        });
+        let buffer_injection = f.capacity_buffer_pod_injection_enabled.then(|| {
+            let injection = Arc::new(BufferPodInjection::new(client.clone(), clock.clone()));
+            processors
+                .pod_list
+                .add_first(Box::new(CapacityBufferPodListProcessor(injection.clone())));
+            processors.scale_up_status.insert(
+                0,
+                Box::new(FakePodsScaleUpStatusProcessor(injection.clone())),
+            );
+            injection
+        });
+        let quota_controller = f
+            .capacity_quotas_enabled
+            .then(|| QuotaController::new(client.clone(), clock.clone()));
         Self {
             ctx: AutoscalingContext {
                 client,
@@ -216,6 +248,7 @@ impl Autoscaler {
                 metrics: metrics.clone(),
                 group_defaults,
                 taints,
+                quotas: Default::default(),
             },
             registry,
             scale_down: ScaleDown::new(actuator),
@@ -223,6 +256,9 @@ impl Autoscaler {
             processors,
             sizes: housekeeping::SizeFixer::default(),
             provreqs,
+            buffer_controller,
+            buffer_injection,
+            quota_controller,
             cleaned_up: false,
             pods_new_until: None,
             decisions: Arc::new(Mutex::new(Decisions::default())),
@@ -344,11 +380,23 @@ impl Autoscaler {
         if let Some((p, _)) = &self.provreqs {
             p.refresh().await;
         }
+        if let Some(c) = &self.buffer_controller {
+            c.reconcile().await;
+        }
+        if let Some(i) = &self.buffer_injection {
+            i.prepare().await;
+        }
         if !self.cleaned_up {
             housekeeping::clean_up_taints(&self.ctx).await;
             self.cleaned_up = true;
         }
         let nodes: Vec<Arc<Node>> = self.ctx.cache.read().nodes.values().cloned().collect();
+        if let Some(c) = &self.quota_controller {
+            let valid = c.reconcile(&nodes).await;
+            if let Ok(mut q) = self.ctx.quotas.write() {
+                *q = valid;
+            }
+        }
         if let Some(message) = self.no_nodes_to_start_from(&nodes) {
             self.status
                 .write(&StatusWriter::initializing(now, Some(message)))

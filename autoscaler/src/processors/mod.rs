@@ -10,6 +10,7 @@
 //! - [`nodegroups`]: the node groups scale-up may consider;
 //! - [`status`]: what is told of the scale-up once it is done.
 
+pub mod capacitybuffer;
 pub mod nodegroups;
 pub mod nodeinfosprovider;
 pub mod pods;

@@ -75,6 +75,13 @@ impl PodListProcessors {
         Self(processors)
     }
 
+    /// Puts a processor first in the chain (upstream's
+    /// `NewCombinedPodListProcessor([p, chain])`, as the CapacityBuffer
+    /// injector is wired).
+    pub fn add_first(&mut self, processor: Box<dyn PodListProcessor>) {
+        self.0.insert(0, processor);
+    }
+
     /// Adds a processor at the end of the chain (upstream's `AddProcessor`).
     pub fn add(&mut self, processor: Box<dyn PodListProcessor>) {
         self.0.push(processor);

@@ -1,8 +1,11 @@
 //! Scale-up status processors (upstream's `processors/status`): what is
 //! told of a loop's scale-up once it is done. The default,
 //! [`EventingScaleUpStatusProcessor`], tells each pod: `TriggeredScaleUp`
-//! with the increases made for it, or `NotTriggerScaleUp` with why not.
+//! with the increases made for it, or `NotTriggerScaleUp` with why not;
+//! a CapacityBuffer's fake pods are told of per buffer instead
+//! ([`super::capacitybuffer`]).
 
+use crate::capacitybuffer::is_fake_pod;
 use crate::context::AutoscalingContext;
 use crate::events::{EventReason, EventType, ObjectRef};
 use crate::scaleup::orchestrator::ScaleUpOutcome;
@@ -33,6 +36,9 @@ impl ScaleUpStatusProcessor for EventingScaleUpStatusProcessor {
 
     fn process(&self, ctx: &AutoscalingContext, outcome: &ScaleUpOutcome) {
         for (pod, why) in &outcome.pods_remain_unschedulable {
+            if is_fake_pod(pod) {
+                continue;
+            }
             ctx.events.record(
                 &ObjectRef::pod(pod),
                 EventType::Normal,
@@ -47,7 +53,11 @@ impl ScaleUpStatusProcessor for EventingScaleUpStatusProcessor {
             "pod triggered scale-up: [{}]",
             format_increases(&outcome.scaled)
         );
-        for pod in &outcome.pods_triggered_scale_up {
+        for pod in outcome
+            .pods_triggered_scale_up
+            .iter()
+            .filter(|p| !is_fake_pod(p))
+        {
             ctx.events.record(
                 &ObjectRef::pod(pod),
                 EventType::Normal,

@@ -117,7 +117,7 @@ fn pod(
 
 /// The API server's defaults that change scheduling: a container with
 /// limits and no request for a resource requests its limit.
-fn defaulted(mut spec: PodSpec) -> PodSpec {
+pub(crate) fn defaulted(mut spec: PodSpec) -> PodSpec {
     let containers = spec
         .containers
         .iter_mut()

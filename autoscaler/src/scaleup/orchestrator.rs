@@ -13,7 +13,7 @@ use predicates::{NodeInfo, PodInfo};
 
 use super::balancing::Balancing;
 use super::executor;
-use super::limits::Limits;
+use super::limits::{Limits, QuotaLeft, skipped_reason};
 use super::new_pods;
 use super::plan::{Plan, PlanInputs, ScaleUpPlan, plan};
 use super::types::{Candidate, NotTriggered, ScaleUpInfo, ScaleUpStatus, format_increases};
@@ -242,6 +242,14 @@ async fn plan_scale_up(
             memory,
         ),
         max_nodes_per_scaleup: f.max_nodes_per_scaleup,
+        quotas: ctx
+            .capacity_quotas()
+            .into_iter()
+            .map(|q| {
+                let usage = q.usage(nodes);
+                QuotaLeft::new(q, &usage)
+            })
+            .collect(),
     };
     let balancing = Balancing {
         enabled: f.balance_similar_node_groups,
@@ -270,10 +278,10 @@ async fn plan_scale_up(
     );
     ctx.metrics.observe("scaleUp:estimate", t.elapsed());
     for hit in &plan.limit_hits {
-        for resource in &hit.resources {
+        for reason in hit.resources().into_iter().filter_map(skipped_reason) {
             Metrics::inc(
                 &ctx.metrics.skipped_scale_events,
-                &[("direction", "up"), ("reason", resource.skipped_reason())],
+                &[("direction", "up"), ("reason", reason)],
                 1,
             );
         }

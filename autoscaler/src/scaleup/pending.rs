@@ -47,7 +47,8 @@ fn bypassed(p: &Pod, bypassed_schedulers: &[String]) -> bool {
 
 /// Whether a pod is old enough to count: older than `--new-pod-scale-up-delay`
 /// or its own (larger) `pod-scale-up-delay` annotation. An unparsable or
-/// smaller annotation is logged and the flag is used.
+/// smaller annotation is logged and the flag is used. A pod without a
+/// creation time (a CapacityBuffer's fake pod) is old, as Go's zero time.
 pub fn old_enough(pod: &Pod, delay: Duration, now: SystemTime) -> bool {
     let mut d = delay;
     if let Some(v) = pod
@@ -70,6 +71,6 @@ pub fn old_enough(pod: &Pod, delay: Duration, now: SystemTime) -> bool {
         .metadata
         .creation_timestamp
         .as_ref()
-        .map_or(now, |t| SystemTime::from(t.0));
+        .map_or(SystemTime::UNIX_EPOCH, |t| SystemTime::from(t.0));
     created + d < now || (d.is_zero() && created <= now)
 }

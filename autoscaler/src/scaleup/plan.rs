@@ -156,8 +156,12 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn reject_for_all(&mut self, group: &str, reason: String) {
+        self.reject_for_all_with(group, vec![reason]);
+    }
+
+    fn reject_for_all_with(&mut self, group: &str, reasons: Vec<String>) {
         for r in self.rejected.iter_mut() {
-            r.insert(group.to_string(), vec![reason.clone()]);
+            r.insert(group.to_string(), reasons.clone());
         }
     }
 
@@ -173,7 +177,7 @@ impl<'a> Planner<'a> {
             let allowed = match self.inputs.limits.nodes_allowed(&c.template) {
                 Ok(n) => n,
                 Err(reason) => {
-                    self.reject_for_all(&c.id, reason.to_string());
+                    self.reject_for_all_with(&c.id, reason.reasons());
                     self.limit_hits.push(reason);
                     continue;
                 }
@@ -347,7 +351,9 @@ impl<'a> Planner<'a> {
 
     /// The increases for the chosen option: its count capped by
     /// `--max-nodes-total`, then shared with its similar groups when
-    /// balancing.
+    /// balancing, each group's share cut to what its CapacityQuotas leave
+    /// (upstream's `capScaleUpsByQuota`: the rest is not given to another
+    /// group).
     fn increases(&self, option: &ScaleUpOption, similar: Vec<&Candidate>) -> Vec<ScaleUpInfo> {
         let limits = self.inputs.limits;
         let mut count = option.node_count;
@@ -358,11 +364,25 @@ impl<'a> Planner<'a> {
         match chosen {
             None => Vec::new(),
             Some(c) if self.inputs.balancing.enabled => {
-                let groups: Vec<(String, usize, usize)> = std::iter::once(c)
-                    .chain(similar)
+                let similar: Vec<&Candidate> = similar
+                    .into_iter()
+                    .filter(|g| limits.nodes_allowed(&g.template).is_ok())
+                    .collect();
+                let members: Vec<&Candidate> = std::iter::once(c).chain(similar).collect();
+                let groups: Vec<(String, usize, usize)> = members
+                    .iter()
                     .map(|g| (g.id.clone(), g.target, g.max))
                     .collect();
+                let mut left = limits.clone();
                 balance(&groups, count)
+                    .into_iter()
+                    .filter_map(|mut info| {
+                        let g = members.iter().find(|g| g.id == info.group)?;
+                        let taken = left.consume(&g.template, info.new - info.current);
+                        info.new = info.current + taken;
+                        (taken > 0).then_some(info)
+                    })
+                    .collect()
             }
             Some(c) => vec![ScaleUpInfo {
                 group: c.id.clone(),

@@ -262,6 +262,7 @@ fn roomy_limits() -> Limits {
         cores: (320_000, 0),
         memory: (i64::MAX, 0),
         max_nodes_per_scaleup: 1000,
+        quotas: Vec::new(),
     }
 }
 

@@ -218,6 +218,7 @@ enum Subject {
     GroupNodes(String),
     StatusConfigMap,
     MachineDeployment(String),
+    CapacityBuffer(String),
 }
 
 impl Subject {
@@ -231,6 +232,8 @@ impl Subject {
             Some(Self::StatusConfigMap)
         } else if text.starts_with("the MachineDeployment") {
             quoted.first().cloned().map(Self::MachineDeployment)
+        } else if text.starts_with("the CapacityBuffer") {
+            quoted.first().cloned().map(Self::CapacityBuffer)
         } else {
             None
         }
@@ -272,6 +275,13 @@ impl Subject {
             Self::MachineDeployment(name) => {
                 events(w, reason, |e| {
                     e.involved_object.kind.as_deref() == Some("MachineDeployment")
+                        && e.involved_object.name.as_deref() == Some(name.as_str())
+                })
+                .await
+            }
+            Self::CapacityBuffer(name) => {
+                events(w, reason, |e| {
+                    e.involved_object.kind.as_deref() == Some("CapacityBuffer")
                         && e.involved_object.name.as_deref() == Some(name.as_str())
                 })
                 .await
@@ -342,7 +352,7 @@ async fn expect_event(
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+") gets? an? "(\S*)" event (saying|containing) "(.*)"$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+"|the CapacityBuffer "\S+") gets? an? "(\S*)" event (saying|containing) "(.*)"$"#
 )]
 async fn event_saying(
     w: &mut CaWorld,
@@ -352,7 +362,8 @@ async fn event_saying(
     message: String,
 ) -> StepResult {
     // CA names a group by its id: `{MachineDeployment/default/pool 0->3 ...}`.
-    let message = w.with_group_ids(&message);
+    // A quote inside the quoted message is written `\"`.
+    let message = w.with_group_ids(&message.replace("\\\"", "\""));
     let message = if how == "saying" {
         Message::Exactly(&message)
     } else {
@@ -362,14 +373,14 @@ async fn event_saying(
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+") gets? an? "(\S+)" event$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+"|the CapacityBuffer "\S+") gets? an? "(\S+)" event$"#
 )]
 async fn event_any(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
     expect_event(w, &subject, &reason, Message::Any).await
 }
 
 #[then(
-    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+") gets? no "(\S+)" event$"#
+    regex = r#"^(the pods of "\S+"|a node of "\S+"|the status ConfigMap|the MachineDeployment "\S+"|the CapacityBuffer "\S+") gets? no "(\S+)" event$"#
 )]
 async fn no_event(w: &mut CaWorld, subject: String, reason: String) -> StepResult {
     let seen = Subject::parse(&subject)?.events(w, &reason).await?;

@@ -24,12 +24,15 @@
 //!   over the whole scenario;
 //! - [`provisioning`]: ProvisioningRequests: the CRD, pod templates,
 //!   requests and the conditions CA writes on them;
+//! - [`capacity`]: CapacityBuffers and CapacityQuotas: the CRDs, buffers,
+//!   quotas and the conditions and status CA writes on them;
 //! - [`replicas`]: the autoscaler as replicas with leader election, the
 //!   leader killed, which replicas acted and whether one at a time.
 //!
 //! `conformance/README.md` lists every step with an example.
 
 pub mod assertions;
+pub mod capacity;
 pub mod cluster;
 pub mod clusterapi;
 pub mod faults;

@@ -244,6 +244,7 @@ const CORE: &[Builtin] = &[
         .scaled()
         .fields(&[("status.replicas", "0")]),
     r("podtemplates", "PodTemplate", true, &[], false),
+    r("resourcequotas", "ResourceQuota", true, &["quota"], true),
 ];
 
 /// `apps`.

@@ -1,0 +1,329 @@
+//! From a buffer's spec to its pod and replicas (upstream's
+//! `capacitybuffer/translators` and `fakepods` resolvers): the template
+//! (a PodTemplate, or the pods and template of a scalable object), the pod
+//! it resolves to (a server-side dry-run create, or local defaulting), and
+//! how many of them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::{Api, Client};
+use predicates::quantity::parse_milli;
+use predicates::resources::pod_requests;
+
+use super::types::{CapacityBuffer, ScalableRef};
+
+/// Why the number of replicas of a buffer cannot be computed (upstream's
+/// texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicasError {
+    /// Neither `replicas`, `percentage` (with a scalable object) nor `limits`.
+    #[error("replicas, percentage and limits are not defined")]
+    NotDefined,
+    /// `limits` names no resource the pod requests.
+    #[error("resources in configured limits not found in the pod template")]
+    LimitsNotInTemplate,
+}
+
+/// How many fake pods a buffer asks for (upstream's
+/// `getBufferNumberOfPods`): the least of `replicas`, `percentage` of the
+/// scalable object's replicas (rounded down) and as many pods as fit in
+/// `limits`. Upstream's API docs say the larger of replicas and percentage
+/// and a percentage rounded up to at least one; its code takes the least
+/// and rounds down, and the code is what runs.
+pub fn number_of_pods(
+    buffer: &CapacityBuffer,
+    pod: &Pod,
+    scalable_replicas: Option<i32>,
+) -> Result<i32, ReplicasError> {
+    let spec = &buffer.spec;
+    let mut n: Option<i64> = None;
+    let mut least = |v: i64| n = Some(n.map_or(v, |m| m.min(v)));
+    if let Some(r) = spec.replicas {
+        least(i64::from(r.max(0)));
+    }
+    if let (Some(p), Some(total)) = (spec.percentage, scalable_replicas) {
+        least((i64::from(p) * i64::from(total) / 100).max(0));
+    }
+    if let Some(limits) = &spec.limits {
+        least(fit_in_limits(pod, limits)?);
+    }
+    let n = n.ok_or(ReplicasError::NotDefined)?;
+    Ok(i32::try_from(n).unwrap_or(i32::MAX))
+}
+
+/// How many pods fit in `limits`: per resource both request and limit,
+/// the limit over the request, rounded down; the least.
+fn fit_in_limits(
+    pod: &Pod,
+    limits: &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+) -> Result<i64, ReplicasError> {
+    let requests = pod_requests(pod);
+    let mut fit: Option<i64> = None;
+    for (name, limit) in limits {
+        let request = match name.as_str() {
+            "cpu" => requests.milli_cpu,
+            "memory" => requests.memory.saturating_mul(1000),
+            "ephemeral-storage" => requests.ephemeral_storage.saturating_mul(1000),
+            other => requests
+                .scalar
+                .get(other)
+                .copied()
+                .unwrap_or(0)
+                .saturating_mul(1000),
+        };
+        if request <= 0 {
+            continue;
+        }
+        let limit = parse_milli(&limit.0).unwrap_or(0);
+        let n = limit / request;
+        fit = Some(fit.map_or(n, |f| f.min(n)));
+    }
+    fit.ok_or(ReplicasError::LimitsNotInTemplate)
+}
+
+/// The pod a template makes (upstream's `GetPodFromTemplate`).
+pub fn pod_from_template(template: &PodTemplateSpec, namespace: &str) -> Pod {
+    let meta = template.metadata.clone().unwrap_or_default();
+    Pod {
+        metadata: ObjectMeta {
+            namespace: Some(namespace.into()),
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+            ..ObjectMeta::default()
+        },
+        spec: template.spec.clone(),
+        status: None,
+    }
+}
+
+/// How a template becomes the pod the buffer's fake pods copy
+/// (`--capacity-buffer-pod-dry-run-enabled`).
+#[derive(Clone)]
+pub enum Resolver {
+    /// A server-side dry-run create: admission, defaulting and webhooks
+    /// run, nothing is stored (needs `create` on pods).
+    DryRun(Client),
+    /// Locally: a container's limit is its request where it has none.
+    Defaulting,
+}
+
+impl Resolver {
+    /// The pod `template` resolves to in `namespace`.
+    pub async fn resolve(
+        &self,
+        namespace: &str,
+        template: &PodTemplateSpec,
+    ) -> Result<Pod, String> {
+        let mut pod = pod_from_template(template, namespace);
+        match self {
+            Self::Defaulting => {
+                pod.spec = pod.spec.map(crate::provisioningrequest::pods::defaulted);
+                Ok(pod)
+            }
+            Self::DryRun(client) => {
+                pod.metadata.generate_name = Some("fake-pod-".into());
+                let pp = PostParams {
+                    dry_run: true,
+                    field_manager: Some("cluster-autoscaler".into()),
+                };
+                Api::<Pod>::namespaced(client.clone(), namespace)
+                    .create(&pp, &pod)
+                    .await
+                    .map_err(|e| {
+                        let e = api_message(&e);
+                        tracing::error!(
+                            "Failed to create dry-run pod for template {namespace}/{}: {e}",
+                            template
+                                .metadata
+                                .as_ref()
+                                .and_then(|m| m.name.as_deref())
+                                .unwrap_or("")
+                        );
+                        e
+                    })
+            }
+        }
+    }
+}
+
+/// The server's message of an API error, or the error.
+pub fn api_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What a scalable object gives a buffer: a pod and its replicas.
+pub struct ScalableSource {
+    /// The pod the fake pods copy.
+    pub pod: Pod,
+    /// The object's replicas (the base of `percentage`).
+    pub replicas: Option<i32>,
+}
+
+/// The built-in kinds with a pod template (upstream's resolvers, keyed
+/// `apiGroup-Kind`): their plural and whether their replicas are
+/// `spec.parallelism` (a Job).
+fn builtin(sref: &ScalableRef) -> Option<(&'static str, &'static str, bool)> {
+    Some(match (sref.api_group.as_str(), sref.kind.as_str()) {
+        ("apps", "Deployment") => ("apps/v1", "deployments", false),
+        ("apps", "ReplicaSet") => ("apps/v1", "replicasets", false),
+        ("apps", "StatefulSet") => ("apps/v1", "statefulsets", false),
+        ("" | "core", "ReplicationController") => ("v1", "replicationcontrollers", false),
+        ("batch", "Job") => ("batch/v1", "jobs", true),
+        _ => return None,
+    })
+}
+
+fn api_resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The pod and replicas of a scalable object (upstream's scalable-objects
+/// translator): through its scale subresource, the newest of the pods its
+/// selector matches, with the scale's replicas; with no such pod (or no
+/// scale), the built-in kind's own template and replicas, resolved.
+pub async fn scalable_source(
+    client: &Client,
+    resolver: &Resolver,
+    namespace: &str,
+    sref: &ScalableRef,
+) -> Result<ScalableSource, String> {
+    let live = match scale_of(client, namespace, sref).await {
+        Ok((selector, replicas)) => match newest_pod(client, namespace, &selector).await {
+            Ok(Some(pod)) => return Ok(ScalableSource { pod, replicas }),
+            Ok(None) => None,
+            Err(e) => Some(e),
+        },
+        Err(e) => Some(e),
+    };
+    if let Some(e) = &live {
+        tracing::error!(
+            "capacity buffer scalable objects translator: failed to resolve live pod: {e}"
+        );
+    }
+    let own = own_template(client, resolver, namespace, sref).await;
+    match (own, live) {
+        (Ok(s), _) => Ok(s),
+        (Err(e), Some(l)) => Err(format!(
+            "failed to resolve live pod: {l}, failed to resolve scalable object: {e}"
+        )),
+        (Err(e), None) => Err(format!("failed to resolve scalable object: {e}")),
+    }
+}
+
+/// The newest pod `selector` matches in `namespace` (its node cleared).
+async fn newest_pod(
+    client: &Client,
+    namespace: &str,
+    selector: &str,
+) -> Result<Option<Pod>, String> {
+    if selector.is_empty() {
+        return Ok(None);
+    }
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace)
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await
+        .map_err(|e| api_message(&e))?;
+    let newest = pods
+        .items
+        .into_iter()
+        .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    Ok(newest.map(|mut p| {
+        if let Some(s) = p.spec.as_mut() {
+            s.node_name = None;
+        }
+        p
+    }))
+}
+
+/// The selector and replicas of the object's scale subresource.
+async fn scale_of(
+    client: &Client,
+    namespace: &str,
+    sref: &ScalableRef,
+) -> Result<(String, Option<i32>), String> {
+    let ar = match builtin(sref) {
+        Some((av, plural, _)) => api_resource(av, &sref.kind, plural),
+        None => {
+            let group = kube::discovery::group(client, &sref.api_group)
+                .await
+                .map_err(|e| api_message(&e))?;
+            let (ar, _) = group
+                .recommended_kind(&sref.kind)
+                .ok_or_else(|| format!("no kind {} in group {:?}", sref.kind, sref.api_group))?;
+            ar
+        }
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+    let scale: k8s_openapi::api::autoscaling::v1::Scale = api
+        .get_subresource("scale", &sref.name)
+        .await
+        .map_err(|e| api_message(&e))
+        .and_then(|o| {
+            serde_json::to_value(o)
+                .and_then(serde_json::from_value)
+                .map_err(|e| e.to_string())
+        })?;
+    let status = scale.status.unwrap_or_default();
+    Ok((status.selector.unwrap_or_default(), Some(status.replicas)))
+}
+
+/// A built-in kind's `spec.template` (resolved) and replicas.
+async fn own_template(
+    client: &Client,
+    resolver: &Resolver,
+    namespace: &str,
+    sref: &ScalableRef,
+) -> Result<ScalableSource, String> {
+    let Some((av, plural, parallelism)) = builtin(sref) else {
+        return Err(format!(
+            "kind {}/{} is not supported to use pod template",
+            sref.api_group, sref.kind
+        ));
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &api_resource(av, &sref.kind, plural),
+    );
+    let obj = api
+        .get(&sref.name)
+        .await
+        .map_err(|e| format!("failed to get Deployment: {}", api_message(&e)))?;
+    let spec = obj.data.get("spec").cloned().unwrap_or_default();
+    let template: PodTemplateSpec = spec
+        .get("template")
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let field = if parallelism {
+        "parallelism"
+    } else {
+        "replicas"
+    };
+    let replicas = spec
+        .get(field)
+        .and_then(serde_json::Value::as_i64)
+        .map(|r| i32::try_from(r).unwrap_or(i32::MAX))
+        .or(Some(1));
+    let pod = resolver
+        .resolve(namespace, &template)
+        .await
+        .map_err(|e| format!("failed to resolve pod spec: {e}"))?;
+    Ok(ScalableSource { pod, replicas })
+}

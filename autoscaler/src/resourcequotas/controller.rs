@@ -1,0 +1,120 @@
+//! The CapacityQuota controller (`--capacity-quotas-enabled`, upstream's
+//! `resourcequotas/capacityquota` reconciler): each loop, every quota is
+//! validated (`Valid`), and a valid one gets `status.used` (for each
+//! resource it limits, the sum over the nodes its selector matches of
+//! their capacity; `nodes` counts them) and `Reconciled`. A status is
+//! written only when it changed. Upstream reconciles on the quota's and
+//! the nodes' events; ours at the start of each loop, before scale-up
+//! reads the valid quotas ([`super::Quota`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+
+use super::Quota;
+use super::types::{CapacityQuota, QuotaCondition, QuotaResources};
+use crate::capacitybuffer::translators::api_message;
+
+/// The controller.
+pub struct QuotaController {
+    client: Client,
+    clock: simclock::Clock,
+}
+
+impl QuotaController {
+    /// A controller writing with `client`.
+    pub fn new(client: Client, clock: simclock::Clock) -> Self {
+        Self { client, clock }
+    }
+
+    /// Reconciles every quota against `nodes`; returns the valid ones, as
+    /// scale-up enforces them (upstream's `CapacityQuotasProvider`).
+    pub async fn reconcile(&self, nodes: &[Arc<Node>]) -> Vec<Quota> {
+        let quotas = match Api::<CapacityQuota>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(l) => l.items,
+            Err(e) => {
+                tracing::warn!("Failed to list CapacityQuotas: {}", api_message(&e));
+                return Vec::new();
+            }
+        };
+        let now = self.clock.now();
+        let mut valid = Vec::new();
+        for original in quotas {
+            let mut q = original.clone();
+            match Quota::from_capacity_quota(&q) {
+                Err(e) => {
+                    QuotaCondition::Invalid(e).set(&mut q, now);
+                    QuotaCondition::NotReconciled("Validation failed".into()).set(&mut q, now);
+                }
+                Ok(quota) => {
+                    QuotaCondition::Valid.set(&mut q, now);
+                    let used = quota.usage(nodes);
+                    q.status.get_or_insert_with(Default::default).used = Some(QuotaResources {
+                        resources: used
+                            .into_iter()
+                            .map(|(k, v)| {
+                                let text = render(&k, v);
+                                (k, Quantity(text))
+                            })
+                            .collect::<BTreeMap<_, _>>(),
+                    });
+                    QuotaCondition::Reconciled.set(&mut q, now);
+                    valid.push(quota);
+                }
+            }
+            if q.status != original.status {
+                self.write_status(&q).await;
+            }
+        }
+        valid
+    }
+
+    async fn write_status(&self, q: &CapacityQuota) {
+        let mut body = q.clone();
+        body.api_version = Some(<CapacityQuota as k8s_openapi::Resource>::API_VERSION.into());
+        body.kind = Some(<CapacityQuota as k8s_openapi::Resource>::KIND.into());
+        let pp = PostParams {
+            dry_run: false,
+            field_manager: Some("cluster-autoscaler".into()),
+        };
+        if let Err(e) = Api::<CapacityQuota>::all(self.client.clone())
+            .replace_status(q.name(), &pp, &body)
+            .await
+        {
+            tracing::warn!(
+                "Failed to update the status of CapacityQuota {}: {}",
+                q.name(),
+                api_message(&e)
+            );
+        }
+    }
+}
+
+/// A used amount as the API server would print the sum of the nodes'
+/// capacities: memory-like amounts with the largest binary suffix that
+/// divides them (`32Gi`), counts and cores plain.
+fn render(resource: &str, v: i64) -> String {
+    let binary = resource.contains("memory")
+        || resource.contains("storage")
+        || resource.starts_with("hugepages-");
+    if binary && v != 0 {
+        for (suffix, unit) in [
+            ("Ti", 1i64 << 40),
+            ("Gi", 1 << 30),
+            ("Mi", 1 << 20),
+            ("Ki", 1 << 10),
+        ] {
+            if v % unit == 0 {
+                return format!("{}{suffix}", v / unit);
+            }
+        }
+    }
+    v.to_string()
+}

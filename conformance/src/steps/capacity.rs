@@ -1,0 +1,242 @@
+//! CapacityBuffers and CapacityQuotas (CA 1.34-1.36's capacity APIs): the
+//! CRDs, buffers, quotas, and what CA wrote on them. Buffers and quotas are
+//! written as YAML with `the following objects` (upstream's API docs are
+//! YAML), or with the short steps below.
+//!
+//! - `Given the CapacityBuffer and CapacityQuota CRDs are installed`
+//! - `Given a CapacityBuffer "spare" of 2 pods of "job"` (`podTemplateRef`
+//!   and `replicas`); `When ... is created`
+//! - `When the CapacityBuffer "spare" is deleted`
+//! - `When creating the following object is refused with "..."` (the API
+//!   server's error: the CRD's schema and CEL rules decide)
+//! - `Then within 3 minutes the CapacityBuffer "spare" has the condition
+//!   "ReadyForProvisioning=True" with reason "AttributesSetSuccessfully"`
+//!   (` and message "..."`; also `the CapacityQuota "q"`)
+//! - `Then within 3 minutes the CapacityBuffer "spare" has 2 replicas`
+//! - `Then within 3 minutes the CapacityQuota "q" reports "cpu=8" used`
+//! - `Then no pod of the CapacityBuffer "spare" exists` (its fake pods live
+//!   in the simulation only)
+
+use std::time::Duration;
+
+use cucumber::gherkin::Step;
+use cucumber::{given, then, when};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject};
+use serde_json::{Value, json};
+
+use super::minutes;
+use crate::world::{CaWorld, StepResult};
+
+#[given(regex = r"^the CapacityBuffer and CapacityQuota CRDs are installed$")]
+async fn crds_installed(w: &mut CaWorld) -> StepResult {
+    if w.running.is_some() {
+        return Err("install the CRDs before the cluster starts (a Given)".into());
+    }
+    w.crds.extend(crate::capacity::crds()?);
+    Ok(())
+}
+
+#[given(regex = r#"^a CapacityBuffer "(\S+)" of (\d+) pods? of "(\S+)"$"#)]
+#[when(regex = r#"^a CapacityBuffer "(\S+)" of (\d+) pods? of "(\S+)" is created$"#)]
+async fn a_buffer(w: &mut CaWorld, name: String, replicas: i64, template: String) -> StepResult {
+    w.create(
+        json!({"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"podTemplateRef": {"name": template}, "replicas": replicas}}),
+    )
+    .await
+}
+
+#[when(regex = r#"^the CapacityBuffer "(\S+)" is deleted$"#)]
+async fn buffer_deleted(w: &mut CaWorld, name: String) -> StepResult {
+    let r = w.running().await?;
+    api(r.cluster.client(), Kind::Buffer)
+        .delete(&name, &Default::default())
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("deleting CapacityBuffer {name}: {e}"))
+}
+
+#[when(regex = r#"^creating the following object is refused with "(.*)"$"#)]
+async fn refused(w: &mut CaWorld, want: String, step: &Step) -> StepResult {
+    let text = step
+        .docstring
+        .as_deref()
+        .ok_or("this step needs the object as a YAML doc string")?;
+    let obj: Value = serde_saphyr::from_str(text).map_err(|e| format!("the YAML: {e}"))?;
+    let r = w.running().await?;
+    match r.cluster.create(obj).await {
+        Ok(()) => Err("the API server accepted the object".into()),
+        Err(e) if e.to_string().contains(&want.replace("\\\"", "\"")) => Ok(()),
+        Err(e) => Err(format!("refused, but not with {want:?}: {e}")),
+    }
+}
+
+/// The two kinds.
+#[derive(Clone, Copy)]
+enum Kind {
+    Buffer,
+    Quota,
+}
+
+impl Kind {
+    fn parse(s: &str) -> Self {
+        if s == "CapacityQuota" {
+            Self::Quota
+        } else {
+            Self::Buffer
+        }
+    }
+}
+
+fn api(client: kube::Client, kind: Kind) -> Api<DynamicObject> {
+    let (version, k, plural) = match kind {
+        Kind::Buffer => ("v1beta1", "CapacityBuffer", "capacitybuffers"),
+        Kind::Quota => ("v1alpha1", "CapacityQuota", "capacityquotas"),
+    };
+    let ar = ApiResource {
+        group: "autoscaling.x-k8s.io".into(),
+        version: version.into(),
+        api_version: format!("autoscaling.x-k8s.io/{version}"),
+        kind: k.into(),
+        plural: plural.into(),
+    };
+    match kind {
+        Kind::Buffer => Api::namespaced_with(client, "default", &ar),
+        Kind::Quota => Api::all_with(client, &ar),
+    }
+}
+
+/// The object's status, as the API server has it.
+async fn status(w: &mut CaWorld, kind: Kind, name: &str) -> Result<Value, String> {
+    let r = w.running().await?;
+    let o = api(r.cluster.client(), kind)
+        .get(name)
+        .await
+        .map_err(|e| format!("reading {name}: {e}"))?;
+    Ok(o.data.get("status").cloned().unwrap_or(Value::Null))
+}
+
+/// Conditions as `Type=Status (Reason: message)`.
+fn shown(status: &Value) -> Vec<String> {
+    status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}={} ({}: {})",
+                c["type"].as_str().unwrap_or(""),
+                c["status"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// Reads the object every 5 s for `within` minutes until `check` holds of
+/// its status; the error shows the last status seen.
+async fn eventually(
+    w: &mut CaWorld,
+    within: u64,
+    (kind, name): (Kind, &str),
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> StepResult {
+    let window = w.running().await?.window(minutes(within));
+    let mut last = Value::Null;
+    for _ in 0..=window.as_secs().div_ceil(5) {
+        last = status(w, kind, name).await?;
+        if check(&last) {
+            return Ok(());
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
+    Err(format!(
+        "{name} has no {what} within {within} minutes; its conditions: {:?}; its status: {last}",
+        shown(&last)
+    ))
+}
+
+#[then(
+    regex = r#"^within (\d+) minutes? the (CapacityBuffer|CapacityQuota) "(\S+)" has the condition "(\w+)=(True|False)" with reason "(\w*)"(.*)$"#
+)]
+async fn has_condition(
+    w: &mut CaWorld,
+    within: u64,
+    kind: String,
+    name: String,
+    type_: String,
+    state: String,
+    reason: String,
+    rest: String,
+) -> StepResult {
+    let message = match rest.as_str() {
+        "" => None,
+        _ => Some(
+            rest.strip_prefix(" and message \"")
+                .and_then(|m| m.strip_suffix('"'))
+                .ok_or_else(|| format!("{rest:?}: want ` and message \"...\"`"))?
+                .replace("\\\"", "\""),
+        ),
+    };
+    let what = format!("{type_}={state} condition with reason {reason:?} and message {message:?}");
+    eventually(w, within, (Kind::parse(&kind), &name), &what, |s| {
+        s["conditions"].as_array().into_iter().flatten().any(|c| {
+            c["type"] == type_.as_str()
+                && c["status"] == state.as_str()
+                && c["reason"] == reason.as_str()
+                && message.as_deref().is_none_or(|m| c["message"] == m)
+        })
+    })
+    .await
+}
+
+#[then(regex = r#"^within (\d+) minutes? the CapacityBuffer "(\S+)" has (\d+) replicas?$"#)]
+async fn has_replicas(w: &mut CaWorld, within: u64, name: String, replicas: i64) -> StepResult {
+    let what = format!("status.replicas {replicas}");
+    eventually(w, within, (Kind::Buffer, &name), &what, |s| {
+        s["replicas"].as_i64() == Some(replicas)
+    })
+    .await
+}
+
+#[then(
+    regex = r#"^within (\d+) minutes? the CapacityQuota "(\S+)" reports "([^"=]+)=([^"]+)" used$"#
+)]
+async fn reports_used(
+    w: &mut CaWorld,
+    within: u64,
+    name: String,
+    resource: String,
+    amount: String,
+) -> StepResult {
+    let what = format!("status.used {resource}={amount}");
+    eventually(w, within, (Kind::Quota, &name), &what, |s| {
+        s["used"]["resources"][resource.as_str()] == amount.as_str()
+    })
+    .await
+}
+
+#[then(regex = r#"^no pod of the CapacityBuffer "(\S+)" exists$"#)]
+async fn no_fake_pod(w: &mut CaWorld, name: String) -> StepResult {
+    let r = w.running().await?;
+    let pods = Api::<k8s_openapi::api::core::v1::Pod>::all(r.cluster.client())
+        .list(&Default::default())
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?;
+    let prefix = format!("capacity-buffer-{name}-");
+    let fake: Vec<String> = pods
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    if fake.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the cluster has pods of buffer {name}: {fake:?}"))
+    }
+}
