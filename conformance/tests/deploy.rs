@@ -510,37 +510,74 @@ fn helm_template(sets: &[String]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The ProvisioningRequest add-on grants exactly the chart's rule file for
-/// it, the provider manifests none of it (only with the flag), and, where
-/// helm is installed, the chart adds the file's rules with
-/// `extraArgs.enable-provisioning-requests` and only then.
+/// Each feature's add-on (ProvisioningRequests, CapacityBuffers,
+/// CapacityQuotas) grants exactly the chart's rule file for it, the
+/// provider manifests none of it (only with the flag), and, where helm is
+/// installed, the chart adds the file's rules with the feature's
+/// `extraArgs` and only then.
 #[test]
-fn provisioning_request_rules_come_with_the_feature_only() {
-    let file = repo()
-        .join("deploy/helm/cluster-autoscaler/files/clusterrole-rules-provisioningrequests.yaml");
-    let want: Vec<Value> = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+fn feature_rules_come_with_the_feature_only() {
+    for (file, addon, flag) in [
+        (
+            "clusterrole-rules-provisioningrequests.yaml",
+            "provisioning-requests.yaml",
+            "enable-provisioning-requests",
+        ),
+        (
+            "clusterrole-rules-capacitybuffers.yaml",
+            "capacity-buffers.yaml",
+            "capacity-buffer-controller-enabled",
+        ),
+        (
+            "clusterrole-rules-capacitybuffers.yaml",
+            "capacity-buffers.yaml",
+            "capacity-buffer-pod-injection-enabled",
+        ),
+        (
+            "clusterrole-rules-capacityquotas.yaml",
+            "capacity-quotas.yaml",
+            "capacity-quotas-enabled",
+        ),
+    ] {
+        rules_come_with_the_feature_only(file, addon, flag);
+    }
+}
+
+fn rules_come_with_the_feature_only(file: &str, addon: &str, flag: &str) {
+    let path = repo()
+        .join("deploy/helm/cluster-autoscaler/files")
+        .join(file);
+    let want: Vec<Value> = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(!want.is_empty());
-    let addon = std::fs::read_to_string(repo().join("deploy/manifests/provisioning-requests.yaml"))
-        .unwrap();
-    assert_eq!(manifest_rules(&addon, "ClusterRole"), want);
+    let text = std::fs::read_to_string(repo().join("deploy/manifests").join(addon)).unwrap();
+    assert_eq!(manifest_rules(&text, "ClusterRole"), want, "{addon}");
     for provider in ["kwok", "clusterapi", "aws"] {
         let manifest =
             std::fs::read_to_string(repo().join(format!("deploy/manifests/{provider}.yaml")))
                 .unwrap();
         let rules = manifest_rules(&manifest, "ClusterRole");
+        // The base rules may share a rule with a feature (pods list...):
+        // what must not be there is the feature's own resources.
+        let own = |r: &Value| {
+            r["apiGroups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g == "autoscaling.x-k8s.io"))
+        };
         assert!(
-            want.iter().all(|r| !rules.contains(r)),
-            "deploy/manifests/{provider}.yaml grants ProvisioningRequest rules without the flag"
+            want.iter().filter(|r| own(r)).all(|r| !rules.contains(r)),
+            "deploy/manifests/{provider}.yaml grants the rules of {file} without --{flag}"
         );
     }
     if !helm_present() {
-        skipped("helm is not installed: the chart's ProvisioningRequest rules are not rendered");
+        skipped(&format!(
+            "helm is not installed: the chart's rules of {file} are not rendered"
+        ));
         return;
     }
     for enabled in [false, true] {
         let rendered = helm_template(&[
             "cloudProvider=kwok".into(),
-            format!("extraArgs.enable-provisioning-requests={enabled}"),
+            format!("extraArgs.{flag}={enabled}"),
         ]);
         let mut expected = chart_rules("clusterrole", "kwok");
         if enabled {
@@ -549,7 +586,7 @@ fn provisioning_request_rules_come_with_the_feature_only() {
         assert_eq!(
             manifest_rules(&rendered, "ClusterRole"),
             expected,
-            "helm template with enable-provisioning-requests={enabled}"
+            "helm template with {flag}={enabled}"
         );
     }
 }
