@@ -9,7 +9,9 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::core::v1::Pod;
 use predicates::{NodeInfo, PodInfo};
 
+use crate::resourcequotas::Quota;
 use crate::simulator::Snapshot;
+use limits::QuotaLeft;
 use serde_json::json;
 
 fn raw_pod(name: &str, owner: Option<&str>, cpu: &str) -> Pod {
@@ -396,4 +398,72 @@ fn balancing_estimates_up_to_the_similar_groups_joint_room() {
         ..Balancing::default()
     };
     assert_eq!(total(&balancing), 5);
+}
+
+/// A CapacityQuota of `limits` on the nodes labeled `pool=<pool>`, with
+/// nothing used yet.
+fn capacity_quota(name: &str, pool: &str, limits: &[(&str, i64)]) -> QuotaLeft {
+    let quota = Quota {
+        id: format!("CapacityQuota/{name}"),
+        selector: apimachinery::labels::LabelSelector::parse(&format!("pool={pool}")).unwrap(),
+        limits: limits.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    };
+    QuotaLeft::new(quota, &BTreeMap::new())
+}
+
+#[test]
+fn capacity_quotas_cut_and_skip_the_groups_they_cover() {
+    // Ten 1-CPU pods want three 4-CPU nodes.
+    let pods: Vec<PodInfo> = (0..10)
+        .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+        .collect();
+    let candidates = vec![Candidate {
+        id: "a".into(),
+        template: template("4"),
+        target: 0,
+        max: 10,
+    }];
+    let skipped = BTreeMap::new();
+    let balancing = Balancing::default();
+    let run = |quotas: Vec<QuotaLeft>| {
+        let limits = Limits {
+            quotas,
+            ..roomy_limits()
+        };
+        plan(
+            &mut Snapshot::new(Vec::new()),
+            &inputs(&pods, &candidates, &limits, &skipped, &balancing),
+        )
+    };
+    // 8 cores hold two nodes: the increase is cut to 2.
+    let Plan::ScaleUp { infos, .. } = run(vec![capacity_quota("cpu", "a", &[("cpu", 8)])]).decision
+    else {
+        panic!("no scale-up")
+    };
+    assert_eq!(infos[0].new, 2);
+    // A quota on other nodes holds nothing back.
+    let Plan::ScaleUp { infos, .. } = run(vec![capacity_quota("b", "b", &[("nodes", 0)])]).decision
+    else {
+        panic!("no scale-up")
+    };
+    assert_eq!(infos[0].new, 3);
+    // Two full quotas: one reason each, cpu before nodes.
+    let planned = run(vec![
+        capacity_quota("small", "a", &[("nodes", 0), ("cpu", 2)]),
+        capacity_quota("gpu", "a", &[("nvidia.com/gpu", 0), ("memory", 1)]),
+    ]);
+    assert!(matches!(planned.decision, Plan::NoOptions));
+    assert_eq!(
+        planned.reasons["default/p0"],
+        BTreeMap::from([
+            (
+                "exceeded quota: \"CapacityQuota/gpu\", resources: memory".to_string(),
+                1
+            ),
+            (
+                "exceeded quota: \"CapacityQuota/small\", resources: cpu, nodes".to_string(),
+                1
+            ),
+        ])
+    );
 }

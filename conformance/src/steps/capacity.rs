@@ -161,18 +161,20 @@ async fn eventually(
 }
 
 #[then(
-    regex = r#"^within (\d+) minutes? the (CapacityBuffer|CapacityQuota) "(\S+)" has the condition "(\w+)=(True|False)" with reason "(\w*)"(.*)$"#
+    regex = r#"^within (\d+) minutes? the (CapacityBuffer|CapacityQuota) "(\S+)" has the condition "(\w+=(?:True|False))" with reason "(\w*)"(.*)$"#
 )]
 async fn has_condition(
     w: &mut CaWorld,
     within: u64,
     kind: String,
     name: String,
-    type_: String,
-    state: String,
+    condition: String,
     reason: String,
     rest: String,
 ) -> StepResult {
+    let (type_, state) = condition
+        .split_once('=')
+        .ok_or_else(|| format!("{condition:?}: want Type=Status"))?;
     let message = match rest.as_str() {
         "" => None,
         _ => Some(
@@ -185,8 +187,8 @@ async fn has_condition(
     let what = format!("{type_}={state} condition with reason {reason:?} and message {message:?}");
     eventually(w, within, (Kind::parse(&kind), &name), &what, |s| {
         s["conditions"].as_array().into_iter().flatten().any(|c| {
-            c["type"] == type_.as_str()
-                && c["status"] == state.as_str()
+            c["type"] == type_
+                && c["status"] == state
                 && c["reason"] == reason.as_str()
                 && message.as_deref().is_none_or(|m| c["message"] == m)
         })
