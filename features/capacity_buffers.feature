@@ -79,6 +79,55 @@ Feature: CapacityBuffers
       Then within 3 minutes the CapacityBuffer "sized" has 2 replicas
       And the node group "pool" reaches 2 nodes within 5 minutes
 
+  Rule: kube-aws-autoscaler's buffers are CapacityBuffers (the autoscaler README maps its flags)
+
+    @ca>=1.36
+    Scenario: Spare nodes are a buffer of node-sized pods
+      kube-aws-autoscaler: "--buffer-spare-nodes: Number of extra "spare" nodes to provision per
+      ASG/AZ". Here: a buffer of as many pods as spare nodes, each pod too big to share a node.
+      Given the node group "pool" starts with 1 node
+      And a deployment "app" of 1 pod requesting 3 CPU
+      And a pod template "node-sized" of pods requesting 3500m CPU
+      And a CapacityBuffer "spare-nodes" of 2 pods of "node-sized"
+      Then the node group "pool" reaches 3 nodes within 5 minutes
+      And the node group "pool" keeps 3 nodes for 12 minutes
+
+    @ca>=1.36
+    Scenario: A fixed CPU and memory buffer is a buffer sized by limits
+      kube-aws-autoscaler: "--buffer-cpu-fixed: Extra CPU requests to add to calculation" and
+      "--buffer-memory-fixed". Here: small units, as many as fit in the limits (the least of the
+      two): 6 CPU hold 12 units of 500m, 4Gi hold 4 of 1Gi.
+      Given the node group "pool" starts with 1 node
+      And the following objects:
+        """
+        apiVersion: v1
+        kind: PodTemplate
+        metadata:
+          name: small
+        template:
+          spec:
+            containers:
+            - name: c
+              image: pause
+              resources:
+                requests:
+                  cpu: 500m
+                  memory: 1Gi
+        ---
+        apiVersion: autoscaling.x-k8s.io/v1beta1
+        kind: CapacityBuffer
+        metadata:
+          name: fixed
+        spec:
+          podTemplateRef:
+            name: small
+          limits:
+            cpu: "6"
+            memory: 4Gi
+        """
+      Then within 3 minutes the CapacityBuffer "fixed" has 4 replicas
+      And the node group "pool" keeps 1 node for 3 minutes
+
   Rule: Buffers and real pods share the room
 
     @ca>=1.36

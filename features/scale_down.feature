@@ -85,6 +85,19 @@ Feature: Scale-down
     Then the node group "pool" has 0 nodes
     And the status ConfigMap gets a "ScaleDownEmpty" event
 
+  Scenario: --max-scale-down-parallelism steps scale-down, as kube-aws-autoscaler's --scale-down-step-fixed
+    "max-scale-down-parallelism: Maximum number of nodes (both empty and needing drain) that can
+    be deleted in parallel." kube-aws-autoscaler's "--scale-down-step-fixed: Scale down step in
+    terms of node count" is this flag, with --scale-down-delay-after-delete as the time between
+    steps.
+    Given the autoscaler runs with "--max-scale-down-parallelism=2 --scale-down-delay-after-delete=5m"
+    And the node group "pool" starts with 4 nodes
+    When the autoscaler finds a node of "pool" unneeded
+    And 10 minutes and 30 seconds pass
+    Then the node group "pool" has 2 nodes
+    When 6 minutes pass
+    Then the node group "pool" has 0 nodes
+
   Scenario: Non-empty nodes are removed one at a time
     "Cluster Autoscaler terminates one non-empty node at a time to reduce the risk of creating new
     unschedulable pods."

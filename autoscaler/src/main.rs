@@ -240,6 +240,16 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         provider,
         metrics,
     );
+    if flags.once {
+        let record = autoscaler
+            .run_one_loop()
+            .await
+            .map_err(|e| format!("the loop failed ({}): {e}", e.kind()))?;
+        let text = serde_json::to_string_pretty(&record)
+            .map_err(|e| format!("printing the decision record: {e}"))?;
+        println!("{text}");
+        return Ok(());
+    }
     if let Ok(mut l) = liveness.lock() {
         *l = Some(autoscaler.liveness.clone());
     }

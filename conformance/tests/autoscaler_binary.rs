@@ -326,3 +326,50 @@ async fn every_provider_named_in_the_help_starts() {
         drop(emulator);
     }
 }
+
+/// `--once` (ours, kube-aws-autoscaler's flag): one loop, its decision
+/// record printed as JSON, and exit; the scale-up it decided is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_runs_one_loop_prints_its_decisions_and_exits() {
+    let mut objects = kwok_provider_objects();
+    objects.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}));
+    let served = serve(objects).await;
+    let (cluster, kubeconfig) = (&served.cluster, &served.kubeconfig);
+    // Past upstream's 2 s wait for very new pods.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let port = free_port();
+    let started = Instant::now();
+    let out = tokio::task::spawn_blocking({
+        let kubeconfig = kubeconfig.clone();
+        move || {
+            Command::new(binary())
+                .args([
+                    "--cloud-provider=kwok",
+                    &format!("--kubeconfig={}", kubeconfig.display()),
+                    &format!("--address=127.0.0.1:{port}"),
+                    "--once",
+                    "--v=0",
+                ])
+                .env("POD_NAMESPACE", "kube-system")
+                .stderr(Stdio::inherit())
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = record.to_string();
+    assert!(text.contains("pool"), "{record:#}");
+    assert!(record.get("scaleUp").is_some(), "{record:#}");
+    // The two nodes it asked for come, with no second loop.
+    cluster
+        .wait_pods_running("app=web", 5, Duration::from_secs(60))
+        .await
+        .unwrap();
+}

@@ -291,6 +291,15 @@ impl Autoscaler {
         self.run_until(std::future::pending()).await;
     }
 
+    /// One loop and no more (`--once`): waits for the cache, writes the
+    /// initial status, runs one iteration; its decision record.
+    pub async fn run_one_loop(mut self) -> Result<Decisions, LoopError> {
+        self.ctx.cache.wait_ready().await;
+        self.write_initial_status().await;
+        self.run_once().await?;
+        Ok(self.decisions.lock().map(|d| d.clone()).unwrap_or_default())
+    }
+
     /// Like [`Self::run`], until `stop` resolves; then shuts down
     /// gracefully ([`Self::shutdown`]).
     pub async fn run_until(mut self, stop: impl std::future::Future<Output = ()>) {
