@@ -58,6 +58,22 @@ pub struct ScenarioArgs {
     /// Give up on a binary after this many seconds.
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
+    /// Keep a CapacityBuffer of this percentage of the backlog Deployment
+    /// (`scalableRef`), with the buffer controller and pod injection on:
+    /// the backlog then needs that many more pods' worth of nodes. Needs a
+    /// binary with the CapacityBuffer API (ours; upstream 1.34 and later).
+    #[arg(long)]
+    pub buffer_percentage: Option<usize>,
+}
+
+impl ScenarioArgs {
+    /// The nodes a backlog of `nodes` full nodes needs, with the buffer's
+    /// pods (rounded down, as upstream's percentage) on nodes of their own.
+    pub fn nodes_needed(&self, nodes: usize) -> usize {
+        let pods = nodes * self.pods_per_node;
+        let buffer = self.buffer_percentage.map_or(0, |p| pods * p / 100);
+        nodes + buffer.div_ceil(self.pods_per_node)
+    }
 }
 
 /// `testbed compare` arguments.
@@ -153,11 +169,15 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
         let info =
             BinaryInfo::probe(path, crate::world::Provider::Kwok).map_err(|e| e.to_string())?;
         eprintln!(
-            "compare: {} ({}), {} nodes x {} pods",
+            "compare: {} ({}), {} nodes x {} pods{}",
             path.display(),
             version_of(&info),
             args.nodes,
-            args.scenario.pods_per_node
+            args.scenario.pods_per_node,
+            args.scenario.buffer_percentage.map_or(String::new(), |p| format!(
+                ", a {p}% CapacityBuffer: {} nodes in all",
+                args.scenario.nodes_needed(args.nodes)
+            ))
         );
         rows.push(measure(&info, args.nodes, &args.scenario).await?);
     }
@@ -178,7 +198,8 @@ pub async fn measure(
     scenario: &ScenarioArgs,
 ) -> Result<Row, String> {
     let cpu = scenario.pods_per_node.to_string();
-    let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, nodes);
+    let needed = scenario.nodes_needed(nodes);
+    let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, needed);
     group.initial = 1;
     let cluster = Cluster::builder()
         .object(provider_config_map())
@@ -213,7 +234,24 @@ pub async fn measure(
     eprintln!("compare: {} logs to {}", info.path.display(), log.display());
     let log_file =
         std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
-    let flags: Vec<String> = SCENARIO_FLAGS.iter().map(|f| f.to_string()).collect();
+    let mut flags: Vec<String> = SCENARIO_FLAGS.iter().map(|f| f.to_string()).collect();
+    if let Some(p) = scenario.buffer_percentage {
+        let crd = serde_json::from_str(crate::capacity::BUFFER_CRD)
+            .map_err(|e| format!("the CapacityBuffer CRD: {e}"))?;
+        cluster
+            .create(crd)
+            .await
+            .map_err(|e| format!("installing the CapacityBuffer CRD: {e}"))?;
+        flags.push("--capacity-buffer-controller-enabled".into());
+        flags.push("--capacity-buffer-pod-injection-enabled".into());
+        cluster
+            .create(json!({"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+                "metadata": {"name": "backlog-headroom", "namespace": "default"},
+                "spec": {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "backlog"},
+                    "percentage": p}}))
+            .await
+            .map_err(|e| format!("creating the CapacityBuffer: {e}"))?;
+    }
     let mut child = binary::command(
         info,
         crate::world::Provider::Kwok,
@@ -254,7 +292,7 @@ pub async fn measure(
                 tail(&log)
             ));
         }
-        if all_nodes.is_none() && count_nodes(&cluster).await? >= nodes {
+        if all_nodes.is_none() && count_nodes(&cluster).await? >= needed {
             all_nodes = Some(started.elapsed());
         }
         let (created, ready) = replica_counts(&cluster).await?;
