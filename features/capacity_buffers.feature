@@ -151,6 +151,17 @@ Feature: CapacityBuffers
       When the CapacityBuffer "spare" is deleted
       Then the node group "pool" reaches 1 node within 20 minutes
 
+    @ca>=1.36
+    Scenario: A namespace ResourceQuota cuts the buffer to what it leaves room for
+      "LimitedByQuotas": the buffer's pods count against the namespace's quotas as real pods would.
+      Given the node group "pool" starts with 1 node
+      When a ResourceQuota "team" allows "requests.cpu=10" with "requests.cpu=4" used
+      And a CapacityBuffer "spare" of 4 pods of "unit" is created
+      Then within 3 minutes the CapacityBuffer "spare" has the condition "LimitedByQuotas=True" with reason "ResourceQuotasAllocated" and message "Buffer replicas limited from 4 to 2 due to quotas: team"
+      And within 1 minute the CapacityBuffer "spare" has 2 replicas
+      And the node group "pool" reaches 2 nodes within 5 minutes
+      And the node group "pool" keeps 2 nodes for 3 minutes
+
   Rule: Bad input gets a condition saying why, and nothing else
 
     @ca>=1.36

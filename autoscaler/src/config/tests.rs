@@ -161,15 +161,20 @@ fn flags_for_other_clouds_warn_once_each() {
 }
 
 #[test]
-fn provisioning_request_flags_take_effect_without_a_warning() {
+fn provisioning_request_and_capacity_flags_take_effect_without_a_warning() {
     let f = parse(&[
         "--enable-provisioning-requests",
         "--check-capacity-batch-processing",
         "--provisioning-request-initial-backoff-time=2m",
         "--check-capacity-processor-instance=a",
+        "--capacity-buffer-controller-enabled",
+        "--capacity-buffer-pod-injection-enabled",
+        "--capacity-buffer-pod-dry-run-enabled=false",
+        "--capacity-quotas-enabled",
+        "--once",
     ])
     .unwrap();
-    assert!(f.enable_provisioning_requests);
+    assert!(f.enable_provisioning_requests && f.capacity_quotas_enabled && f.once);
     assert!(f.warnings().is_empty(), "{:?}", f.warnings());
     // A feature still missing does warn: the check is not vacuous.
     let f = parse(&["--enable-proactive-scaleup"]).unwrap();

@@ -110,21 +110,6 @@ impl Flags {
                 "proactive scale-up is not implemented",
             ),
             (
-                self.capacity_buffer_controller_enabled,
-                "capacity-buffer-controller-enabled",
-                "CapacityBuffers are not implemented",
-            ),
-            (
-                self.capacity_buffer_pod_injection_enabled,
-                "capacity-buffer-pod-injection-enabled",
-                "CapacityBuffers are not implemented",
-            ),
-            (
-                self.capacity_quotas_enabled,
-                "capacity-quotas-enabled",
-                "CapacityQuotas are not implemented",
-            ),
-            (
                 !self.scheduler_config_file.is_empty(),
                 "scheduler-config-file",
                 "the default scheduler plugins are always used",

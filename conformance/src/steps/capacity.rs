@@ -16,6 +16,9 @@
 //! - `Then within 3 minutes the CapacityQuota "q" reports "cpu=8" used`
 //! - `Then no pod of the CapacityBuffer "spare" exists` (its fake pods live
 //!   in the simulation only)
+//! - `When a ResourceQuota "q" allows "requests.cpu=7" with "requests.cpu=1"
+//!   used` (the quota and the status kube-controller-manager would write:
+//!   the embedded cluster has no quota controller)
 
 use std::time::Duration;
 
@@ -241,4 +244,44 @@ async fn no_fake_pod(w: &mut CaWorld, name: String) -> StepResult {
     } else {
         Err(format!("the cluster has pods of buffer {name}: {fake:?}"))
     }
+}
+
+/// `k=v,k=v` as a ResourceList.
+fn resource_list(text: &str) -> Result<Value, String> {
+    let mut out = serde_json::Map::new();
+    for kv in text.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("{kv:?}: want resource=amount"))?;
+        out.insert(k.trim().into(), json!(v.trim()));
+    }
+    Ok(Value::Object(out))
+}
+
+/// A namespace ResourceQuota of `default` and its status, as
+/// kube-controller-manager's quota controller would write it (the embedded
+/// cluster has none): `hard` from the spec and `used` as given.
+#[when(regex = r#"^a ResourceQuota "(\S+)" allows "([^"]+)" with "([^"]*)" used$"#)]
+async fn resource_quota(w: &mut CaWorld, name: String, hard: String, used: String) -> StepResult {
+    let (hard, used) = (resource_list(&hard)?, resource_list(&used)?);
+    let r = w.running().await?;
+    let api = Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(
+        r.cluster.client(),
+        "default",
+    );
+    let mut q: k8s_openapi::api::core::v1::ResourceQuota = serde_json::from_value(
+        json!({"metadata": {"name": name}, "spec": {"hard": hard}}),
+    )
+    .map_err(|e| e.to_string())?;
+    q = api
+        .create(&Default::default(), &q)
+        .await
+        .map_err(|e| format!("creating ResourceQuota {name}: {e}"))?;
+    q.status = Some(
+        serde_json::from_value(json!({"hard": hard, "used": used})).map_err(|e| e.to_string())?,
+    );
+    api.replace_status(&name, &Default::default(), &q)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("writing the status of ResourceQuota {name}: {e}"))
 }
