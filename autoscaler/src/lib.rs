@@ -87,6 +87,7 @@ pub mod clusterstate;
 pub mod config;
 pub mod context;
 pub mod core;
+pub mod crd;
 pub mod decisions;
 pub mod events;
 pub mod expander;

@@ -174,10 +174,12 @@ pub async fn run(args: &CompareArgs) -> Result<Vec<Row>, String> {
             version_of(&info),
             args.nodes,
             args.scenario.pods_per_node,
-            args.scenario.buffer_percentage.map_or(String::new(), |p| format!(
-                ", a {p}% CapacityBuffer: {} nodes in all",
-                args.scenario.nodes_needed(args.nodes)
-            ))
+            args.scenario
+                .buffer_percentage
+                .map_or(String::new(), |p| format!(
+                    ", a {p}% CapacityBuffer: {} nodes in all",
+                    args.scenario.nodes_needed(args.nodes)
+                ))
         );
         rows.push(measure(&info, args.nodes, &args.scenario).await?);
     }

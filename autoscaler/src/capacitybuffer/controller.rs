@@ -20,8 +20,9 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use predicates::quantity::parse_milli;
 
-use super::translators::{Resolver, api_message, number_of_pods, scalable_source};
+use super::translators::{Resolver, number_of_pods, scalable_source};
 use super::types::{ACTIVE_CAPACITY, BufferCondition, CapacityBuffer, LocalObjectRef};
+use crate::crd::api_message;
 
 /// The controller.
 pub struct BufferController {
@@ -325,21 +326,13 @@ impl BufferController {
     }
 
     async fn write_status(&self, b: &CapacityBuffer) {
-        let mut body = b.clone();
-        body.api_version = Some(<CapacityBuffer as k8s_openapi::Resource>::API_VERSION.into());
-        body.kind = Some(<CapacityBuffer as k8s_openapi::Resource>::KIND.into());
-        let pp = PostParams {
-            dry_run: false,
-            field_manager: Some("cluster-autoscaler".into()),
-        };
-        if let Err(e) = Api::<CapacityBuffer>::namespaced(self.client.clone(), b.namespace())
-            .replace_status(b.name(), &pp, &body)
-            .await
+        if let Err(e) =
+            crate::crd::replace_status(&Api::namespaced(self.client.clone(), b.namespace()), b)
+                .await
         {
             tracing::warn!(
-                "capacity buffer controller: failed to update the status of CapacityBuffer {}: {}",
-                b.key(),
-                api_message(&e)
+                "capacity buffer controller: failed to update the status of CapacityBuffer {}: {e}",
+                b.key()
             );
         }
     }

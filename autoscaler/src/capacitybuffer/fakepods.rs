@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplate};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 use predicates::PodInfo;
 
-use super::translators::api_message;
 use super::types::{ACTIVE_CAPACITY, BufferCondition, CapacityBuffer, ConditionType};
+use crate::crd::api_message;
 use crate::events::ObjectRef;
 
 /// The annotation that marks a buffer's fake pod, and its value.
@@ -201,21 +201,13 @@ impl BufferPodInjection {
     }
 
     async fn write_status(&self, b: &CapacityBuffer) {
-        let mut body = b.clone();
-        body.api_version = Some(<CapacityBuffer as k8s_openapi::Resource>::API_VERSION.into());
-        body.kind = Some(<CapacityBuffer as k8s_openapi::Resource>::KIND.into());
-        let pp = PostParams {
-            dry_run: false,
-            field_manager: Some("cluster-autoscaler".into()),
-        };
-        if let Err(e) = Api::<CapacityBuffer>::namespaced(self.client.clone(), b.namespace())
-            .replace_status(b.name(), &pp, &body)
-            .await
+        if let Err(e) =
+            crate::crd::replace_status(&Api::namespaced(self.client.clone(), b.namespace()), b)
+                .await
         {
             tracing::warn!(
-                "Capacity buffer pod list processor: failed to update the status of CapacityBuffer {}: {}",
-                b.key(),
-                api_message(&e)
+                "Capacity buffer pod list processor: failed to update the status of CapacityBuffer {}: {e}",
+                b.key()
             );
         }
     }

@@ -14,6 +14,7 @@ use predicates::quantity::parse_milli;
 use predicates::resources::pod_requests;
 
 use super::types::{CapacityBuffer, ScalableRef};
+use crate::crd::api_message;
 
 /// Why the number of replicas of a buffer cannot be computed (upstream's
 /// texts).
@@ -147,14 +148,6 @@ impl Resolver {
                     })
             }
         }
-    }
-}
-
-/// The server's message of an API error, or the error.
-pub fn api_message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => s.message.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -105,26 +105,14 @@ pub struct BufferStatus {
     pub provisioning_strategy: Option<String>,
 }
 
-impl k8s_openapi::Resource for CapacityBuffer {
-    const API_VERSION: &'static str = "autoscaling.x-k8s.io/v1beta1";
-    const GROUP: &'static str = "autoscaling.x-k8s.io";
-    const KIND: &'static str = "CapacityBuffer";
-    const VERSION: &'static str = "v1beta1";
-    const URL_PATH_SEGMENT: &'static str = "capacitybuffers";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for CapacityBuffer {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::crd_kind!(
+    CapacityBuffer,
+    "autoscaling.x-k8s.io",
+    "v1beta1",
+    "CapacityBuffer",
+    "capacitybuffers",
+    Namespace
+);
 
 impl CapacityBuffer {
     /// The namespace.

@@ -100,26 +100,14 @@ pub struct ProvisioningRequestStatus {
     pub provisioning_class_details: BTreeMap<String, String>,
 }
 
-impl k8s_openapi::Resource for ProvisioningRequest {
-    const API_VERSION: &'static str = "autoscaling.x-k8s.io/v1";
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "ProvisioningRequest";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "provisioningrequests";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for ProvisioningRequest {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::crd_kind!(
+    ProvisioningRequest,
+    "autoscaling.x-k8s.io",
+    "v1",
+    "ProvisioningRequest",
+    "provisioningrequests",
+    Namespace
+);
 
 impl ProvisioningRequest {
     /// `namespace/name`.

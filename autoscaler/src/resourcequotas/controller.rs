@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 
 use super::Quota;
 use super::types::{CapacityQuota, QuotaCondition, QuotaResources};
-use crate::capacitybuffer::translators::api_message;
+use crate::crd::api_message;
 
 /// The controller.
 pub struct QuotaController {
@@ -77,21 +77,10 @@ impl QuotaController {
     }
 
     async fn write_status(&self, q: &CapacityQuota) {
-        let mut body = q.clone();
-        body.api_version = Some(<CapacityQuota as k8s_openapi::Resource>::API_VERSION.into());
-        body.kind = Some(<CapacityQuota as k8s_openapi::Resource>::KIND.into());
-        let pp = PostParams {
-            dry_run: false,
-            field_manager: Some("cluster-autoscaler".into()),
-        };
-        if let Err(e) = Api::<CapacityQuota>::all(self.client.clone())
-            .replace_status(q.name(), &pp, &body)
-            .await
-        {
+        if let Err(e) = crate::crd::replace_status(&Api::all(self.client.clone()), q).await {
             tracing::warn!(
-                "Failed to update the status of CapacityQuota {}: {}",
-                q.name(),
-                api_message(&e)
+                "Failed to update the status of CapacityQuota {}: {e}",
+                q.name()
             );
         }
     }

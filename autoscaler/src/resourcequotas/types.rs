@@ -64,26 +64,14 @@ pub struct QuotaStatus {
     pub conditions: Vec<Condition>,
 }
 
-impl k8s_openapi::Resource for CapacityQuota {
-    const API_VERSION: &'static str = "autoscaling.x-k8s.io/v1alpha1";
-    const GROUP: &'static str = "autoscaling.x-k8s.io";
-    const KIND: &'static str = "CapacityQuota";
-    const VERSION: &'static str = "v1alpha1";
-    const URL_PATH_SEGMENT: &'static str = "capacityquotas";
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::Metadata for CapacityQuota {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::crd_kind!(
+    CapacityQuota,
+    "autoscaling.x-k8s.io",
+    "v1alpha1",
+    "CapacityQuota",
+    "capacityquotas",
+    Cluster
+);
 
 impl CapacityQuota {
     /// The name.

@@ -265,14 +265,11 @@ fn resource_list(text: &str) -> Result<Value, String> {
 async fn resource_quota(w: &mut CaWorld, name: String, hard: String, used: String) -> StepResult {
     let (hard, used) = (resource_list(&hard)?, resource_list(&used)?);
     let r = w.running().await?;
-    let api = Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(
-        r.cluster.client(),
-        "default",
-    );
-    let mut q: k8s_openapi::api::core::v1::ResourceQuota = serde_json::from_value(
-        json!({"metadata": {"name": name}, "spec": {"hard": hard}}),
-    )
-    .map_err(|e| e.to_string())?;
+    let api =
+        Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(r.cluster.client(), "default");
+    let mut q: k8s_openapi::api::core::v1::ResourceQuota =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"hard": hard}}))
+            .map_err(|e| e.to_string())?;
     q = api
         .create(&Default::default(), &q)
         .await
