@@ -12,6 +12,7 @@
 //! created between two loops is provisioned by the next one.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplate, PodTemplateSpec, ResourceQuota};
@@ -22,11 +23,13 @@ use predicates::quantity::parse_milli;
 
 use super::translators::{Resolver, number_of_pods, scalable_source};
 use super::types::{ACTIVE_CAPACITY, BufferCondition, CapacityBuffer, LocalObjectRef};
+use crate::cache::ClusterCache;
 use crate::crd::api_message;
 
 /// The controller.
 pub struct BufferController {
     client: Client,
+    cache: Arc<ClusterCache>,
     clock: simclock::Clock,
     resolver: Resolver,
 }
@@ -43,7 +46,12 @@ pub fn managed_template_name(buffer: &str) -> String {
 
 impl BufferController {
     /// A controller; `dry_run` is `--capacity-buffer-pod-dry-run-enabled`.
-    pub fn new(client: Client, clock: simclock::Clock, dry_run: bool) -> Self {
+    pub fn new(
+        client: Client,
+        cache: Arc<ClusterCache>,
+        clock: simclock::Clock,
+        dry_run: bool,
+    ) -> Self {
         let resolver = if dry_run {
             Resolver::DryRun(client.clone())
         } else {
@@ -51,6 +59,7 @@ impl BufferController {
         };
         Self {
             client,
+            cache,
             clock,
             resolver,
         }
@@ -121,7 +130,7 @@ impl BufferController {
                 Err(e) => Err(e),
             }
         } else if let Some(s) = b.spec.scalable_ref.clone() {
-            scalable_source(&self.client, &self.resolver, b.namespace(), &s)
+            scalable_source(&self.client, &self.cache, &self.resolver, b.namespace(), &s)
                 .await
                 .map(|s| (s.pod, s.replicas))
         } else {

@@ -14,7 +14,9 @@ use predicates::quantity::parse_milli;
 use predicates::resources::pod_requests;
 
 use super::types::{CapacityBuffer, ScalableRef};
+use crate::cache::ClusterCache;
 use crate::crd::api_message;
+use apimachinery::labels::LabelSelector;
 
 /// Why the number of replicas of a buffer cannot be computed (upstream's
 /// texts).
@@ -190,12 +192,13 @@ fn api_resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
 /// scale), the built-in kind's own template and replicas, resolved.
 pub async fn scalable_source(
     client: &Client,
+    cache: &ClusterCache,
     resolver: &Resolver,
     namespace: &str,
     sref: &ScalableRef,
 ) -> Result<ScalableSource, String> {
     let live = match scale_of(client, namespace, sref).await {
-        Ok((selector, replicas)) => match newest_pod(client, namespace, &selector).await {
+        Ok((selector, replicas)) => match newest_pod(client, cache, namespace, &selector).await {
             Ok(Some(pod)) => return Ok(ScalableSource { pod, replicas }),
             Ok(None) => None,
             Err(e) => Some(e),
@@ -217,24 +220,42 @@ pub async fn scalable_source(
     }
 }
 
-/// The newest pod `selector` matches in `namespace` (its node cleared).
+/// The newest pod `selector` matches in `namespace` (its node cleared):
+/// found in the cache, which keeps pods without their containers, then
+/// read whole (listing a large workload's pods each loop would cost a
+/// list of them all).
 async fn newest_pod(
     client: &Client,
+    cache: &ClusterCache,
     namespace: &str,
     selector: &str,
 ) -> Result<Option<Pod>, String> {
     if selector.is_empty() {
         return Ok(None);
     }
-    let pods = Api::<Pod>::namespaced(client.clone(), namespace)
-        .list(&kube::api::ListParams::default().labels(selector))
+    let selector = LabelSelector::parse(selector).map_err(|e| e.0)?;
+    let newest = {
+        let state = cache.read();
+        state
+            .pods
+            .values()
+            .filter(|p| p.namespace() == namespace && selector.matches(p.labels()))
+            .max_by_key(|p| {
+                (
+                    p.pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                    p.pod.metadata.name.clone(),
+                )
+            })
+            .and_then(|p| p.pod.metadata.name.clone())
+    };
+    let Some(name) = newest else {
+        return Ok(None);
+    };
+    let pod = Api::<Pod>::namespaced(client.clone(), namespace)
+        .get_opt(&name)
         .await
         .map_err(|e| api_message(&e))?;
-    let newest = pods
-        .items
-        .into_iter()
-        .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    Ok(newest.map(|mut p| {
+    Ok(pod.map(|mut p| {
         if let Some(s) = p.spec.as_mut() {
             s.node_name = None;
         }

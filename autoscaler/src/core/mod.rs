@@ -218,6 +218,7 @@ impl Autoscaler {
         let buffer_controller = f.capacity_buffer_controller_enabled.then(|| {
             BufferController::new(
                 client.clone(),
+                cache.clone(),
                 clock.clone(),
                 f.capacity_buffer_pod_dry_run_enabled,
             )
