@@ -15,7 +15,7 @@ Feature: CapacityBuffers
 
   Rule: A buffer is translated into a status the fake pods are made from
 
-    @ca>=1.36
+    @binary @ca>=1.36
     Scenario: A buffer of fixed replicas gets nodes for its fake pods, and keeps them
       "replicas: the number of buffer units (pods) to be provisioned."
       Given the node group "pool" starts with 1 node

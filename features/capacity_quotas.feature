@@ -11,7 +11,7 @@ Feature: CapacityQuotas
     And a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
     And the nodes of "pool" are labeled "tier=batch"
 
-  @ca>=1.36
+  @binary @ca>=1.36
   Scenario: A quota on nodes caps scale-up, and the pods left out say which quota
     Given the node group "pool" starts with 1 node
     And the following objects:
