@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ListParams;
 use kube::{Api, Client};
 
-use super::Quota;
+use super::quota::Quota;
 use super::types::{CapacityQuota, QuotaCondition, QuotaResources};
 use crate::crd::api_message;
 

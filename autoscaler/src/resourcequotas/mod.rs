@@ -6,94 +6,9 @@
 //! matches). The tracking itself is `scaleup::limits`.
 
 pub mod controller;
+pub mod quota;
 pub mod types;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use apimachinery::labels::LabelSelector;
-use k8s_openapi::api::core::v1::Node;
-
 pub use controller::QuotaController;
+pub use quota::{NODES, Quota, node_resources};
 pub use types::CapacityQuota;
-
-/// The resource name of a node count.
-pub const NODES: &str = "nodes";
-
-/// One quota scale-up enforces.
-#[derive(Debug, Clone)]
-pub struct Quota {
-    /// `cluster-wide` or `CapacityQuota/<name>`.
-    pub id: String,
-    /// The nodes it covers.
-    pub selector: LabelSelector,
-    /// Resource → the most the covered nodes may have (cores for `cpu`,
-    /// bytes for `memory`, a count for `nodes`).
-    pub limits: BTreeMap<String, i64>,
-}
-
-impl Quota {
-    /// The quota a CapacityQuota sets, or why it is not valid (upstream's
-    /// validation: the selector).
-    pub fn from_capacity_quota(q: &types::CapacityQuota) -> Result<Self, String> {
-        let selector = match &q.spec.selector {
-            None => LabelSelector::everything(),
-            Some(s) => {
-                let v = serde_json::to_value(s).map_err(|e| e.to_string())?;
-                LabelSelector::from_value(Some(&v))
-                    .map_err(|e| format!("spec.selector: Invalid value: {v}: {}", e.0))?
-            }
-        };
-        let limits = q
-            .spec
-            .limits
-            .resources
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    predicates::quantity::parse_value(&v.0).unwrap_or(0),
-                )
-            })
-            .collect();
-        Ok(Self {
-            id: format!("CapacityQuota/{}", q.name()),
-            selector,
-            limits,
-        })
-    }
-
-    /// Whether the quota covers a node of these labels.
-    pub fn applies_to(&self, node: &Node) -> bool {
-        self.selector.matches(apimachinery::labels::labels_of(
-            node.metadata.labels.as_ref(),
-        ))
-    }
-
-    /// What `nodes` it covers have of each resource it limits.
-    pub fn usage(&self, nodes: &[Arc<Node>]) -> BTreeMap<String, i64> {
-        let mut used: BTreeMap<String, i64> = self.limits.keys().map(|k| (k.clone(), 0)).collect();
-        for n in nodes.iter().filter(|n| self.applies_to(n)) {
-            let per = node_resources(n);
-            for (k, v) in used.iter_mut() {
-                *v += per.get(k).copied().unwrap_or(0);
-            }
-        }
-        used
-    }
-}
-
-/// What one node counts for in a quota: `cpu` in cores (rounded up),
-/// `memory` in bytes, `nodes` 1, any other resource its capacity.
-pub fn node_resources(node: &Node) -> BTreeMap<String, i64> {
-    let cap = node.status.as_ref().and_then(|s| s.capacity.as_ref());
-    let mut out = BTreeMap::from([(NODES.to_string(), 1)]);
-    for (k, q) in cap.into_iter().flatten() {
-        let v = match k.as_str() {
-            "cpu" => predicates::quantity::parse_milli(&q.0).map(|m| (m + 999) / 1000),
-            _ => predicates::quantity::parse_value(&q.0),
-        };
-        out.insert(k.clone(), v.unwrap_or(0));
-    }
-    out
-}
