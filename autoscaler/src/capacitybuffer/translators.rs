@@ -162,28 +162,21 @@ pub struct ScalableSource {
 }
 
 /// The built-in kinds with a pod template (upstream's resolvers, keyed
-/// `apiGroup-Kind`): their plural and whether their replicas are
+/// `apiGroup-Kind`): their API resource and whether their replicas are
 /// `spec.parallelism` (a Job).
-fn builtin(sref: &ScalableRef) -> Option<(&'static str, &'static str, bool)> {
+fn builtin(sref: &ScalableRef) -> Option<(ApiResource, bool)> {
+    use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
     Some(match (sref.api_group.as_str(), sref.kind.as_str()) {
-        ("apps", "Deployment") => ("apps/v1", "deployments", false),
-        ("apps", "ReplicaSet") => ("apps/v1", "replicasets", false),
-        ("apps", "StatefulSet") => ("apps/v1", "statefulsets", false),
-        ("" | "core", "ReplicationController") => ("v1", "replicationcontrollers", false),
-        ("batch", "Job") => ("batch/v1", "jobs", true),
+        ("apps", "Deployment") => (ApiResource::erase::<apps::Deployment>(&()), false),
+        ("apps", "ReplicaSet") => (ApiResource::erase::<apps::ReplicaSet>(&()), false),
+        ("apps", "StatefulSet") => (ApiResource::erase::<apps::StatefulSet>(&()), false),
+        ("" | "core", "ReplicationController") => (
+            ApiResource::erase::<core::ReplicationController>(&()),
+            false,
+        ),
+        ("batch", "Job") => (ApiResource::erase::<batch::Job>(&()), true),
         _ => return None,
     })
-}
-
-fn api_resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: api_version.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
 }
 
 /// The pod and replicas of a scalable object (upstream's scalable-objects
@@ -270,7 +263,7 @@ async fn scale_of(
     sref: &ScalableRef,
 ) -> Result<(String, Option<i32>), String> {
     let ar = match builtin(sref) {
-        Some((av, plural, _)) => api_resource(av, &sref.kind, plural),
+        Some((ar, _)) => ar,
         None => {
             let group = kube::discovery::group(client, &sref.api_group)
                 .await
@@ -302,17 +295,13 @@ async fn own_template(
     namespace: &str,
     sref: &ScalableRef,
 ) -> Result<ScalableSource, String> {
-    let Some((av, plural, parallelism)) = builtin(sref) else {
+    let Some((ar, parallelism)) = builtin(sref) else {
         return Err(format!(
             "kind {}/{} is not supported to use pod template",
             sref.api_group, sref.kind
         ));
     };
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        namespace,
-        &api_resource(av, &sref.kind, plural),
-    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
     let obj = api
         .get(&sref.name)
         .await

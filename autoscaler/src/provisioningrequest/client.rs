@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use kube::{Api, Client};
 
 use super::types::{ProvisioningRequest, WithTemplates};
@@ -60,15 +60,8 @@ impl ProvReqClient {
 
     /// Writes `pr`'s status (upstream's `UpdateProvisioningRequest`); the
     /// object the server returns replaces the cached one.
-    pub async fn update_status(&self, pr: &ProvisioningRequest) -> Result<(), kube::Error> {
-        let mut body = pr.clone();
-        body.api_version = Some(<ProvisioningRequest as k8s_openapi::Resource>::API_VERSION.into());
-        body.kind = Some(<ProvisioningRequest as k8s_openapi::Resource>::KIND.into());
-        let pp = PostParams {
-            field_manager: Some("cluster-autoscaler".into()),
-            ..PostParams::default()
-        };
-        let updated = self.api(pr).replace_status(pr.name(), &pp, &body).await?;
+    pub async fn update_status(&self, pr: &ProvisioningRequest) -> Result<(), String> {
+        let updated = crate::crd::replace_status(&self.api(pr), pr).await?;
         tracing::debug!("Updated ProvisioningRequest {}", updated.key());
         self.cache.write().put_provisioning_request(updated);
         Ok(())

@@ -161,7 +161,45 @@ impl Limits {
                 resources: cluster_wide,
             });
         }
+        let (fit, over) = self.fit_in_quotas(template, &node_resources(&template.node));
+        allowed = allowed.min(fit);
+        exceeded.extend(over);
+        if !exceeded.is_empty() {
+            return Err(LimitExceeded { quotas: exceeded });
+        }
+        Ok(allowed)
+    }
+
+    /// Takes up to `n` nodes of this shape from the CapacityQuotas that
+    /// cover it (upstream's `capScaleUpsByQuota`, for balanced groups that
+    /// share a quota): how many it took.
+    pub fn consume(&mut self, template: &NodeInfo, n: usize) -> usize {
         let per_node = node_resources(&template.node);
+        let allowed = n.min(self.fit_in_quotas(template, &per_node).0);
+        let taken = i64::try_from(allowed).unwrap_or(i64::MAX);
+        for q in self
+            .quotas
+            .iter_mut()
+            .filter(|q| q.quota.applies_to(&template.node))
+        {
+            for (resource, left) in q.left.iter_mut() {
+                if let Some(&delta) = per_node.get(resource) {
+                    *left = (*left - delta.saturating_mul(taken)).max(0);
+                }
+            }
+        }
+        allowed
+    }
+
+    /// How many nodes of this shape (`per_node` each) the CapacityQuotas
+    /// covering it leave room for, and those that leave room for none.
+    fn fit_in_quotas(
+        &self,
+        template: &NodeInfo,
+        per_node: &BTreeMap<String, i64>,
+    ) -> (usize, Vec<ExceededQuota>) {
+        let mut allowed = usize::MAX;
+        let mut exceeded = Vec::new();
         for q in self
             .quotas
             .iter()
@@ -186,41 +224,6 @@ impl Limits {
                 });
             }
         }
-        if !exceeded.is_empty() {
-            return Err(LimitExceeded { quotas: exceeded });
-        }
-        Ok(allowed)
-    }
-
-    /// Takes up to `n` nodes of this shape from the CapacityQuotas that
-    /// cover it (upstream's `capScaleUpsByQuota`, for balanced groups that
-    /// share a quota): how many it took.
-    pub fn consume(&mut self, template: &NodeInfo, n: usize) -> usize {
-        let per_node = node_resources(&template.node);
-        let mut allowed = n;
-        for q in self
-            .quotas
-            .iter()
-            .filter(|q| q.quota.applies_to(&template.node))
-        {
-            for (resource, left) in &q.left {
-                if let Some(&delta) = per_node.get(resource).filter(|d| **d > 0) {
-                    allowed = allowed.min(usize::try_from(left / delta).unwrap_or(0));
-                }
-            }
-        }
-        let taken = i64::try_from(allowed).unwrap_or(i64::MAX);
-        for q in self
-            .quotas
-            .iter_mut()
-            .filter(|q| q.quota.applies_to(&template.node))
-        {
-            for (resource, left) in q.left.iter_mut() {
-                if let Some(&delta) = per_node.get(resource) {
-                    *left = (*left - delta.saturating_mul(taken)).max(0);
-                }
-            }
-        }
-        allowed
+        (allowed, exceeded)
     }
 }

@@ -447,6 +447,13 @@ fn capacity_quotas_cut_and_skip_the_groups_they_cover() {
         panic!("no scale-up")
     };
     assert_eq!(infos[0].new, 3);
+    // Balanced groups take from what a shared quota leaves, in turn.
+    let mut shared = Limits {
+        quotas: vec![capacity_quota("cpu", "a", &[("cpu", 8)])],
+        ..roomy_limits()
+    };
+    assert_eq!(shared.consume(&template("4"), 3), 2);
+    assert_eq!(shared.consume(&template("4"), 1), 0);
     // Two full quotas: one reason each, cpu before nodes.
     let planned = run(vec![
         capacity_quota("small", "a", &[("nodes", 0), ("cpu", 2)]),
