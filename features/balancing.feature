@@ -41,3 +41,32 @@ Feature: Balancing similar node groups
     Then all 6 pods of "web" are running within 5 minutes
     And each of the node groups "zone-a" and "zone-b" has 1 node
     And the node group "zone-c" has 0 nodes
+
+  # Faults are injected through the kwok provider's templates.
+  @extension @kwok-only
+  Scenario: By default a group the cloud refuses stops the increases planned after it for that loop
+    Upstream's executor increases the planned groups one after the other and returns at the first error
+    (executeScaleUpsSync): the similar groups after it wait for the next loop, which plans without the
+    backed-off group.
+    Given the cloud provider refuses to scale up "zone-a"
+    And the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup --expander=priority"
+    And the priority expander gives priority 10 to "^zone-a$"
+    When a deployment "web" of 6 pods requesting 3 CPU is created
+    Then all 6 pods of "web" are running within 10 minutes
+    And each of the node groups "zone-b" and "zone-c" has 3 nodes
+    And the status ConfigMap gets a "FailedToScaleUpGroup" event containing "Scale-up failed for group zone-a"
+    And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: group zone-b size set to 3 instead of 0 (max: 10)"
+
+  @extension @kwok-only
+  Scenario: With --parallel-scale-up a group the cloud refuses does not hold back its similar groups
+    "parallel-scale-up: Whether to allow parallel node groups scale up. Experimental: may not work on some
+    cloud providers, enable at your own risk."
+    Every planned group is increased at once; each failure backs its group off.
+    Given the cloud provider refuses to scale up "zone-a"
+    And the autoscaler runs with "--balance-similar-node-groups=true --balancing-ignore-label=kwok-nodegroup --expander=priority --parallel-scale-up"
+    And the priority expander gives priority 10 to "^zone-a$"
+    When a deployment "web" of 6 pods requesting 3 CPU is created
+    Then all 6 pods of "web" are running within 10 minutes
+    And each of the node groups "zone-b" and "zone-c" has 3 nodes
+    And the status ConfigMap gets a "FailedToScaleUpGroup" event containing "Scale-up failed for group zone-a"
+    And the status ConfigMap gets a "ScaledUpGroup" event saying "Scale-up: group zone-b size set to 2 instead of 0 (max: 10)"

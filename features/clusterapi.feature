@@ -88,3 +88,19 @@ Feature: Cluster API node groups and scale from zero
     When 30 minutes pass
     Then the node group "md" has 1 node
     And the MachineDeployment "md" has 1 replica
+
+  Scenario: A Machine whose Node is gone holds its group below the minimum, --enforce-node-group-min-size or not
+    "enforce-node-group-min-size: Should CA scale up the node group to the configured min size if needed."
+    The Machine outlives its deleted Node: an instance that never registers again, counted in the
+    MachineDeployment's replicas. --enforce-node-group-min-size compares those replicas (the target size) with
+    the min size, and a long-unregistered instance of a group at its min size is not removed ("Node group
+    MachineDeployment/default/pool min size reached, skipping removal of 1 unregistered nodes",
+    core/static_autoscaler.go in every release). Pending pods raise the target, and the instance then goes.
+    Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 2 and max 5
+    And the autoscaler runs with "--enforce-node-group-min-size=true --max-node-provision-time=5m"
+    When 1 node of "pool" is deleted
+    Then the node group "pool" keeps 1 node for 15 minutes
+    And the MachineDeployment "pool" has 2 replicas
+    When a deployment "web" of 5 pods requesting 1 CPU is created
+    Then all 5 pods of "web" are running within 20 minutes
+    And the node group "pool" has 2 nodes

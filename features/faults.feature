@@ -239,7 +239,10 @@ Feature: Faults, restarts and bad weather
 
   @binary
   Scenario: Two replicas, the leader killed mid-scale-up: the other takes over, no duplicate scale-up
-    Given the autoscaler runs as 2 replicas with leader election
+    # Loops on the 10 s timer (frequent loops are on by default since CA 1.35), so that the kill falls
+    # between the first scale-up and the next.
+    Given the autoscaler runs with "--frequent-loops-enabled=false"
+    And the autoscaler runs as 2 replicas with leader election
     When a deployment "web" of 8 pods requesting 1 CPU is created
     And 5 seconds pass
     And the leading replica is killed

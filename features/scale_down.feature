@@ -178,3 +178,28 @@ Feature: Scale-down
     Then the node group "c" has 0 nodes
     And the node group "ab" has 1 node
     And the autoscaler keeps a node of "ab" because of "NoPlaceToMovePods"
+
+  Scenario: Without a batcher interval each node is deleted as soon as it is tainted
+    Given the node group "pool" starts with 3 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --node-delete-delay-after-taint=0s"
+    Then a node of "pool" gets the taint "ToBeDeletedByClusterAutoscaler" within 15 minutes
+    And the node group "pool" reaches 0 nodes within 1 minute
+
+  Scenario: With --node-deletion-batcher-interval a group's nodes are deleted together, one interval after the first
+    "node-deletion-batcher-interval: How long CA ScaleDown gather nodes to delete them in batch."
+    The nodes of one group that reach the deletion step are gathered and deleted with one DeleteNodes call
+    made one interval after the first of them; until then they stay, tainted.
+    Given the node group "pool" starts with 3 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --node-delete-delay-after-taint=0s --node-deletion-batcher-interval=3m"
+    Then a node of "pool" gets the taint "ToBeDeletedByClusterAutoscaler" within 15 minutes
+    And the node group "pool" keeps 3 nodes for 2 minutes
+    And the node group "pool" reaches 0 nodes within 2 minutes
+
+  @ca>=1.35
+  Scenario: With --node-removal-latency-tracking-enabled the time a node waited past its unneeded time is measured
+    "node_removal_latency_seconds: Latency from when an unneeded node is eligible for scale down until it is
+    removed (deleted=true) or it became needed again (deleted=false)."
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --node-removal-latency-tracking-enabled"
+    Then the node group "pool" reaches 0 nodes within 15 minutes
+    And the autoscaler's metrics show "cluster_autoscaler_node_removal_latency_seconds_count{deleted="true"} 1"

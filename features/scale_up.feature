@@ -154,3 +154,26 @@ Feature: Scale-up
     Given the node group "pool" starts with 1 node
     And a deployment "other" of 4 pods requesting 2800m CPU with scheduler "some-other-scheduler"
     Then the node group "pool" keeps 1 node for 5 minutes
+
+  @ca>=1.36
+  Scenario: With --salvo-scale-up one loop scales up every group the pending pods need
+    "salvo-scale-up: Whether to allow multiple scale-ups in a single CA loop."
+    After each scale-up the pods it helped are placed on its new nodes in the loop's snapshot and the next
+    scale-up plans for the pods left. A 5-minute scan interval, without frequent loops, makes each loop count.
+    Given a node group "other" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And the autoscaler runs with "--salvo-scale-up --frequent-loops-enabled=false --scan-interval=5m"
+    When a deployment "web" of 3 pods requesting 3 CPU on node group "pool" is created
+    And a deployment "api" of 3 pods requesting 3 CPU on node group "other" is created
+    Then the node group "pool" reaches 3 nodes within 6 minutes
+    And the node group "other" has 3 nodes
+
+  @ca>=1.36
+  Scenario: Without --salvo-scale-up, or with its budget spent, a loop scales up one group
+    "salvo-scale-up-budget: Maximum time CA spends on subsequent scale ups in a single CA loop."
+    The budget is checked after each scale-up: a budget of 0s leaves one scale-up per loop, as without salvo.
+    Given a node group "other" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And the autoscaler runs with "--salvo-scale-up --salvo-scale-up-budget=0s --frequent-loops-enabled=false --scan-interval=5m"
+    When a deployment "web" of 3 pods requesting 3 CPU on node group "pool" is created
+    And a deployment "api" of 3 pods requesting 3 CPU on node group "other" is created
+    And 6 minutes pass
+    Then one of the node groups "pool" and "other" has 3 nodes and the others 0

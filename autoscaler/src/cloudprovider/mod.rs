@@ -229,6 +229,15 @@ pub trait NodeGroup: Send + Sync + fmt::Debug {
     }
     /// Deletes these nodes of the group and lowers the target accordingly.
     fn delete_nodes(&self, nodes: Vec<Node>) -> BoxFuture<'_, Result<(), CloudError>>;
+    /// Deletes these nodes without checking constraints such as the min
+    /// size (`ForceDeleteNodes`, for `--force-delete-unregistered-nodes`
+    /// and `--force-delete-failed-nodes`); `NotImplemented` where the
+    /// provider has no such call (kwok, clusterapi and aws upstream), and
+    /// the caller falls back to [`Self::delete_nodes`].
+    fn force_delete_nodes(&self, nodes: Vec<Node>) -> BoxFuture<'_, Result<(), CloudError>> {
+        let _ = nodes;
+        Box::pin(async { Err(CloudError::NotImplemented) })
+    }
     /// Lowers the target by `delta` (< 0) without deleting registered nodes.
     fn decrease_target_size(&self, delta: i64) -> BoxFuture<'_, Result<(), CloudError>>;
     /// All instances, including those that have not registered.

@@ -369,8 +369,13 @@ impl ClusterStateRegistry {
             let registered_or_given_up = c.ready + c.unready + c.long_unregistered;
             let upcoming = state.target.saturating_sub(registered_or_given_up);
             let backed_off = self.backoff.backed_off(id, now).is_some();
+            // Nodes that never registered are not a finished scale-up: at
+            // its deadline it times out. (Upstream's instances are seen
+            // unregistered a little after the increase, so its deadline
+            // comes first; in virtual time the two can be the same instant.)
+            let never_registered = c.long_unregistered > 0;
             match self.scale_ups.get(id).cloned() {
-                Some(_) if upcoming == 0 => {
+                Some(r) if upcoming == 0 && !(never_registered && r.expected_by <= now) => {
                     self.scale_ups.remove(id);
                 }
                 Some(r) if r.expected_by <= now => {

@@ -137,7 +137,7 @@ pub struct Flags {
     #[arg(help_heading = "Loop, health and status")]
     pub scan_interval: Duration,
     /// Trigger new iterations more frequently when needed.
-    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     #[arg(help_heading = "Loop, health and status")]
     pub frequent_loops_enabled: bool,
     /// Maximum time from last recorded autoscaler activity before automatic restart.
@@ -608,7 +608,7 @@ pub struct Flags {
     #[arg(help_heading = "Scale-down")]
     pub daemonset_eviction_for_occupied_nodes: bool,
     /// Cordon nodes before terminating them during scale-down.
-    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     #[arg(help_heading = "Scale-down")]
     pub cordon_node_before_terminating: bool,
     /// How long to wait before deleting a node after tainting it.

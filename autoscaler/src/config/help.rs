@@ -41,10 +41,27 @@ pub const HEADINGS: [&str; 9] = [
     "Logging",
 ];
 
+/// Flags whose value is a type of its own upstream (not a string): the
+/// name pflag prints for it. Their defaults are printed unquoted.
+const OWN_TYPES: [(&str, &str); 4] = [
+    ("log-backtrace-at", "traceLocation"),
+    ("stderrthreshold", "severity"),
+    ("cloud-provider-gce-lb-src-cidrs", "cidrs"),
+    ("cloud-provider-gce-l7lb-src-cidrs", "cidrs"),
+];
+
+/// Flags whose default applies after parsing (whether the flag was given
+/// matters: `--max-graceful-termination-sec` with `--drain-priority-config`
+/// is an error only when given): the default the help shows.
+const DEFAULTS_AFTER_PARSING: [(&str, &str); 1] = [("max-graceful-termination-sec", "600")];
+
 /// pflag's name for the flag's value type; empty for booleans.
 fn type_name(arg: &Arg) -> &'static str {
     let id = arg.get_value_parser().type_id();
-    if !arg.get_action().takes_values() {
+    let long = arg.get_long().unwrap_or_default();
+    if let Some((_, t)) = OWN_TYPES.iter().find(|(flag, _)| *flag == long) {
+        t
+    } else if !arg.get_action().takes_values() {
         ""
     } else if matches!(arg.get_action(), ArgAction::Append) {
         "stringArray"
@@ -72,10 +89,18 @@ fn type_name(arg: &Arg) -> &'static str {
 
 /// ` (default …)` as pflag prints it, or nothing for a zero value.
 fn default_suffix(arg: &Arg, type_name: &str) -> String {
-    let Some(value) = arg.get_default_values().first() else {
+    let long = arg.get_long().unwrap_or_default();
+    let after_parsing = DEFAULTS_AFTER_PARSING
+        .iter()
+        .find(|(flag, _)| *flag == long)
+        .map(|(_, d)| std::borrow::Cow::Borrowed(*d));
+    let Some(value) = after_parsing.or_else(|| {
+        arg.get_default_values()
+            .first()
+            .map(|v| v.to_string_lossy())
+    }) else {
         return String::new();
     };
-    let value = value.to_string_lossy();
     if matches!(value.as_ref(), "" | "0" | "false" | "0s") {
         return String::new();
     }

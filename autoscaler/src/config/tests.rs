@@ -33,7 +33,8 @@ fn defaults_are_the_faq_table() {
     assert_eq!(f.address, ":8085");
     assert_eq!(f.status_config_map_name, "cluster-autoscaler-status");
     assert!(f.skip_nodes_with_local_storage && f.skip_nodes_with_system_pods);
-    assert!(!f.cordon_node_before_terminating, "the FAQ's default");
+    assert!(f.cordon_node_before_terminating, "true since CA 1.34");
+    assert!(f.frequent_loops_enabled, "true since CA 1.35");
     assert!(f.daemonset_eviction_for_occupied_nodes && !f.daemonset_eviction_for_empty_nodes);
     let v = f.validate().unwrap();
     assert_eq!(
@@ -236,4 +237,79 @@ fn help_reads_well_at(width: usize) {
     ] {
         assert!(text.contains(needle), "no {needle:?} in:\n{text}");
     }
+}
+
+/// A flag's default in a `--help` text, by flag name: what follows
+/// `(default ` in its entry, or empty when the entry shows none.
+fn help_defaults(help: &str) -> std::collections::BTreeMap<String, String> {
+    let mut entries: Vec<String> = Vec::new();
+    for line in help.lines() {
+        let t = line.trim_start();
+        if t.starts_with("--") || (t.starts_with('-') && t.get(2..4) == Some(", ")) {
+            entries.push(t.to_string());
+        } else if let Some(e) = entries.last_mut()
+            && line.starts_with("      ")
+        {
+            e.push(' ');
+            e.push_str(t);
+        }
+    }
+    entries
+        .into_iter()
+        .filter_map(|e| {
+            let name = e.split("--").nth(1)?.split_whitespace().next()?.to_string();
+            let default = e
+                .rsplit_once("(default ")
+                .and_then(|(_, d)| d.strip_suffix(')'))
+                .unwrap_or_default()
+                .to_string();
+            Some((name, default))
+        })
+        .collect()
+}
+
+/// A default as both helps compare: pflag prints zero durations and empty
+/// lists (`0s`, `[]`), ours leaves every zero value out.
+fn normalised(default: &str) -> &str {
+    match default {
+        "0s" | "[]" | "0" | "\"\"" | "false" => "",
+        d => d,
+    }
+}
+
+#[test]
+fn help_defaults_are_upstream_1_36_1() {
+    let table = include_str!("../../tests/data/upstream-flags-1.36.1.tsv");
+    let ours = help_defaults(&help_text(help::MAX_WIDTH));
+    // Where our --help says otherwise on purpose, and why.
+    let differ: [(&str, &str); 2] = [
+        (
+            "stderrthreshold",
+            "accepted for klog; ours logs by --v alone",
+        ),
+        ("enable-dynamic-resource-allocation", "DRA: issue 43"),
+    ];
+    let mut wrong = Vec::new();
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let mut cols = line.split('\t');
+        let (Some(name), Some(_), default) = (cols.next(), cols.next(), cols.next()) else {
+            continue;
+        };
+        if differ.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let Some(our) = ours.get(name) else {
+            continue;
+        };
+        let theirs = normalised(default.unwrap_or_default());
+        if normalised(our) != theirs {
+            wrong.push(format!("--{name}: ours {our:?}, upstream {theirs:?}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "defaults that differ from 1.36.1: {wrong:#?}"
+    );
+    let parsed = help_defaults(&help_text(help::MAX_WIDTH));
+    assert_eq!(parsed.get("scan-interval").map(String::as_str), Some("10s"));
 }

@@ -157,18 +157,8 @@ impl Flags {
     fn not_yet_implemented(&self) -> Vec<Ignored> {
         vec![
             (
-                !self.node_deletion_batcher_interval.is_zero(),
-                "node-deletion-batcher-interval",
-                "nodes are deleted with one DeleteNodes call each; not implemented yet",
-            ),
-            (
                 self.dynamic_node_delete_delay_after_taint_enabled,
                 "dynamic-node-delete-delay-after-taint-enabled",
-                NOT_YET,
-            ),
-            (
-                self.node_removal_latency_tracking_enabled,
-                "node-removal-latency-tracking-enabled",
                 NOT_YET,
             ),
             (
@@ -181,7 +171,6 @@ impl Flags {
                 "enable-graceful-degradation",
                 NOT_YET,
             ),
-            (self.salvo_scale_up, "salvo-scale-up", NOT_YET),
             (
                 self.scaleup_simulation_for_skipped_node_groups_enabled,
                 "scaleup-simulation-for-skipped-node-groups-enabled",
@@ -191,11 +180,6 @@ impl Flags {
                 self.enable_csi_node_aware_scheduling,
                 "enable-csi-node-aware-scheduling",
                 NOT_YET,
-            ),
-            (
-                self.parallel_scale_up,
-                "parallel-scale-up",
-                "scale-ups of several groups run one after the other",
             ),
             (self.profiling, "profiling", "there is no pprof endpoint"),
             (

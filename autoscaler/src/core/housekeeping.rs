@@ -71,8 +71,13 @@ pub async fn clean_up_taints(ctx: &AutoscalingContext) {
 }
 
 /// Deletes instances that never registered within the group's
-/// provision time (docs/compat.md §3.7), never below min size unless
-/// `--force-delete-unregistered-nodes`.
+/// provision time (docs/compat.md §3.7, upstream's
+/// `removeOldUnregisteredNodes`). The min size holds, counted on the
+/// group's target: a group at its min keeps them ("min size reached,
+/// skipping removal"), one above it loses as many as it can spare. With
+/// `--force-delete-unregistered-nodes` the min size is not checked and the
+/// provider is asked to force the deletion ([`force_delete`]). A failure
+/// stops the removal for this loop, as upstream.
 pub async fn remove_long_unregistered(ctx: &AutoscalingContext, registry: &ClusterStateRegistry) {
     let groups: Vec<(Arc<dyn NodeGroup>, usize, Vec<String>)> = registry
         .groups()
@@ -80,47 +85,117 @@ pub async fn remove_long_unregistered(ctx: &AutoscalingContext, registry: &Clust
         .filter(|g| !g.long_unregistered.is_empty())
         .map(|g| (g.group.clone(), g.target, g.long_unregistered.clone()))
         .collect();
-    for (group, target, ids) in groups {
-        let allowed = if ctx.flags.force_delete_unregistered_nodes {
+    let force = ctx.flags.force_delete_unregistered_nodes;
+    for (group, target, mut ids) in groups {
+        let gid = group.id();
+        for id in &ids {
+            tracing::info!("Marking unregistered node {id} for removal");
+        }
+        tracing::info!(
+            "Removing {} unregistered nodes for node group {gid}",
             ids.len()
+        );
+        if !force {
+            let spare = target.saturating_sub(group.min_size());
+            if spare == 0 {
+                tracing::warn!(
+                    "Node group {gid} min size reached, skipping removal of {} unregistered nodes",
+                    ids.len()
+                );
+                continue;
+            }
+            if ids.len() > spare {
+                tracing::warn!(
+                    "Capping node group {gid} unregistered node removal to {spare} nodes, removing all {} would exceed min size constaint",
+                    ids.len()
+                );
+                ids.truncate(spare);
+            }
+        }
+        let fakes: Vec<Node> = ids.iter().map(|id| fake_node(id, "unregistered")).collect();
+        let deleted = if force {
+            force_delete(&*group, fakes).await
         } else {
-            target.saturating_sub(group.min_size()).min(ids.len())
+            group.delete_nodes(fakes).await
         };
-        for id in ids.into_iter().take(allowed) {
-            let fake = fake_node(&id, "unregistered");
-            match group.delete_nodes(vec![fake]).await {
-                Ok(()) => {
+        match deleted {
+            Ok(()) => {
+                for id in &ids {
                     ctx.metrics.old_unregistered_removed.inc();
                     ctx.events.status(
                         EventType::Normal,
                         EventReason::DeleteUnregistered,
                         format!("Removed unregistered node {id}"),
-                    )
+                    );
                 }
-                Err(e) => ctx.events.status(
-                    EventType::Warning,
-                    EventReason::DeleteUnregisteredFailed,
-                    format!("Failed to remove node {id}: {e}"),
-                ),
+                tracing::info!("Some unregistered nodes were removed");
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "Failed to remove {} unregistered nodes from node group {gid}: {e}",
+                    ids.len()
+                );
+                for id in &ids {
+                    ctx.events.status(
+                        EventType::Warning,
+                        EventReason::DeleteUnregisteredFailed,
+                        format!("Failed to remove node {id}: {e}"),
+                    );
+                }
+                return;
             }
         }
     }
 }
 
-/// Deletes the instances that failed to be created (docs/compat.md §3.7),
-/// handing the provider fake nodes named after them.
-pub async fn delete_failed_instances(registry: &ClusterStateRegistry) {
-    for g in registry.groups().values() {
-        for id in &g.failed {
-            let fake = fake_node(id, "create-error");
-            if let Err(e) = g.group.delete_nodes(vec![fake]).await {
-                tracing::warn!(
-                    "deleting instance {id} of node group {}, which failed to be created: {e}",
-                    g.group.id()
-                );
-            }
+/// `ForceDeleteNodes`, or `DeleteNodes` where the provider has none.
+pub async fn force_delete(
+    group: &dyn NodeGroup,
+    nodes: Vec<Node>,
+) -> Result<(), crate::cloudprovider::CloudError> {
+    match group.force_delete_nodes(nodes.clone()).await {
+        Err(crate::cloudprovider::CloudError::NotImplemented) => group.delete_nodes(nodes).await,
+        other => other,
+    }
+}
+
+/// Deletes the instances that failed to be created (docs/compat.md §3.7,
+/// upstream's `deleteCreatedNodesWithErrors`), a group's all at once,
+/// handing the provider fake nodes named after them; forced with
+/// `--force-delete-failed-nodes` ([`force_delete`]). The min size is not
+/// checked here (the provider may). Returns whether any were removed.
+pub async fn delete_failed_instances(
+    ctx: &AutoscalingContext,
+    registry: &ClusterStateRegistry,
+) -> bool {
+    let mut removed = false;
+    for g in registry.groups().values().filter(|g| !g.failed.is_empty()) {
+        let gid = g.group.id();
+        tracing::info!(
+            "Deleting {} from {gid} node group because of create errors",
+            g.failed.len()
+        );
+        let fakes: Vec<Node> = g
+            .failed
+            .iter()
+            .map(|id| fake_node(id, "create-error"))
+            .collect();
+        let deleted = if ctx.flags.force_delete_failed_nodes {
+            force_delete(&*g.group, fakes).await
+        } else {
+            g.group.delete_nodes(fakes).await
+        };
+        match deleted {
+            Ok(()) => removed = true,
+            Err(e) => tracing::warn!("Error while trying to delete nodes from {gid}: {e}"),
         }
     }
+    if removed {
+        tracing::info!(
+            "Some nodes that failed to create were removed, recalculating cluster state."
+        );
+    }
+    removed
 }
 
 /// Groups whose registered nodes stay below target: since when, for the

@@ -47,7 +47,8 @@ use crate::provisioningrequest::orchestrator::{Turns, scale_up_with_requests};
 use crate::resourcequotas::QuotaController;
 use crate::scaledown::actuation::{self, Actuator, DeletionError};
 use crate::scaledown::orchestrator::ScaleDown;
-use crate::scaleup::orchestrator::{ScaleUpInputs, scale_up};
+use crate::scaleup::orchestrator::{ScaleUpInputs, ScaleUpOutcome, scale_up};
+use crate::scaleup::salvo::{self, Salvo, SalvoEnd};
 use crate::scaleup::{ScaleUpStatus, minsize, old_enough, pending_pods};
 use crate::simulator::drainability::DrainRules;
 use crate::simulator::{Snapshot, node_from_template};
@@ -183,6 +184,7 @@ impl Autoscaler {
             actuation::Settings {
                 cordon: f.cordon_node_before_terminating,
                 delay_after_taint: f.node_delete_delay_after_taint,
+                batcher_interval: f.node_deletion_batcher_interval,
                 max_pod_eviction_time: f.max_pod_eviction_time,
                 max_graceful_termination_sec: validated.max_graceful_termination_sec,
                 drain_priorities: validated.drain_priorities.clone(),
@@ -234,6 +236,7 @@ impl Autoscaler {
             );
             injection
         });
+        let track_removal_latency = f.node_removal_latency_tracking_enabled;
         let quota_controller = f
             .capacity_quotas_enabled
             .then(|| QuotaController::new(client.clone(), clock.clone()));
@@ -252,7 +255,7 @@ impl Autoscaler {
                 quotas: Default::default(),
             },
             registry,
-            scale_down: ScaleDown::new(actuator),
+            scale_down: ScaleDown::new(actuator, track_removal_latency),
             status,
             processors,
             sizes: housekeeping::SizeFixer::default(),
@@ -481,7 +484,7 @@ impl Autoscaler {
             decisions.scale_up = Some(ScaleUpStatus::ClusterUnhealthy);
             return Ok(false);
         }
-        housekeeping::delete_failed_instances(&self.registry).await;
+        housekeeping::delete_failed_instances(&self.ctx, &self.registry).await;
         if self.sizes.fix_incorrect_sizes(&self.registry, now).await {
             return Ok(false);
         }
@@ -495,24 +498,13 @@ impl Autoscaler {
         let t = std::time::Instant::now();
         self.metrics.activity("scaleUp", now);
         let pods = self.pods_to_help(&unbound, &mut snapshot, now).await;
-        let inputs = ScaleUpInputs {
-            pods,
-            templates: &templates,
-            nodes,
-            node_group_list: &self.processors.node_group_list,
-            now,
-            all_or_nothing: false,
+        let up = if self.ctx.flags.salvo_scale_up && !pods.is_empty() {
+            self.scale_up_salvo(pods, &templates, nodes, &mut snapshot, now)
+                .await
+        } else {
+            self.single_scale_up(pods, &templates, nodes, &mut snapshot, now)
+                .await
         };
-        let up = match self.provreqs.as_mut() {
-            Some((p, turns)) => {
-                let (ctx, registry) = (&self.ctx, &mut self.registry);
-                scale_up_with_requests(ctx, registry, &mut snapshot, inputs, p, turns).await
-            }
-            None => scale_up(&self.ctx, &mut self.registry, &mut snapshot, inputs).await,
-        };
-        for p in &self.processors.scale_up_status {
-            p.process(&self.ctx, &up);
-        }
         self.metrics.observe("scaleUp", t.elapsed());
         let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
         let too_new = up.status == ScaleUpStatus::InCooldown;
@@ -531,7 +523,7 @@ impl Autoscaler {
         let processed = self
             .provreqs
             .as_ref()
-            .is_some_and(|(p, _)| p.processed_since(now));
+            .is_some_and(|(p, _)| p.take_processed());
         let acted_up = !scaled_groups.is_empty() || processed;
 
         let acted_down = if self.ctx.flags.scale_down_enabled {
@@ -563,6 +555,77 @@ impl Autoscaler {
             )
             .await;
         Ok(acted_up || acted_down || enforced)
+    }
+
+    /// One scale-up for `pods` (through the ProvisioningRequests'
+    /// orchestrator when they are on), then the scale-up status processors.
+    async fn single_scale_up(
+        &mut self,
+        pods: Vec<PodInfo>,
+        templates: &BTreeMap<String, NodeInfo>,
+        nodes: &[Arc<Node>],
+        snapshot: &mut Snapshot,
+        now: SystemTime,
+    ) -> ScaleUpOutcome {
+        let inputs = ScaleUpInputs {
+            pods,
+            templates,
+            nodes,
+            node_group_list: &self.processors.node_group_list,
+            now,
+            all_or_nothing: false,
+        };
+        let up = match self.provreqs.as_mut() {
+            Some((p, turns)) => {
+                let (ctx, registry) = (&self.ctx, &mut self.registry);
+                scale_up_with_requests(ctx, registry, snapshot, inputs, p, turns).await
+            }
+            None => scale_up(&self.ctx, &mut self.registry, snapshot, inputs).await,
+        };
+        for p in &self.processors.scale_up_status {
+            p.process(&self.ctx, &up);
+        }
+        up
+    }
+
+    /// `--salvo-scale-up` ([`salvo`](crate::scaleup::salvo)): scale-ups
+    /// until the pods are helped or the budget is spent; one outcome for
+    /// the loop.
+    async fn scale_up_salvo(
+        &mut self,
+        pods: Vec<PodInfo>,
+        templates: &BTreeMap<String, NodeInfo>,
+        nodes: &[Arc<Node>],
+        snapshot: &mut Snapshot,
+        now: SystemTime,
+    ) -> ScaleUpOutcome {
+        let mut salvo = Salvo::start(pods, self.ctx.flags.salvo_scale_up_budget);
+        let mut outcomes = Vec::new();
+        loop {
+            tracing::debug!(
+                "Scale up salvo: iteration {}, pods left: {}",
+                salvo.iteration,
+                salvo.pods().len()
+            );
+            let up = self
+                .single_scale_up(salvo.pods(), templates, nodes, snapshot, now)
+                .await;
+            let next = salvo.after(&up, snapshot, templates);
+            outcomes.push(up);
+            if let Err(end) = next {
+                match end {
+                    SalvoEnd::SnapshotUpdate(_) => tracing::warn!("{end}"),
+                    _ => tracing::info!("{end}"),
+                }
+                break;
+            }
+        }
+        tracing::info!(
+            "Finished scale up salvo after {} iterations, unschedulable pods left: {}",
+            salvo.iteration,
+            salvo.pods().len()
+        );
+        salvo::merge(outcomes).unwrap_or_else(|| ScaleUpOutcome::stopped(ScaleUpStatus::NotNeeded))
     }
 
     /// The snapshot: nodes with their pods, nominated pods on their

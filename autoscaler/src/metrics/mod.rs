@@ -32,6 +32,13 @@ fn gpu_labels(extra: &[(&str, &str)]) -> Labels {
 }
 
 /// 150 exponential buckets from 0.1 s to 1800 s, as upstream.
+/// Upstream's buckets for `node_removal_latency_seconds`: 1 s × 1.5ⁿ, 19 of them.
+fn removal_latency_histogram() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1.0, 1.5, 19,
+    ))
+}
+
 fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets_range(0.1, 1800.0, 150))
 }
@@ -93,6 +100,9 @@ pub struct Metrics {
     pub node_group_target: Family<Labels, FGauge>,
     /// `node_group_healthiness{node_group}`.
     pub node_group_healthiness: Family<Labels, FGauge>,
+    /// `node_removal_latency_seconds{deleted}` (with
+    /// `--node-removal-latency-tracking-enabled`).
+    pub node_removal_latency: Family<Labels, Histogram>,
 }
 
 impl Metrics {
@@ -142,6 +152,7 @@ impl Metrics {
             node_group_max: Family::default(),
             node_group_target: Family::default(),
             node_group_healthiness: Family::default(),
+            node_removal_latency: Family::new_with_constructor(removal_latency_histogram),
             registry: Registry::default(),
         }
     }
@@ -244,6 +255,11 @@ impl Metrics {
             "evicted_pods",
             "Number of pods evicted by CA",
             self.evicted_pods.clone(),
+        );
+        r.register(
+            "node_removal_latency_seconds",
+            "Latency from when an unneeded node is eligible for scale down until it is removed (deleted=true) or it became needed again (deleted=false).",
+            self.node_removal_latency.clone(),
         );
         r.register(
             "unneeded_nodes_count",

@@ -117,8 +117,9 @@ impl RetryBackoff {
 #[derive(Debug, Default)]
 struct Shared {
     backoff: RetryBackoff,
-    /// When a request was last accepted or failed (a loop follows at once).
-    last_processed: Option<SystemTime>,
+    /// Whether a request was accepted or failed since the loop last asked
+    /// (a loop follows at once).
+    processed: bool,
     /// Condition writes decided, not yet sent.
     outbox: Vec<ProvisioningRequest>,
     /// The requests of a class not served here, already logged.
@@ -179,15 +180,17 @@ impl ProvReqProcessing {
         self.clock.now()
     }
 
-    /// Records that a request was processed now.
+    /// Records that a request was processed.
     pub fn mark_processed(&self) {
-        self.shared().last_processed = Some(self.clock.now());
+        self.shared().processed = true;
     }
 
-    /// Whether a request was processed at or after `since` (upstream's
-    /// loop trigger starts the next loop at once then).
-    pub fn processed_since(&self, since: SystemTime) -> bool {
-        self.shared().last_processed.is_some_and(|t| t >= since)
+    /// Whether a request was processed since the last call (upstream's
+    /// loop trigger starts the next loop at once then). A flag, not a
+    /// time: in virtual time a loop can start at the very instant the last
+    /// one processed a request, and a time would count that twice.
+    pub fn take_processed(&self) -> bool {
+        std::mem::take(&mut self.shared().processed)
     }
 
     /// Says once per request that its class is not served here: it is left

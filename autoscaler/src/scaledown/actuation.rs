@@ -23,7 +23,10 @@ use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::simulator::drainability::{self, Context, DrainRules, is_daemonset_pod, is_mirror_pod};
 use crate::taints;
 
+mod batcher;
 mod drain;
+
+pub use batcher::Batcher;
 
 /// `cluster-autoscaler.kubernetes.io/enable-ds-eviction`.
 pub const ENABLE_DS_EVICTION: &str = "cluster-autoscaler.kubernetes.io/enable-ds-eviction";
@@ -37,6 +40,9 @@ pub struct Settings {
     pub cordon: bool,
     /// `--node-delete-delay-after-taint`.
     pub delay_after_taint: Duration,
+    /// `--node-deletion-batcher-interval` ([`Batcher`]; zero: one call per
+    /// node).
+    pub batcher_interval: Duration,
     /// `--max-pod-eviction-time`.
     pub max_pod_eviction_time: Duration,
     /// `--max-graceful-termination-sec`.
@@ -235,6 +241,9 @@ pub struct Actuator {
     progress: Arc<Mutex<Progress>>,
     /// The deletions running now, each its own task.
     deletions: Arc<Mutex<JoinSet<()>>>,
+    /// `--node-deletion-batcher-interval` above zero: the cloud deletions
+    /// gathered per group.
+    batcher: Option<Batcher>,
 }
 
 impl Actuator {
@@ -249,9 +258,11 @@ impl Actuator {
         Self {
             client,
             clock,
-            settings: Arc::new(settings),
             events,
             cache,
+            batcher: (!settings.batcher_interval.is_zero())
+                .then(|| Batcher::new(settings.batcher_interval)),
+            settings: Arc::new(settings),
             progress: Arc::new(Mutex::new(Progress::default())),
             deletions: Arc::default(),
         }
@@ -265,6 +276,9 @@ impl Actuator {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .abort_all();
+        if let Some(b) = &self.batcher {
+            b.abort();
+        }
     }
 
     fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
@@ -498,14 +512,15 @@ impl Actuator {
             .ok_or_else(|| DeletionError::NodeGone {
                 node: n.name.clone(),
             })?;
-        n.group
-            .delete_nodes(vec![node])
-            .await
-            .map_err(|error| DeletionError::Cloud {
-                node: n.name.clone(),
-                group: n.group.id(),
-                error: Box::new(error),
-            })
+        let deleted = match &self.batcher {
+            Some(b) => b.delete(n.group.clone(), node).await,
+            None => n.group.delete_nodes(vec![node]).await,
+        };
+        deleted.map_err(|error| DeletionError::Cloud {
+            node: n.name.clone(),
+            group: n.group.id(),
+            error: Box::new(error),
+        })
     }
 
     /// Checks the node again on fresh data; returns the pods to evict
@@ -597,6 +612,7 @@ mod tests {
         Settings {
             cordon: false,
             delay_after_taint: Duration::from_secs(5),
+            batcher_interval: Duration::ZERO,
             max_pod_eviction_time: Duration::from_secs(120),
             max_graceful_termination_sec: 600,
             drain_priorities: prios,

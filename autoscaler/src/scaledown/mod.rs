@@ -14,6 +14,8 @@
 //! - [`selection`]: which unneeded nodes to delete now, within min sizes,
 //!   resource limits and the parallelism budgets.
 //! - [`actuation`]: taint, drain and delete, in the background.
+//! - [`latencytracker`]: with `--node-removal-latency-tracking-enabled`,
+//!   how long unneeded nodes waited past their threshold.
 //!
 //! Every reason a node stays is an [`Unremovable`] ([`unremovable`]); its
 //! name is rendered only there.
@@ -21,6 +23,7 @@
 pub mod actuation;
 pub mod cooldown;
 pub mod eligibility;
+pub mod latencytracker;
 pub mod orchestrator;
 pub mod selection;
 pub mod softtaint;

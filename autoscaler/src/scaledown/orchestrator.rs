@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::actuation::{Actuator, DeletionError, Outcome, ToDelete};
 use super::cooldown::Cooldown;
+use super::latencytracker::LatencyTracker;
 use super::selection::{DeletionBudget, select};
 use super::unneeded::{Planner, PlannerSettings};
 use super::unremovable::{Unremovable, UnremovableReason};
@@ -28,6 +29,8 @@ pub struct ScaleDown {
     planner: Planner,
     actuator: Actuator,
     cooldown: Cooldown,
+    /// `--node-removal-latency-tracking-enabled`.
+    latency: Option<LatencyTracker>,
 }
 
 /// The autoscaler's drains end with it: dropped (its task aborted) or
@@ -41,11 +44,12 @@ impl Drop for ScaleDown {
 
 impl ScaleDown {
     /// Scale-down with its actuator.
-    pub fn new(actuator: Actuator) -> Self {
+    pub fn new(actuator: Actuator, track_removal_latency: bool) -> Self {
         Self {
             planner: Planner::default(),
             actuator,
             cooldown: Cooldown::default(),
+            latency: track_removal_latency.then(LatencyTracker::default),
         }
     }
 
@@ -119,6 +123,7 @@ impl ScaleDown {
                 .update(snapshot, &candidates, &mut budgets, &drain, &settings, now);
         }
         self.report_unneeded(ctx, decisions);
+        self.track_latency(ctx, now);
         softtaint::update_soft_taints(ctx, registry, &self.planner, nodes, now).await;
         let cooldown = self.cooldown.in_cooldown(f, now);
         ctx.metrics
@@ -190,9 +195,13 @@ impl ScaleDown {
         }
         decisions.scaled_down = to_delete.iter().map(|d| d.name.clone()).collect();
         let groups_deleting: Vec<String> = to_delete.iter().map(|d| d.group.id()).collect();
+        let names: Vec<String> = to_delete.iter().map(|d| d.name.clone()).collect();
         match self.actuator.start(to_delete).await {
             Ok(()) => {
                 self.cooldown.deletions_started(&groups_deleting, now);
+                if let Some(t) = self.latency.as_mut() {
+                    t.deleted(&names, now, &ctx.metrics);
+                }
                 Ok(true)
             }
             Err(e) => {
@@ -225,6 +234,32 @@ impl ScaleDown {
         let evicted = &ctx.metrics.evicted_pods;
         Metrics::inc(evicted, &[("eviction_result", "succeeded")], ok);
         Metrics::inc(evicted, &[("eviction_result", "failed")], failed);
+    }
+
+    /// The unneeded nodes with their removal thresholds, to the latency
+    /// tracker.
+    fn track_latency(&mut self, ctx: &AutoscalingContext, now: SystemTime) {
+        let Some(tracker) = self.latency.as_mut() else {
+            return;
+        };
+        let groups = ctx.node_groups_by_id();
+        let unneeded: HashMap<String, std::time::Duration> = self
+            .planner
+            .unneeded
+            .iter()
+            .map(|(name, u)| {
+                let options = groups.get(&u.group).map(|g| ctx.options_for(&**g));
+                let threshold = options.map_or(std::time::Duration::ZERO, |o| {
+                    if u.ready {
+                        o.scale_down_unneeded_time
+                    } else {
+                        o.scale_down_unready_time
+                    }
+                });
+                (name.clone(), threshold)
+            })
+            .collect();
+        tracker.update(&unneeded, now, &ctx.metrics);
     }
 
     /// The unneeded and unremovable nodes in the metrics and the record.

@@ -14,7 +14,11 @@
 //!   the wait for very new pods ([`new_pods`]), the node-group list, each
 //!   pod's outcome for the status processors and the decision record).
 //! - [`executor`]: the one place where node groups are increased, for the
-//!   plan and for `--enforce-node-group-min-size` ([`minsize`]).
+//!   plan and for `--enforce-node-group-min-size` ([`minsize`]), one after
+//!   the other or, with `--parallel-scale-up`, at once.
+//! - [`salvo`]: with `--salvo-scale-up`, the loop runs scale-ups until the
+//!   pods are helped or the budget is spent, the nodes of each added to
+//!   the snapshot before the next.
 //!
 //! Everything before the executor is pure computation on the snapshot.
 
@@ -28,6 +32,7 @@ pub mod new_pods;
 pub mod orchestrator;
 pub mod pending;
 pub mod plan;
+pub mod salvo;
 pub mod types;
 
 pub use balancing::{Balancing, balance, similar};

@@ -34,6 +34,22 @@ pub enum ScaleUpStatus {
     NotTried,
 }
 
+impl ScaleUpStatus {
+    /// Upstream's name for it (`ScaleUpResult.String()`).
+    pub fn upstream_name(self) -> &'static str {
+        match self {
+            Self::NotNeeded => "ScaleUpNotNeeded",
+            Self::Successful => "ScaleUpSuccessful",
+            Self::NoOptionsAvailable => "ScaleUpNoOptionsAvailable",
+            Self::Error => "ScaleUpError",
+            Self::InCooldown => "ScaleUpInCooldown",
+            Self::LimitedByMaxNodesTotal => "ScaleUpLimitedByMaxNodesTotal",
+            Self::ClusterUnhealthy => "ScaleUpClusterUnhealthy",
+            Self::NotTried => "ScaleUpNotTried",
+        }
+    }
+}
+
 /// A node group that scale-up may use.
 #[derive(Debug, Clone)]
 pub struct Candidate {
