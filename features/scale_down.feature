@@ -203,3 +203,18 @@ Feature: Scale-down
     And the autoscaler runs with "--scale-down-unneeded-time=1m --node-removal-latency-tracking-enabled"
     Then the node group "pool" reaches 0 nodes within 15 minutes
     And the autoscaler's metrics show "cluster_autoscaler_node_removal_latency_seconds_count{deleted="true"} 1"
+
+  @ca>=1.36
+  Scenario: A node running a safe-to-evict "on-completion" pod waits, untainted, until the pod completes
+    'cluster-autoscaler.kubernetes.io/safe-to-evict: "on-completion"' (CA 1.36): the pod is not evicted.
+    Its node counts as unneeded but is not deleted, tainted or cordoned while the pod runs ("Node ... has
+    active on-completion pods, delaying scale down"); once the pod has completed the node goes.
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m"
+    And a bare pod "batch" requesting 100m CPU annotated "cluster-autoscaler.kubernetes.io/safe-to-evict=on-completion"
+    Then the node group "pool" reaches 1 node within 15 minutes
+    And the node group "pool" keeps 1 node for 10 minutes
+    And no node of "pool" has the taint "ToBeDeletedByClusterAutoscaler"
+    And a node of "pool" gets no "ScaleDownFailed" event
+    When the pod "batch" completes
+    Then the node group "pool" reaches 0 nodes within 5 minutes

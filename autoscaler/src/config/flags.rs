@@ -433,14 +433,6 @@ pub struct Flags {
     #[arg(long, default_value_t = 5000)]
     #[arg(help_heading = "Scale-up")]
     pub pod_injection_limit: usize,
-    /// Time-box pending pod processing.
-    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
-    #[arg(help_heading = "Scale-up")]
-    pub enable_graceful_degradation: bool,
-    /// Time box of pending pod processing with graceful degradation.
-    #[arg(long, default_value = "4m0s", value_parser = duration)]
-    #[arg(help_heading = "Scale-up")]
-    pub pending_pods_batching_timeout: Duration,
     /// Predicate checking parallelism.
     #[arg(long, default_value_t = 4)]
     #[arg(help_heading = "Scale-up")]

@@ -313,3 +313,50 @@ fn help_defaults_are_upstream_1_36_1() {
     let parsed = help_defaults(&help_text(help::MAX_WIDTH));
     assert_eq!(parsed.get("scan-interval").map(String::as_str), Some("10s"));
 }
+
+#[test]
+fn the_1_36_flags_implemented_start_without_a_warning() {
+    let f = parse(&[
+        "--parallel-scale-up",
+        "--salvo-scale-up",
+        "--salvo-scale-up-budget=30s",
+        "--node-deletion-batcher-interval=10s",
+        "--node-removal-latency-tracking-enabled",
+        "--force-delete-failed-nodes",
+        "--force-delete-unregistered-nodes",
+        "--cordon-node-before-terminating=false",
+        "--frequent-loops-enabled=false",
+        "--node-deletion-candidate-ttl=1h",
+        "--max-startup-time=30m",
+        "--startup-taint-prefix=example.com/starting",
+    ])
+    .unwrap();
+    assert_eq!(f.warnings(), Vec::<String>::new());
+}
+
+#[test]
+fn the_1_36_flags_not_implemented_yet_say_so() {
+    let f = parse(&[
+        "--enable-proactive-scaleup",
+        "--pod-injection-limit=10",
+        "--fastpath-binpacking-enabled",
+        "--dynamic-node-delete-delay-after-taint-enabled",
+    ])
+    .unwrap();
+    let w = f.warnings();
+    for flag in [
+        "enable-proactive-scaleup",
+        "pod-injection-limit",
+        "fastpath-binpacking-enabled",
+        "dynamic-node-delete-delay-after-taint-enabled",
+    ] {
+        assert!(
+            w.iter()
+                .any(|l| l.starts_with(&format!("--{flag} is accepted but has no effect"))),
+            "{flag}: {w:?}"
+        );
+    }
+    // Flags of releases after 1.36.1 are unknown, as there.
+    assert!(parse(&["--enable-graceful-degradation"]).is_err());
+    assert!(parse(&["--pending-pods-batching-timeout=4m"]).is_err());
+}

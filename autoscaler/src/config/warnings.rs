@@ -167,9 +167,14 @@ impl Flags {
                 NOT_YET,
             ),
             (
-                self.enable_graceful_degradation,
-                "enable-graceful-degradation",
+                self.fastpath_binpacking_enabled,
+                "fastpath-binpacking-enabled",
                 NOT_YET,
+            ),
+            (
+                self.pod_injection_limit != 5000,
+                "pod-injection-limit",
+                "it limits proactive scale-up's fake pods, which are not implemented yet",
             ),
             (
                 self.scaleup_simulation_for_skipped_node_groups_enabled,

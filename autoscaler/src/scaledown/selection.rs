@@ -57,8 +57,9 @@ pub fn select(
     let mut out = Selection::default();
     let mut picked: HashMap<&str, usize> = HashMap::new();
     let mut ordered: Vec<(&String, &UnneededNode)> = planner.unneeded.iter().collect();
-    // Empty nodes, then non-risky drains, then risky ones.
-    ordered.sort_by_key(|(_, u)| (!u.pods_to_move.is_empty(), u.risky));
+    // Empty nodes (those without on-completion pods first), then
+    // non-risky drains, then risky ones.
+    ordered.sort_by_key(|(_, u)| (!u.pods_to_move.is_empty(), u.on_completion > 0, u.risky));
     let (mut total, mut drains) = (budget.total, budget.drain.min(budget.total));
     for (name, u) in ordered {
         let Some(g) = groups.get(&u.group) else {
@@ -91,13 +92,24 @@ pub fn select(
             continue;
         }
         let empty = u.pods_to_move.is_empty();
-        if total == 0 || (!empty && drains == 0) {
+        if u.on_completion == 0 && (total == 0 || (!empty && drains == 0)) {
             continue;
         }
         if !keep_limits(name) {
             out.kept.insert(
                 name.clone(),
                 Unremovable::Because(UnremovableReason::MinimalResourceLimitExceeded),
+            );
+            continue;
+        }
+        if u.on_completion > 0 {
+            // Upstream checks the min size and the limits first, using
+            // them up for this node, then leaves it (`NodesToDelete`).
+            *picked.entry(u.group.as_str()).or_default() += 1;
+            tracing::debug!("Node {name} has active on-completion pods, delaying scale down");
+            out.kept.insert(
+                name.clone(),
+                Unremovable::Because(UnremovableReason::BlockedByOnCompletionPod),
             );
             continue;
         }

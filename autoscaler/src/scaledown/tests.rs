@@ -258,6 +258,7 @@ fn deletion_waits_ten_minutes_respects_min_size_and_budgets() {
         },
         ready: true,
         risky: false,
+        on_completion: 0,
     };
     for (name, pods) in [("e1", 0), ("e2", 0), ("d1", 1), ("d2", 1)] {
         planner.unneeded.insert(name.into(), u(pods));
@@ -306,6 +307,27 @@ fn deletion_waits_ten_minutes_respects_min_size_and_budgets() {
     );
     assert_eq!(later.empty, ["e1", "e2"]);
     assert_eq!(later.drain.len(), 1, "one drain at a time");
+    // A node with an on-completion pod waits, and is not tainted.
+    let mut waiting = Planner::default();
+    waiting.unneeded.insert(
+        "oc".into(),
+        UnneededNode {
+            on_completion: 1,
+            ..u(0)
+        },
+    );
+    let waits = select(
+        &waiting,
+        &groups,
+        budget,
+        now() + Duration::from_secs(601),
+        |_| true,
+    );
+    assert!(waits.empty.is_empty() && waits.drain.is_empty());
+    assert_eq!(
+        waits.kept["oc"],
+        Unremovable::Because(UnremovableReason::BlockedByOnCompletionPod)
+    );
     let small: BTreeMap<String, GroupSize> = [(
         "g".to_string(),
         GroupSize {

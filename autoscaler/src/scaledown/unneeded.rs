@@ -31,6 +31,9 @@ pub struct UnneededNode {
     pub ready: bool,
     /// Its pods exceed a budget alone (evicted one by one).
     pub risky: bool,
+    /// `safe-to-evict: on-completion` pods on it: the node waits for them
+    /// to complete, untainted.
+    pub on_completion: usize,
 }
 
 /// One candidate as the planner sees it.
@@ -250,6 +253,7 @@ impl Planner {
                 utilization: util,
                 ready: c.ready,
                 risky,
+                on_completion: moved.on_completion.len(),
             },
         );
         Ok(())

@@ -108,6 +108,7 @@ pub async fn scale_up(
         pending,
         &groups,
         inputs.nodes,
+        inputs.templates,
         now,
         inputs.all_or_nothing,
     )
@@ -228,11 +229,18 @@ async fn plan_scale_up(
     pending: &[PodInfo],
     groups: &NodeGroupList,
     nodes: &[Arc<Node>],
+    templates: &BTreeMap<String, NodeInfo>,
     now: SystemTime,
     all_or_nothing: bool,
 ) -> ScaleUpPlan {
     let f = &ctx.flags;
-    let (cores, memory) = clusterstate::cluster_resources(nodes, now);
+    let (cores, memory) = scale_up_resources(ctx, templates, nodes, now);
+    // CapacityQuotas count the snapshot's nodes, upcoming ones included, as
+    // upstream's quota tracker counts the loop's node infos.
+    let snapshot_nodes: Vec<Arc<Node>> = (0..snapshot.nodes().len())
+        .filter(|&i| snapshot.enabled(i))
+        .map(|i| snapshot.node(i).node.clone())
+        .collect();
     let limits = Limits {
         max_nodes_total: f.max_nodes_total,
         nodes_now: snapshot.nodes().len(),
@@ -246,7 +254,7 @@ async fn plan_scale_up(
             .capacity_quotas()
             .into_iter()
             .map(|q| {
-                let usage = q.usage(nodes);
+                let usage = q.usage(&snapshot_nodes);
                 QuotaLeft::new(q, &usage)
             })
             .collect(),
@@ -288,6 +296,35 @@ async fn plan_scale_up(
     }
     priority::report_notices(ctx, std::mem::take(&mut plan.priority_notices));
     plan
+}
+
+/// The cluster's cores and memory as scale-up's limits count them
+/// (upstream's `coresMemoryTotal`): each group's target size times its
+/// template node, so that nodes asked for and not registered yet count,
+/// and the nodes of no autoscaled group as they are.
+fn scale_up_resources(
+    ctx: &AutoscalingContext,
+    templates: &BTreeMap<String, NodeInfo>,
+    nodes: &[Arc<Node>],
+    now: SystemTime,
+) -> (i64, i64) {
+    let mut total = (0i64, 0i64);
+    for g in ctx.provider.node_groups() {
+        let (Ok(target), Some(t)) = (g.target_size(), templates.get(&g.id())) else {
+            continue;
+        };
+        let (cores, memory) = clusterstate::node_capacity(&t.node);
+        let target = i64::try_from(target).unwrap_or(i64::MAX);
+        total.0 = total.0.saturating_add(cores.saturating_mul(target));
+        total.1 = total.1.saturating_add(memory.saturating_mul(target));
+    }
+    let unmanaged: Vec<Arc<Node>> = nodes
+        .iter()
+        .filter(|n| !matches!(ctx.provider.node_group_for_node(n), Ok(Some(_))))
+        .cloned()
+        .collect();
+    let (cores, memory) = clusterstate::cluster_resources(&unmanaged, now);
+    (total.0 + cores, total.1 + memory)
 }
 
 /// The node groups that can take part (upstream's

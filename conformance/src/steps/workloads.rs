@@ -19,6 +19,7 @@ use std::sync::LazyLock;
 use cucumber::gherkin::Step;
 use cucumber::{given, when};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use regex::Regex;
@@ -281,6 +282,22 @@ async fn bare_pod_created(
     clauses: String,
 ) -> StepResult {
     create_pod(w, &name, &cpu, &clauses).await
+}
+
+/// The pod's containers ended well: its phase is `Succeeded` (as kwok's
+/// `pod-complete` stage writes for a Job's pods).
+#[when(regex = r#"^the pod "(\S+)" completes$"#)]
+async fn pod_completes(w: &mut CaWorld, name: String) -> StepResult {
+    let r = w.running().await?;
+    let api: Api<Pod> = Api::namespaced(r.cluster.client(), "default");
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Succeeded"}})),
+    )
+    .await
+    .map_err(|e| format!("marking pod {name} Succeeded: {e}"))?;
+    Ok(())
 }
 
 #[given(regex = r#"^a daemonset "(\S+)" requesting (\S+) CPU(.*)$"#)]
