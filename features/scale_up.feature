@@ -177,3 +177,14 @@ Feature: Scale-up
     And a deployment "api" of 3 pods requesting 3 CPU on node group "other" is created
     And 6 minutes pass
     Then one of the node groups "pool" and "other" has 3 nodes and the others 0
+
+  @ca>=1.36
+  Scenario: With --scaleup-simulation-for-skipped-node-groups-enabled a skipped group the pod could never use says why
+    "scaleup-simulation-for-skipped-node-groups-enabled: Whether to enable the scale up simulation for skipped
+    node groups." Without it a group at its max size counts as "max node group size reached" for every pod.
+    Given a node group "small" of nodes with 4 CPU and 16Gi memory, min 0 and max 1
+    And the node group "small" starts with 1 node
+    And the autoscaler runs with "--scaleup-simulation-for-skipped-node-groups-enabled"
+    And a deployment "elsewhere" of 1 pod requesting 1 CPU on nodes labeled "team=none"
+    When 2 minutes pass
+    Then the pods of "elsewhere" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 2 node(s) didn't match Pod's node affinity/selector"

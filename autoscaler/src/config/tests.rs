@@ -329,6 +329,7 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--node-deletion-candidate-ttl=1h",
         "--max-startup-time=30m",
         "--startup-taint-prefix=example.com/starting",
+        "--scaleup-simulation-for-skipped-node-groups-enabled",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());

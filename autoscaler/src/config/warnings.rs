@@ -177,11 +177,6 @@ impl Flags {
                 "it limits proactive scale-up's fake pods, which are not implemented yet",
             ),
             (
-                self.scaleup_simulation_for_skipped_node_groups_enabled,
-                "scaleup-simulation-for-skipped-node-groups-enabled",
-                NOT_YET,
-            ),
-            (
                 self.enable_csi_node_aware_scheduling,
                 "enable-csi-node-aware-scheduling",
                 NOT_YET,

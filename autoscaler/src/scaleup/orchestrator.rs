@@ -275,6 +275,9 @@ async fn plan_scale_up(
             pods: pending,
             candidates: &groups.candidates,
             skipped: &groups.skipped,
+            skipped_templates: f
+                .scaleup_simulation_for_skipped_node_groups_enabled
+                .then_some(templates),
             limits: &limits,
             expanders: &ctx.validated.expanders,
             priorities: priorities.as_ref(),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use predicates::PodInfo;
+use predicates::{NodeInfo, PodInfo};
 
 use super::balancing::{Balancing, balance, similar};
 use super::equivalence::{PodGroup, equivalence_groups};
@@ -61,6 +61,11 @@ pub struct PlanInputs<'a> {
     pub candidates: &'a [Candidate],
     /// Groups skipped before estimation, with their reason.
     pub skipped: &'a BTreeMap<String, String>,
+    /// `--scaleup-simulation-for-skipped-node-groups-enabled`: the template
+    /// nodes of the groups skipped (before estimation, at their max size or
+    /// over a limit), against which each pod is checked so that a group it
+    /// could never run on gives its scheduling reason, not the skip reason.
+    pub skipped_templates: Option<&'a BTreeMap<String, NodeInfo>>,
     /// Limits.
     pub limits: &'a Limits,
     /// Expander chain.
@@ -95,7 +100,7 @@ pub fn plan(snapshot: &mut Snapshot, inputs: &PlanInputs<'_>) -> ScaleUpPlan {
         limit_hits: Vec::new(),
     };
     for (id, reason) in inputs.skipped {
-        planner.reject_for_all(id, reason.clone());
+        planner.skip(snapshot, id, vec![reason.clone()]);
     }
     let probed = planner.probe(snapshot);
     let (options, mut similar_groups) = planner.estimate(snapshot, &probed);
@@ -155,8 +160,27 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn reject_for_all(&mut self, group: &str, reason: String) {
-        self.reject_for_all_with(group, vec![reason]);
+    /// A group left out for `reasons`; with the skipped groups' simulation,
+    /// the pod groups that do not fit its template get their scheduling
+    /// reasons instead (upstream's `getRemainingPodsConsideringSkippedNodeGroups`).
+    fn skip(&mut self, snapshot: &mut Snapshot, group: &str, reasons: Vec<String>) {
+        let Some(template) = self.inputs.skipped_templates.and_then(|t| t.get(group)) else {
+            self.reject_for_all_with(group, reasons);
+            return;
+        };
+        snapshot.fork();
+        let probe = snapshot.add_node(node_from_template(
+            template,
+            &format!("template-node-for-{group}"),
+        ));
+        for (i, g) in self.groups.iter().enumerate() {
+            let why = match snapshot.fits(g.sample(), probe) {
+                Ok(()) => reasons.clone(),
+                Err(rs) => rs.iter().map(ToString::to_string).collect(),
+            };
+            self.rejected[i].insert(group.to_string(), why);
+        }
+        snapshot.revert();
     }
 
     fn reject_for_all_with(&mut self, group: &str, reasons: Vec<String>) {
@@ -171,13 +195,13 @@ impl<'a> Planner<'a> {
         let mut probed = Vec::new();
         for c in self.inputs.candidates {
             if c.max.saturating_sub(c.target) == 0 {
-                self.reject_for_all(&c.id, "max node group size reached".into());
+                self.skip(snapshot, &c.id, vec!["max node group size reached".into()]);
                 continue;
             }
             let allowed = match self.inputs.limits.nodes_allowed(&c.template) {
                 Ok(n) => n,
                 Err(reason) => {
-                    self.reject_for_all_with(&c.id, reason.reasons());
+                    self.skip(snapshot, &c.id, reason.reasons());
                     self.limit_hits.push(reason);
                     continue;
                 }

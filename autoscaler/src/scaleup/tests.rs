@@ -246,6 +246,7 @@ fn inputs<'a>(
         pods,
         candidates,
         skipped,
+        skipped_templates: None,
         limits,
         expanders: &[crate::config::ExpanderName::LeastWaste],
         priorities: None,
