@@ -102,17 +102,7 @@ pub async fn scale_up(
     }
     let groups = node_groups(ctx, registry, inputs.templates, now);
     let groups = nodegroups::process_all(inputs.node_group_list, groups, pending);
-    let plan = plan_scale_up(
-        ctx,
-        snapshot,
-        pending,
-        &groups,
-        inputs.nodes,
-        inputs.templates,
-        now,
-        inputs.all_or_nothing,
-    )
-    .await;
+    let plan = plan_scale_up(ctx, snapshot, &inputs, &groups).await;
     let by_key: HashMap<&str, &Arc<Pod>> =
         pending.iter().map(|p| (p.key.as_str(), &p.pod)).collect();
     let pods_for = |keys: &mut dyn Iterator<Item = &String>| -> Vec<Arc<Pod>> {
@@ -226,14 +216,12 @@ fn stop_before_planning(
 async fn plan_scale_up(
     ctx: &AutoscalingContext,
     snapshot: &mut Snapshot,
-    pending: &[PodInfo],
+    inputs: &ScaleUpInputs<'_>,
     groups: &NodeGroupList,
-    nodes: &[Arc<Node>],
-    templates: &BTreeMap<String, NodeInfo>,
-    now: SystemTime,
-    all_or_nothing: bool,
 ) -> ScaleUpPlan {
     let f = &ctx.flags;
+    let (pending, nodes, templates) = (&inputs.pods, inputs.nodes, inputs.templates);
+    let (now, all_or_nothing) = (inputs.now, inputs.all_or_nothing);
     let (cores, memory) = scale_up_resources(ctx, templates, nodes, now);
     // CapacityQuotas count the snapshot's nodes, upcoming ones included, as
     // upstream's quota tracker counts the loop's node infos.
