@@ -118,6 +118,15 @@ pub struct Autoscaler {
     pub metrics: Arc<Metrics>,
 }
 
+/// What a loop's scale-ups start from: the template nodes, the nodes, the
+/// loop's time.
+#[derive(Clone, Copy)]
+struct LoopState<'a> {
+    templates: &'a BTreeMap<String, NodeInfo>,
+    nodes: &'a [Arc<Node>],
+    now: SystemTime,
+}
+
 /// The node lister a provider reads from the cache.
 pub fn node_lister(cache: &Arc<ClusterCache>) -> NodeLister {
     let cache = cache.clone();
@@ -498,12 +507,15 @@ impl Autoscaler {
         let t = std::time::Instant::now();
         self.metrics.activity("scaleUp", now);
         let pods = self.pods_to_help(&unbound, &mut snapshot, now).await;
+        let on = LoopState {
+            templates: &templates,
+            nodes,
+            now,
+        };
         let up = if self.ctx.flags.salvo_scale_up && !pods.is_empty() {
-            self.scale_up_salvo(pods, &templates, nodes, &mut snapshot, now)
-                .await
+            self.scale_up_salvo(pods, on, &mut snapshot).await
         } else {
-            self.single_scale_up(pods, &templates, nodes, &mut snapshot, now)
-                .await
+            self.single_scale_up(pods, on, &mut snapshot).await
         };
         self.metrics.observe("scaleUp", t.elapsed());
         let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
@@ -562,17 +574,15 @@ impl Autoscaler {
     async fn single_scale_up(
         &mut self,
         pods: Vec<PodInfo>,
-        templates: &BTreeMap<String, NodeInfo>,
-        nodes: &[Arc<Node>],
+        on: LoopState<'_>,
         snapshot: &mut Snapshot,
-        now: SystemTime,
     ) -> ScaleUpOutcome {
         let inputs = ScaleUpInputs {
             pods,
-            templates,
-            nodes,
+            templates: on.templates,
+            nodes: on.nodes,
             node_group_list: &self.processors.node_group_list,
-            now,
+            now: on.now,
             all_or_nothing: false,
         };
         let up = match self.provreqs.as_mut() {
@@ -594,10 +604,8 @@ impl Autoscaler {
     async fn scale_up_salvo(
         &mut self,
         pods: Vec<PodInfo>,
-        templates: &BTreeMap<String, NodeInfo>,
-        nodes: &[Arc<Node>],
+        on: LoopState<'_>,
         snapshot: &mut Snapshot,
-        now: SystemTime,
     ) -> ScaleUpOutcome {
         let mut salvo = Salvo::start(pods, self.ctx.flags.salvo_scale_up_budget);
         let mut outcomes = Vec::new();
@@ -607,10 +615,8 @@ impl Autoscaler {
                 salvo.iteration,
                 salvo.pods().len()
             );
-            let up = self
-                .single_scale_up(salvo.pods(), templates, nodes, snapshot, now)
-                .await;
-            let next = salvo.after(&up, snapshot, templates);
+            let up = self.single_scale_up(salvo.pods(), on, snapshot).await;
+            let next = salvo.after(&up, snapshot, on.templates);
             outcomes.push(up);
             if let Err(end) = next {
                 match end {
