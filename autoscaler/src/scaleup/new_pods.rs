@@ -7,14 +7,17 @@
 //! Two buffers, measured from the oldest pending pod's creation:
 //!
 //! - [`NEW_POD_BUFFER`], 2 s, for every pod: upstream's
-//!   `unschedulablePodTimeBuffer`. With `--frequent-loops-enabled` we do
-//!   not apply it, on purpose (README, `core`: "Timings that differ"). Upstream's
-//!   buffer insures against acting on part of a burst when the rest would
-//!   wait a whole `--scan-interval`. Our loop with that flag starts again
-//!   for every new unschedulable pod and for every pod bound while nodes
-//!   are upcoming, so the rest of a burst waits one loop (tens of
-//!   milliseconds at 30,000 pods), and the buffer would only add its 2 s to
-//!   the FAQ's scale-up latency of every pod of the burst's first second.
+//!   `unschedulablePodTimeBuffer`, applied by default as upstream does.
+//!   With our `--very-new-pods-wait=false` (and `--frequent-loops-enabled`,
+//!   on by default) we do not apply it (README, `core`: "Timings that
+//!   differ"). Upstream's buffer insures against acting on part of a burst
+//!   when the rest would wait a whole `--scan-interval`. Our loop with
+//!   frequent loops starts again for every new unschedulable pod and for
+//!   every pod bound while nodes are upcoming, so the rest of a burst waits
+//!   one loop (tens of milliseconds at 30,000 pods), and the buffer would
+//!   only add its 2 s to the FAQ's scale-up latency of every pod of the
+//!   burst's first second. It stays the default because a burst then gets
+//!   one decision, as with upstream (the same increases and events).
 //! - [`NEW_GPU_POD_BUFFER`], 30 s, when a pending pod requests any
 //!   vendor's GPU ([`gpu::pod_requests_gpu`], init containers included):
 //!   upstream's `unschedulablePodWithGpuTimeBuffer`
@@ -46,9 +49,9 @@ pub const NEW_GPU_POD_BUFFER: Duration = Duration::from_secs(30);
 pub fn very_new_until(
     pending: &[PodInfo],
     now: SystemTime,
-    frequent_loops: bool,
+    no_burst_wait: bool,
 ) -> Option<SystemTime> {
-    let all = (!frequent_loops)
+    let all = (!no_burst_wait)
         .then(|| pending.iter().map(created).min())
         .flatten()
         .map(|oldest| oldest + NEW_POD_BUFFER);
@@ -129,18 +132,18 @@ mod tests {
     }
 
     #[test]
-    fn frequent_loops_do_not_wait_for_new_pods() {
+    fn without_the_burst_wait_new_pods_do_not_wait() {
         let pods = [pod("a", Some(10), false)];
         assert_eq!(very_new_until(&pods, at(10), true), None);
     }
 
     #[test]
-    fn gpu_pods_wait_thirty_seconds_with_frequent_loops_or_not() {
+    fn gpu_pods_wait_thirty_seconds_with_the_burst_wait_or_not() {
         let pods = [pod("cpu", Some(0), false), pod("gpu", Some(10), true)];
-        for frequent in [false, true] {
-            assert_eq!(very_new_until(&pods, at(10), frequent), Some(at(40)));
-            assert_eq!(very_new_until(&pods, at(39), frequent), Some(at(40)));
-            assert_eq!(very_new_until(&pods, at(40), frequent), None);
+        for no_wait in [false, true] {
+            assert_eq!(very_new_until(&pods, at(10), no_wait), Some(at(40)));
+            assert_eq!(very_new_until(&pods, at(39), no_wait), Some(at(40)));
+            assert_eq!(very_new_until(&pods, at(40), no_wait), None);
         }
     }
 

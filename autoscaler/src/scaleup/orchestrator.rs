@@ -198,7 +198,7 @@ fn stop_before_planning(
     let new_until = f
         .bypassed_scheduler_names
         .is_empty()
-        .then(|| new_pods::very_new_until(pending, now, f.frequent_loops_enabled))
+        .then(|| new_pods::very_new_until(pending, now, skip_burst_wait(f)))
         .flatten();
     if new_until.is_some() {
         tracing::debug!("Unschedulable pods are very new, waiting one iteration for more");
@@ -208,6 +208,12 @@ fn stop_before_planning(
         });
     }
     None
+}
+
+/// Our `--very-new-pods-wait=false`, with frequent loops: no 2 s wait for a
+/// burst of very new pods ([`new_pods`]).
+fn skip_burst_wait(f: &crate::config::Flags) -> bool {
+    !f.very_new_pods_wait && f.frequent_loops_enabled
 }
 
 /// Plans the scale-up within the cluster-wide limits, with the expanders

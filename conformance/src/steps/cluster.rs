@@ -78,15 +78,16 @@ fn autoscaler_flags(w: &mut CaWorld, flags: String) {
     w.flags.extend(flags.split_whitespace().map(str::to_string));
 }
 
-/// Ours alone: with `--frequent-loops-enabled` our autoscaler does not
-/// wait, as upstream does, until the oldest pending pod is 2 s old
-/// (`autoscaler::scaleup::new_pods`). Sets the flag.
+/// Ours alone: with `--very-new-pods-wait=false` (and frequent loops) our
+/// autoscaler does not wait, as upstream does, until the oldest pending
+/// pod is 2 s old (`autoscaler::scaleup::new_pods`). Sets both flags.
 #[given("the autoscaler runs with frequent loops, without upstream's wait for very new pods")]
 fn frequent_loops_without_new_pod_wait(w: &mut CaWorld) {
     w.extensions.record(
         "scale-up without upstream's 2 s wait for very new pods (ours, with --frequent-loops-enabled)",
     );
     w.flags.push("--frequent-loops-enabled".into());
+    w.flags.push("--very-new-pods-wait=false".into());
 }
 
 #[when("the autoscaler restarts")]
