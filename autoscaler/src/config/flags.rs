@@ -180,7 +180,7 @@ pub struct Flags {
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     #[arg(help_heading = "Loop, health and status")]
     pub scale_up_from_zero: bool,
-    /// Ours, not upstream's: with frequent loops, false scales up at once for very new pods, without upstream's 2 s wait for the rest of a burst (GPU pods wait 30 s either way).
+    /// Ours: false skips upstream's 2 s wait for a burst of new pods (with frequent loops).
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     #[arg(help_heading = "Loop, health and status")]
     pub very_new_pods_wait: bool,
