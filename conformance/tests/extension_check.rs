@@ -9,12 +9,14 @@ use conformance::runner::{self, RunArgs};
 const FEATURE: &str = r#"Feature: Tag check
   Scenario: Reads the decision record without saying so
     Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 3
+    And the autoscaler runs with "--frequent-loops-enabled=false"
     And a deployment "web" of 2 pods requesting 900m CPU
     Then the autoscaler chooses among "pool" for the scale-up
 
   @extension
   Scenario: Reads the decision record and is tagged
     Given a node group "pool" of nodes with 4 CPU and 16Gi memory, min 0 and max 3
+    And the autoscaler runs with "--frequent-loops-enabled=false"
     And a deployment "web" of 2 pods requesting 900m CPU
     Then the autoscaler chooses among "pool" for the scale-up
 "#;
