@@ -231,10 +231,16 @@ async fn plan_scale_up(
     let (cores, memory) = scale_up_resources(ctx, templates, nodes, now);
     // CapacityQuotas count the snapshot's nodes, upcoming ones included, as
     // upstream's quota tracker counts the loop's node infos.
-    let snapshot_nodes: Vec<Arc<Node>> = (0..snapshot.nodes().len())
-        .filter(|&i| snapshot.enabled(i))
-        .map(|i| snapshot.node(i).node.clone())
-        .collect();
+    // (Only when there are quotas: the list is the loop's every node.)
+    let quotas = ctx.capacity_quotas();
+    let snapshot_nodes: Vec<Arc<Node>> = if quotas.is_empty() {
+        Vec::new()
+    } else {
+        (0..snapshot.nodes().len())
+            .filter(|&i| snapshot.enabled(i))
+            .map(|i| snapshot.node(i).node.clone())
+            .collect()
+    };
     let limits = Limits {
         max_nodes_total: f.max_nodes_total,
         nodes_now: snapshot.nodes().len(),
@@ -244,8 +250,7 @@ async fn plan_scale_up(
             memory,
         ),
         max_nodes_per_scaleup: f.max_nodes_per_scaleup,
-        quotas: ctx
-            .capacity_quotas()
+        quotas: quotas
             .into_iter()
             .map(|q| {
                 let usage = q.usage(&snapshot_nodes);
