@@ -188,3 +188,30 @@ Feature: Scale-up
     And a deployment "elsewhere" of 1 pod requesting 1 CPU on nodes labeled "team=none"
     When 2 minutes pass
     Then the pods of "elsewhere" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 2 node(s) didn't match Pod's node affinity/selector"
+
+  @ca>=1.31
+  Scenario: With --enable-proactive-scaleup the replicas a quota holds back get their nodes with the pods that exist
+    "enable-proactive-scaleup: Whether to enable/disable proactive scale-ups." A ResourceQuota of 2 pods lets
+    the ReplicaSet create 2 of its 10 pods: the autoscaler adds fake copies of the newest pod for the 8
+    missing, so the scale-up makes room for all 10.
+    Given a resource quota "two-pods" allowing 2 pods
+    And the autoscaler runs with "--enable-proactive-scaleup"
+    When a deployment "web" of 10 pods requesting 3 CPU on node group "pool" is created
+    Then the node group "pool" reaches 10 nodes within 3 minutes
+
+  @ca>=1.32
+  Scenario: Proactive scale-up's fake pods get no events, and --pod-injection-limit caps how many join a loop
+    "pod-injection-limit: Limits total number of pods while injecting fake pods." 2 real and 8 fake pods
+    against a limit of 5: 5 fake pods are left out of the first scale-up, which the real pods' event names;
+    the fake pods left out join the next loops. (1.31 replaced the eventing processor: no events at all.)
+    Given a resource quota "two-pods" allowing 2 pods
+    And the autoscaler runs with "--enable-proactive-scaleup --pod-injection-limit=5"
+    When a deployment "web" of 10 pods requesting 3 CPU on node group "pool" is created
+    Then the pods of "web" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0->5 (max: 10)}]"
+    And the node group "pool" reaches 10 nodes within 5 minutes
+
+  Scenario: Without --enable-proactive-scaleup only the pods that exist get nodes
+    Given a resource quota "two-pods" allowing 2 pods
+    When a deployment "web" of 10 pods requesting 3 CPU on node group "pool" is created
+    Then the node group "pool" reaches 2 nodes within 3 minutes
+    And the node group "pool" keeps 2 nodes for 5 minutes

@@ -14,7 +14,7 @@ use predicates::nodeinfo::pod_key;
 use simclock::Clock;
 
 use super::pod::{is_recent_unschedulable, node_name};
-use super::state::State;
+use super::state::{CachedController, State};
 use crate::provisioningrequest::types::ProvisioningRequest;
 
 /// What one watch event means for the cache.
@@ -67,8 +67,13 @@ pub enum Change {
         namespace: String,
         /// Its name.
         name: String,
+        /// Its uid.
+        uid: String,
         /// Its desired replicas, for the kinds that have them.
         replicas: Option<i32>,
+        /// The pods it wants to exist, for proactive scale-up
+        /// ([`crate::processors::podinjection::desired_pods`]).
+        desired_pods: Option<i32>,
     },
     /// A controller was deleted.
     ControllerDeleted {
@@ -208,12 +213,19 @@ pub fn apply(
             kind,
             namespace,
             name,
+            uid,
             replicas,
+            desired_pods,
         } => {
             state.seen(kind, &format!("{namespace}/{name}"));
+            let info = CachedController {
+                uid,
+                replicas,
+                desired_pods,
+            };
             state
                 .controllers
-                .insert((kind.to_string(), namespace, name), replicas);
+                .insert((kind.to_string(), namespace, name), info);
         }
         Change::ControllerDeleted {
             kind,
@@ -477,7 +489,9 @@ mod tests {
                 kind: "ReplicaSet",
                 namespace: "ns".into(),
                 name: "rs".into(),
+                uid: "u1".into(),
                 replicas: Some(3),
+                desired_pods: Some(3),
             },
             true,
         );

@@ -40,5 +40,5 @@ mod state;
 mod watch;
 
 pub use pod::{RECENT_UNSCHEDULABLE, compact, is_active, is_expendable, is_unschedulable};
-pub use state::State;
+pub use state::{CachedController, State};
 pub use watch::{ClusterCache, Extra};

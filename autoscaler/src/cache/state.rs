@@ -17,6 +17,19 @@ use crate::simulator::drainability::{Budget, ControllerState, Controllers, contr
 /// The kind under which DaemonSets are kept among the controllers.
 const DAEMON_SET: &str = "DaemonSet";
 
+/// What the cache keeps of a controller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CachedController {
+    /// Its uid (its pods' controller reference).
+    pub uid: String,
+    /// Its desired replicas, for the kinds that have them (the
+    /// drainability rules' check).
+    pub replicas: Option<i32>,
+    /// The pods it wants to exist, for the kinds proactive scale-up
+    /// completes (ReplicaSets, Jobs, Parallel StatefulSets).
+    pub desired_pods: Option<i32>,
+}
+
 /// The cached state.
 #[derive(Default)]
 pub struct State {
@@ -32,8 +45,8 @@ pub struct State {
     pub unbound: BTreeMap<String, PodInfo>,
     /// Budgets by `namespace/name`.
     pub budgets: BTreeMap<String, Arc<PodDisruptionBudget>>,
-    /// Controllers: (kind, namespace, name) → replicas.
-    pub controllers: HashMap<(String, String, String), Option<i32>>,
+    /// Controllers by (kind, namespace, name).
+    pub controllers: HashMap<(String, String, String), CachedController>,
     /// DaemonSets by `namespace/name` (their pods go on template nodes).
     pub daemonsets: BTreeMap<String, Arc<DaemonSet>>,
     /// ProvisioningRequests by `namespace/name` (watched with
@@ -202,8 +215,12 @@ impl State {
     pub(super) fn put_daemonset(&mut self, namespace: String, name: String, mut ds: DaemonSet) {
         ds.metadata.managed_fields = None;
         let key = format!("{namespace}/{name}");
+        let info = CachedController {
+            uid: ds.metadata.uid.clone().unwrap_or_default(),
+            ..CachedController::default()
+        };
         self.controllers
-            .insert((DAEMON_SET.into(), namespace, name), None);
+            .insert((DAEMON_SET.into(), namespace, name), info);
         self.daemonsets.insert(key, Arc::new(ds));
     }
 
@@ -288,8 +305,8 @@ impl Controllers for State {
             .controllers
             .get(&(kind.to_string(), namespace.to_string(), name.to_string()))
         {
-            Some(replicas) => ControllerState::Found {
-                replicas: *replicas,
+            Some(c) => ControllerState::Found {
+                replicas: c.replicas,
             },
             None => ControllerState::NotFound,
         }

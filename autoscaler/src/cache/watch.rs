@@ -19,6 +19,7 @@ use tokio::sync::{Notify, watch};
 
 use super::apply::{Change, Lists, WakeUps, apply, namespaced_key};
 use super::state::State;
+use crate::processors::podinjection::desired_pods;
 use crate::provisioningrequest::types::ProvisioningRequest;
 
 /// The kinds a cache watches beyond those every loop needs.
@@ -170,16 +171,25 @@ fn watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
             |b: PodDisruptionBudget, _| Change::BudgetApplied(Box::new(b)),
             |b| Change::BudgetDeleted(namespaced_key(&b)),
         ),
-        controller::<ReplicaSet>(client, "ReplicaSet", |r| {
-            r.spec.as_ref().and_then(|s| s.replicas)
-        }),
-        controller::<ReplicationController>(client, "ReplicationController", |r| {
-            r.spec.as_ref().and_then(|s| s.replicas)
-        }),
-        controller::<StatefulSet>(client, "StatefulSet", |r| {
-            r.spec.as_ref().and_then(|s| s.replicas)
-        }),
-        controller::<Job>(client, "Job", |_| None),
+        controller::<ReplicaSet>(
+            client,
+            "ReplicaSet",
+            |r| r.spec.as_ref().and_then(|s| s.replicas),
+            desired_pods::replica_set,
+        ),
+        controller::<ReplicationController>(
+            client,
+            "ReplicationController",
+            |r| r.spec.as_ref().and_then(|s| s.replicas),
+            |_| None,
+        ),
+        controller::<StatefulSet>(
+            client,
+            "StatefulSet",
+            |r| r.spec.as_ref().and_then(|s| s.replicas),
+            desired_pods::stateful_set,
+        ),
+        controller::<Job>(client, "Job", |_| None, desired_pods::job),
         stream(
             client,
             "DaemonSet",
@@ -255,11 +265,13 @@ fn not_served(err: &watcher::Error) -> bool {
 }
 
 /// A watch of a controller kind: what the drainability rules need of one
-/// is its namespace, name and desired replicas.
+/// is its namespace, name and desired replicas; proactive scale-up, its uid
+/// and the pods it wants to exist.
 fn controller<K>(
     client: &Client,
     kind: &'static str,
     replicas: fn(&K) -> Option<i32>,
+    desired: fn(&K) -> Option<i32>,
 ) -> BoxStream<'static, Change>
 where
     K: Resource<DynamicType = ()>
@@ -277,7 +289,9 @@ where
             kind,
             namespace: k.namespace().unwrap_or_default(),
             name: k.name_any(),
+            uid: k.uid().unwrap_or_default(),
             replicas: replicas(&k),
+            desired_pods: desired(&k),
         },
         move |k: K| Change::ControllerDeleted {
             kind,

@@ -178,7 +178,7 @@ fn provisioning_request_and_capacity_flags_take_effect_without_a_warning() {
     assert!(f.enable_provisioning_requests && f.capacity_quotas_enabled && f.once);
     assert!(f.warnings().is_empty(), "{:?}", f.warnings());
     // A feature still missing does warn: the check is not vacuous.
-    let f = parse(&["--enable-proactive-scaleup"]).unwrap();
+    let f = parse(&["--async-node-groups"]).unwrap();
     assert_eq!(f.warnings().len(), 1);
 }
 
@@ -330,6 +330,8 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--max-startup-time=30m",
         "--startup-taint-prefix=example.com/starting",
         "--scaleup-simulation-for-skipped-node-groups-enabled",
+        "--enable-proactive-scaleup",
+        "--pod-injection-limit=10",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());
@@ -338,16 +340,12 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
 #[test]
 fn the_1_36_flags_not_implemented_yet_say_so() {
     let f = parse(&[
-        "--enable-proactive-scaleup",
-        "--pod-injection-limit=10",
         "--fastpath-binpacking-enabled",
         "--dynamic-node-delete-delay-after-taint-enabled",
     ])
     .unwrap();
     let w = f.warnings();
     for flag in [
-        "enable-proactive-scaleup",
-        "pod-injection-limit",
         "fastpath-binpacking-enabled",
         "dynamic-node-delete-delay-after-taint-enabled",
     ] {

@@ -70,7 +70,7 @@ impl Flags {
     }
 
     /// Features this autoscaler does not implement: node autoprovisioning,
-    /// the grpc expander, DRA, proactive scale-up,
+    /// the grpc expander, DRA,
     /// CapacityBuffers and CapacityQuotas, scheduler plugins.
     fn unimplemented_features(&self) -> Vec<Ignored> {
         vec![
@@ -103,11 +103,6 @@ impl Flags {
                 self.enable_dynamic_resource_allocation,
                 "enable-dynamic-resource-allocation",
                 "DRA is not implemented",
-            ),
-            (
-                self.enable_proactive_scaleup,
-                "enable-proactive-scaleup",
-                "proactive scale-up is not implemented",
             ),
             (
                 !self.scheduler_config_file.is_empty(),
@@ -170,11 +165,6 @@ impl Flags {
                 self.fastpath_binpacking_enabled,
                 "fastpath-binpacking-enabled",
                 NOT_YET,
-            ),
-            (
-                self.pod_injection_limit != 5000,
-                "pod-injection-limit",
-                "it limits proactive scale-up's fake pods, which are not implemented yet",
             ),
             (
                 self.enable_csi_node_aware_scheduling,

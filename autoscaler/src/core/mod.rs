@@ -245,6 +245,23 @@ impl Autoscaler {
             );
             injection
         });
+        if f.enable_proactive_scaleup {
+            use crate::processors::podinjection::{
+                EnforceInjectedPodsLimitProcessor, FakePodsScaleUpStatusProcessor,
+                PodInjectionPodListProcessor,
+            };
+            processors
+                .pod_list
+                .add_first(Box::new(PodInjectionPodListProcessor(cache.clone())));
+            processors
+                .pod_list
+                .add(Box::new(EnforceInjectedPodsLimitProcessor {
+                    limit: f.pod_injection_limit,
+                }));
+            processors
+                .scale_up_status
+                .insert(0, Box::new(FakePodsScaleUpStatusProcessor));
+        }
         let track_removal_latency = f.node_removal_latency_tracking_enabled;
         let quota_controller = f
             .capacity_quotas_enabled

@@ -6,13 +6,15 @@
 //! - [`nodeinfosprovider`]: the template node of every node group;
 //! - [`pods`]: the pod-list processors, from the unschedulable pods to the
 //!   pods scale-up should help; with `--enable-provisioning-requests`,
-//!   [`provreq`]'s after them;
+//!   [`provreq`]'s after them; with `--enable-proactive-scaleup`,
+//!   [`podinjection`]'s first and last;
 //! - [`nodegroups`]: the node groups scale-up may consider;
 //! - [`status`]: what is told of the scale-up once it is done.
 
 pub mod capacitybuffer;
 pub mod nodegroups;
 pub mod nodeinfosprovider;
+pub mod podinjection;
 pub mod pods;
 pub mod provreq;
 pub mod status;

@@ -3,11 +3,15 @@
 //! [`EventingScaleUpStatusProcessor`], tells each pod: `TriggeredScaleUp`
 //! with the increases made for it, or `NotTriggerScaleUp` with why not;
 //! a CapacityBuffer's fake pods are told of per buffer instead
-//! ([`super::capacitybuffer`]).
+//! ([`super::capacitybuffer`]), proactive scale-up's are not told of
+//! ([`super::podinjection`]).
+
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::capacitybuffer::is_fake_pod;
 use crate::context::AutoscalingContext;
 use crate::events::{EventReason, EventType, ObjectRef};
+use crate::processors::podinjection;
 use crate::scaleup::orchestrator::ScaleUpOutcome;
 use crate::scaleup::types::format_increases;
 
@@ -36,7 +40,7 @@ impl ScaleUpStatusProcessor for EventingScaleUpStatusProcessor {
 
     fn process(&self, ctx: &AutoscalingContext, outcome: &ScaleUpOutcome) {
         for (pod, why) in &outcome.pods_remain_unschedulable {
-            if is_fake_pod(pod) {
+            if simulated(pod) {
                 continue;
             }
             ctx.events.record(
@@ -56,7 +60,7 @@ impl ScaleUpStatusProcessor for EventingScaleUpStatusProcessor {
         for pod in outcome
             .pods_triggered_scale_up
             .iter()
-            .filter(|p| !is_fake_pod(p))
+            .filter(|p| !simulated(p))
         {
             ctx.events.record(
                 &ObjectRef::pod(pod),
@@ -66,4 +70,10 @@ impl ScaleUpStatusProcessor for EventingScaleUpStatusProcessor {
             );
         }
     }
+}
+
+/// Whether a pod exists only in the simulation (a buffer's or proactive
+/// scale-up's fake pod): no event names it.
+fn simulated(pod: &Pod) -> bool {
+    is_fake_pod(pod) || podinjection::is_fake(pod)
 }

@@ -1,6 +1,6 @@
 //! Workloads: deployments, bare pods and DaemonSets shaped by clauses,
-//! PDBs, priority classes, the priority expander's ConfigMap, scaling, and
-//! any object written out as YAML.
+//! PDBs, priority classes, the priority expander's ConfigMap, a pods
+//! quota, scaling, and any object written out as YAML.
 //!
 //! A pod's shape is a CPU request followed by clauses, in any order:
 //! ` on node group "g"` (nodeSelector), ` requiring node group "g"`
@@ -381,6 +381,17 @@ fn expander_priority(w: &mut CaWorld, value: i64, pattern: String) -> StepResult
         .or_default()
         .push(pattern);
     Ok(())
+}
+
+/// A ResourceQuota of the `default` namespace on the count of pods: the
+/// API server refuses the pods past it (the ReplicaSet controller then
+/// creates fewer pods than its replicas).
+#[given(regex = r#"^a resource quota "(\S+)" allowing (\d+) pods?$"#)]
+async fn resource_quota(w: &mut CaWorld, name: String, pods: u32) -> StepResult {
+    w.create(json!({"apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"hard": {"pods": pods.to_string()}}}))
+        .await
 }
 
 // ---- Anything else ----

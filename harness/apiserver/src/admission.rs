@@ -77,6 +77,10 @@ pub trait AdmissionContext {
     fn serves_builtin(&self, gr: &GroupResource) -> bool;
     /// The server's time, RFC 3339.
     fn now_rfc3339(&self) -> String;
+    /// The ResourceQuotas of `namespace` that limit the count of pods, as
+    /// (name, hard limit), and the pods counted against them: those not
+    /// Succeeded or Failed.
+    fn pod_quotas(&self, namespace: &str) -> (Vec<(String, i64)>, i64);
 }
 
 /// Runs defaulting, admission and validation for a create.
@@ -95,6 +99,7 @@ pub fn admit_create(
             admit_pod_priority(server, def, obj)?;
             add_default_tolerations(obj_mut(obj, "spec"));
             validate_pod_spec(def, &name, obj.get("spec"), "spec", true)?;
+            admit_pod_quota(server, def, &name, obj)?;
             let qos = qos_class(obj.get("spec").unwrap_or(&Value::Null));
             let status = obj_mut(obj, "status");
             set_default(status, "phase", json!("Pending"));
@@ -689,6 +694,34 @@ fn admit_pod_priority(
     spec.insert("priority".into(), json!(value));
     set_default(spec, "preemptionPolicy", json!(policy));
     Ok(())
+}
+
+/// ResourceQuota admission, for the count of pods (`pods` or
+/// `count/pods` in `spec.hard`): a pod that would take a namespace past a
+/// quota's limit is refused, as kube-apiserver's quota admission refuses
+/// it (other quota resources are not enforced here).
+fn admit_pod_quota(
+    server: &dyn AdmissionContext,
+    def: &ResourceDef,
+    name: &str,
+    obj: &Value,
+) -> ApiResult<()> {
+    let namespace = str_at(obj, "/metadata/namespace").unwrap_or("default");
+    let (quotas, used) = server.pod_quotas(namespace);
+    let mut exceeded: Vec<&(String, i64)> =
+        quotas.iter().filter(|(_, hard)| used + 1 > *hard).collect();
+    exceeded.sort();
+    let Some((quota, hard)) = exceeded.first() else {
+        return Ok(());
+    };
+    Err(ApiError::forbidden(
+        &def.group,
+        &def.resource,
+        name,
+        format!(
+            "exceeded quota: {quota}, requested: pods=1, used: pods={used}, limited: pods={hard}"
+        ),
+    ))
 }
 
 /// DefaultTolerationSeconds: tolerate not-ready and unreachable for 300 s.

@@ -186,6 +186,46 @@ impl AdmissionContext for Server {
         })
     }
 
+    fn pod_quotas(&self, namespace: &str) -> (Vec<(String, i64)>, i64) {
+        let (_, quotas) = self.store.list(
+            &GroupResource::new("", "resourcequotas"),
+            Some(namespace),
+            None,
+        );
+        let limits: Vec<(String, i64)> = quotas
+            .iter()
+            .filter_map(|q| {
+                let value = q.value();
+                let hard = value.pointer("/spec/hard")?;
+                let limit = ["pods", "count/pods"]
+                    .iter()
+                    .filter_map(|k| hard.get(*k))
+                    .filter_map(|v| match v {
+                        Value::String(s) => s.parse::<i64>().ok(),
+                        other => other.as_i64(),
+                    })
+                    .min()?;
+                Some((q.name.clone(), limit))
+            })
+            .collect();
+        if limits.is_empty() {
+            return (limits, 0);
+        }
+        let (_, pods) = self
+            .store
+            .list(&GroupResource::new("", "pods"), Some(namespace), None);
+        let used = pods
+            .iter()
+            .filter(|p| {
+                !matches!(
+                    p.value().pointer("/status/phase").and_then(Value::as_str),
+                    Some("Succeeded" | "Failed")
+                )
+            })
+            .count();
+        (limits, i64::try_from(used).unwrap_or(i64::MAX))
+    }
+
     fn serves_builtin(&self, gr: &GroupResource) -> bool {
         self.registry.by_gr(gr).is_some_and(|d| !d.custom)
     }

@@ -90,3 +90,40 @@ async fn an_object_over_etcds_limit_is_refused_as_etcd_refuses_it() {
     assert_eq!(a.message(), "etcdserver: request is too large");
     assert!(a.body.get("reason").is_none(), "no reason: {}", a.body);
 }
+
+#[tokio::test]
+async fn a_pod_past_a_pods_quota_is_403() {
+    // plugin/pkg/admission/resourcequota: the quota evaluator counts pods
+    // not Succeeded or Failed; "exceeded quota: <quota>, requested: ...".
+    let api = server();
+    let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota",
+                       "metadata": {"name": "two-pods"}, "spec": {"hard": {"pods": "2"}}});
+    assert_eq!(
+        post(&api, "/api/v1/namespaces/default/resourcequotas", &quota)
+            .await
+            .code,
+        201
+    );
+    let pod = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    };
+    const PODS: &str = "/api/v1/namespaces/default/pods";
+    assert_eq!(post(&api, PODS, &pod("a")).await.code, 201);
+    assert_eq!(post(&api, PODS, &pod("b")).await.code, 201);
+    let a = post(&api, PODS, &pod("c")).await;
+    assert_eq!(a.code, 403, "{}", a.body);
+    assert_eq!(
+        a.message(),
+        "pods \"c\" is forbidden: exceeded quota: two-pods, requested: pods=1, used: pods=2, limited: pods=2"
+    );
+    // Another namespace is not limited by it.
+    let other = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}});
+    assert_eq!(post(&api, "/api/v1/namespaces", &other).await.code, 201);
+    assert_eq!(
+        post(&api, "/api/v1/namespaces/other/pods", &pod("c"))
+            .await
+            .code,
+        201
+    );
+}
