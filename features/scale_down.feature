@@ -218,3 +218,13 @@ Feature: Scale-down
     And a node of "pool" gets no "ScaleDownFailed" event
     When the pod "batch" completes
     Then the node group "pool" reaches 0 nodes within 5 minutes
+
+  @ca>=1.35
+  Scenario: With --max-node-skip-eval-time-tracker-enabled the time a skipped candidate waited for evaluation is measured
+    "max_node_skip_eval_duration_seconds: Maximum evaluation time of a node being skipped during ScaleDown."
+    A spent --scale-down-simulation-timeout skips every candidate's removal simulation: the longest time since
+    one was evaluated grows loop after loop, and the node is never found unneeded.
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-simulation-timeout=1ns --max-node-skip-eval-time-tracker-enabled"
+    Then the autoscaler's metric "cluster_autoscaler_max_node_skip_eval_duration_seconds" reaches 120 seconds within 5 minutes
+    And the node group "pool" has 2 nodes

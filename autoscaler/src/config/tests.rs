@@ -332,6 +332,7 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--scaleup-simulation-for-skipped-node-groups-enabled",
         "--enable-proactive-scaleup",
         "--pod-injection-limit=10",
+        "--max-node-skip-eval-time-tracker-enabled",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());

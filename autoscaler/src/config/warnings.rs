@@ -157,11 +157,6 @@ impl Flags {
                 NOT_YET,
             ),
             (
-                self.max_node_skip_eval_time_tracker_enabled,
-                "max-node-skip-eval-time-tracker-enabled",
-                NOT_YET,
-            ),
-            (
                 self.fastpath_binpacking_enabled,
                 "fastpath-binpacking-enabled",
                 NOT_YET,

@@ -263,6 +263,7 @@ impl Autoscaler {
                 .insert(0, Box::new(FakePodsScaleUpStatusProcessor));
         }
         let track_removal_latency = f.node_removal_latency_tracking_enabled;
+        let skip_eval_since = f.max_node_skip_eval_time_tracker_enabled.then_some(now);
         let quota_controller = f
             .capacity_quotas_enabled
             .then(|| QuotaController::new(client.clone(), clock.clone()));
@@ -281,7 +282,7 @@ impl Autoscaler {
                 quotas: Default::default(),
             },
             registry,
-            scale_down: ScaleDown::new(actuator, track_removal_latency),
+            scale_down: ScaleDown::new(actuator, track_removal_latency, skip_eval_since),
             status,
             processors,
             sizes: housekeeping::SizeFixer::default(),

@@ -86,6 +86,9 @@ pub struct Metrics {
     pub unremovable_nodes_count: Family<Labels, FGauge>,
     /// `scale_down_in_cooldown`.
     pub scale_down_in_cooldown: FGauge,
+    /// `max_node_skip_eval_duration_seconds` (set with
+    /// `--max-node-skip-eval-time-tracker-enabled`, 0 otherwise).
+    pub max_node_skip_eval_duration: FGauge,
     /// `old_unregistered_nodes_removed_count`.
     pub old_unregistered_removed: Counter,
     /// `skipped_scale_events_count{direction,reason}`.
@@ -145,6 +148,7 @@ impl Metrics {
             unneeded_nodes_count: FGauge::default(),
             unremovable_nodes_count: Family::default(),
             scale_down_in_cooldown: FGauge::default(),
+            max_node_skip_eval_duration: FGauge::default(),
             old_unregistered_removed: Counter::default(),
             skipped_scale_events: Family::default(),
             node_taints_count: Family::default(),
@@ -260,6 +264,11 @@ impl Metrics {
             "node_removal_latency_seconds",
             "Latency from when an unneeded node is eligible for scale down until it is removed (deleted=true) or it became needed again (deleted=false).",
             self.node_removal_latency.clone(),
+        );
+        r.register(
+            "max_node_skip_eval_duration_seconds",
+            "Maximum evaluation time of a node being skipped during ScaleDown.",
+            self.max_node_skip_eval_duration.clone(),
         );
         r.register(
             "unneeded_nodes_count",

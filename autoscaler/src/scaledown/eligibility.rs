@@ -92,6 +92,7 @@ pub fn candidates(
             gpu_resource: gpu,
             ignore_daemonsets: o.ignore_daemonsets_utilization,
             soft_tainted_at: taints::taint_time(n, taints::DELETION_CANDIDATE),
+            atomic: o.zero_or_max_node_scaling,
         });
     }
     out

@@ -24,6 +24,7 @@ pub mod actuation;
 pub mod cooldown;
 pub mod eligibility;
 pub mod latencytracker;
+pub mod nodeevaltracker;
 pub mod orchestrator;
 pub mod selection;
 pub mod softtaint;

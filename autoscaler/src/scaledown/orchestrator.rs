@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Node;
 use super::actuation::{Actuator, DeletionError, Outcome, ToDelete};
 use super::cooldown::Cooldown;
 use super::latencytracker::LatencyTracker;
+use super::nodeevaltracker::MaxNodeSkipEvalTime;
 use super::selection::{DeletionBudget, select};
 use super::unneeded::{Planner, PlannerSettings};
 use super::unremovable::{Unremovable, UnremovableReason};
@@ -43,10 +44,16 @@ impl Drop for ScaleDown {
 }
 
 impl ScaleDown {
-    /// Scale-down with its actuator.
-    pub fn new(actuator: Actuator, track_removal_latency: bool) -> Self {
+    /// Scale-down with its actuator; `skip_eval_since`: with
+    /// `--max-node-skip-eval-time-tracker-enabled`, the time it starts
+    /// counting from.
+    pub fn new(
+        actuator: Actuator,
+        track_removal_latency: bool,
+        skip_eval_since: Option<SystemTime>,
+    ) -> Self {
         Self {
-            planner: Planner::default(),
+            planner: Planner::with_skip_eval_tracker(skip_eval_since.map(MaxNodeSkipEvalTime::new)),
             actuator,
             cooldown: Cooldown::default(),
             latency: track_removal_latency.then(LatencyTracker::default),
@@ -118,9 +125,16 @@ impl ScaleDown {
                 recheck_timeout: f.unremovable_node_recheck_timeout,
                 simulation_timeout: f.scale_down_simulation_timeout,
                 candidate_ttl: f.node_deletion_candidate_ttl,
+                max_parallelism: f.max_scale_down_parallelism,
+                unneeded_time: f.scale_down_unneeded_time,
             };
             self.planner
                 .update(snapshot, &candidates, &mut budgets, &drain, &settings, now);
+        }
+        if let Some(longest) = self.planner.max_skip_eval {
+            ctx.metrics
+                .max_node_skip_eval_duration
+                .set(longest.as_secs_f64());
         }
         self.report_unneeded(ctx, decisions);
         self.track_latency(ctx, now);

@@ -81,6 +81,7 @@ fn candidate(name: &str) -> CandidateNode {
         gpu_resource: None,
         ignore_daemonsets: false,
         soft_tainted_at: None,
+        atomic: false,
     }
 }
 
@@ -91,6 +92,8 @@ fn settings() -> PlannerSettings {
         recheck_timeout: Duration::from_secs(300),
         simulation_timeout: Duration::from_secs(30),
         candidate_ttl: Duration::ZERO,
+        max_parallelism: 10,
+        unneeded_time: Duration::from_secs(600),
     }
 }
 
@@ -368,4 +371,40 @@ fn deletion_waits_ten_minutes_respects_min_size_and_budgets() {
         limited.kept["e1"],
         Unremovable::Because(UnremovableReason::MinimalResourceLimitExceeded)
     );
+}
+
+#[test]
+fn the_planner_stops_looking_once_enough_nodes_are_unneeded_and_tracks_the_skipped() {
+    // 30 empty nodes, --max-scale-down-parallelism 10: the first update
+    // finds 20 (0 known + 2 × 10), the next one 40 at most, so all 30.
+    let names: Vec<String> = (0..30).map(|i| format!("n{i:02}")).collect();
+    let snap = || Snapshot::new(names.iter().map(|n| node(n, "4", "8Gi")).collect());
+    let candidates: Vec<CandidateNode> = names.iter().map(|n| candidate(n)).collect();
+    let mut planner = Planner::with_skip_eval_tracker(Some(
+        super::nodeevaltracker::MaxNodeSkipEvalTime::new(now()),
+    ));
+    let c = All;
+    let mut at = now();
+    for (want_unneeded, want_skipped, longest) in [(20, 10, 0), (30, 0, 0)] {
+        at += Duration::from_secs(10);
+        planner.update(&mut snap(), &candidates, &mut [], &ctx(&c), &settings(), at);
+        assert_eq!(
+            (planner.unneeded.len(), planner.skipped.len()),
+            (want_unneeded, want_skipped)
+        );
+        // The skipped nodes were last evaluated at the tracker's start, 10 s before.
+        let want = if want_skipped > 0 { 10 } else { longest };
+        assert_eq!(planner.max_skip_eval, Some(Duration::from_secs(want)));
+    }
+    // A spent simulation timeout skips every node left, loop after loop.
+    let spent = PlannerSettings {
+        simulation_timeout: Duration::ZERO,
+        ..settings()
+    };
+    for waited in [10, 20] {
+        at += Duration::from_secs(10);
+        planner.update(&mut snap(), &candidates, &mut [], &ctx(&c), &spent, at);
+        assert_eq!(planner.skipped.len(), 30);
+        assert_eq!(planner.max_skip_eval, Some(Duration::from_secs(waited)));
+    }
 }

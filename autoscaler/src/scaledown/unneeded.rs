@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::core::v1::Pod;
 use predicates::PodInfo;
 
+use super::nodeevaltracker::MaxNodeSkipEvalTime;
 use super::unremovable::{Unremovable, UnremovableReason};
 use super::utilization::{Utilization, utilization};
 use crate::simulator::Snapshot;
@@ -57,6 +58,8 @@ pub struct CandidateNode {
     pub ignore_daemonsets: bool,
     /// When its `DeletionCandidateOfClusterAutoscaler` taint was set.
     pub soft_tainted_at: Option<SystemTime>,
+    /// Its group scales to zero or max only (`zeroOrMaxNodeScaling`).
+    pub atomic: bool,
 }
 
 /// Planner settings.
@@ -73,6 +76,11 @@ pub struct PlannerSettings {
     /// `--node-deletion-candidate-ttl`: a soft taint younger than this
     /// restores the node's unneeded time (0: off).
     pub candidate_ttl: Duration,
+    /// `--max-scale-down-parallelism`: with `unneeded_time`, how many
+    /// unneeded nodes are worth finding ([`Planner::unneeded_limit`]).
+    pub max_parallelism: usize,
+    /// `--scale-down-unneeded-time` (the groups' default).
+    pub unneeded_time: Duration,
 }
 
 /// Unneeded tracking across loops.
@@ -85,9 +93,37 @@ pub struct Planner {
     pub reasons: BTreeMap<String, Unremovable>,
     /// When the list was last computed.
     pub last_update: Option<SystemTime>,
+    /// The shortest time between two updates seen (upstream's
+    /// `minUpdateInterval`; starts at the unneeded time).
+    min_update_interval: Option<Duration>,
+    /// `--max-node-skip-eval-time-tracker-enabled`.
+    pub skip_eval: Option<MaxNodeSkipEvalTime>,
+    /// The eligible candidates the last update skipped.
+    pub skipped: Vec<String>,
+    /// The longest time a skipped candidate has gone without evaluation
+    /// (with the tracker).
+    pub max_skip_eval: Option<Duration>,
+    /// The update before the last one.
+    last_before: Option<SystemTime>,
+}
+
+/// What the cheap checks learn of an eligible candidate.
+struct Eligible {
+    group: String,
+    index: usize,
+    util: Utilization,
 }
 
 impl Planner {
+    /// A planner with `--max-node-skip-eval-time-tracker-enabled`'s tracker
+    /// (or without, `None`).
+    pub fn with_skip_eval_tracker(skip_eval: Option<MaxNodeSkipEvalTime>) -> Self {
+        Self {
+            skip_eval,
+            ..Self::default()
+        }
+    }
+
     /// Forgets the unneeded list (cluster unhealthy): every timer restarts.
     pub fn clear(&mut self) {
         self.unneeded.clear();
@@ -106,7 +142,7 @@ impl Planner {
         now: SystemTime,
     ) {
         self.reasons.clear();
-        self.last_update = Some(now);
+        self.last_before = self.last_update.replace(now);
         let started = std::time::Instant::now();
         // Empty nodes first, then nodes unneeded in the previous loop.
         let mut order: Vec<&CandidateNode> = candidates.iter().collect();
@@ -123,33 +159,91 @@ impl Planner {
                 .unwrap_or(false)
         };
         order.sort_by_key(|c| (!is_empty(c), !self.unneeded.contains_key(&c.name)));
+        let eligible: Vec<(&CandidateNode, Eligible)> = order
+            .into_iter()
+            .filter_map(|c| match self.eligible(snapshot, c, settings, now) {
+                Ok(e) => Some((c, e)),
+                Err(reason) => {
+                    self.reasons.insert(c.name.clone(), reason);
+                    None
+                }
+            })
+            .collect();
+        let limit = self.unneeded_limit(settings, now);
+        let total = eligible.len();
+        let (mut removable, mut atomic) = (0, 0);
         let mut next: BTreeMap<String, UnneededNode> = BTreeMap::new();
-        for c in order {
-            if let Err(reason) = self.check(snapshot, c, budgets, drain, settings, now, &mut next) {
-                self.reasons.insert(c.name.clone(), reason);
+        self.skipped.clear();
+        for (i, (c, e)) in eligible.into_iter().enumerate() {
+            if !self.skipped.is_empty() {
+                self.skipped.push(c.name.clone());
+                continue;
             }
             if started.elapsed() > settings.simulation_timeout {
                 tracing::warn!(
-                    "scale-down simulation timeout reached; remaining nodes are skipped"
+                    "{} out of {total} nodes skipped in scale down simulation due to timeout.",
+                    total - i
                 );
-                break;
+                self.skipped.push(c.name.clone());
+                continue;
             }
+            if removable - atomic >= limit {
+                tracing::debug!(
+                    "{} out of {total} nodes skipped in scale down simulation: there are already {removable} unneeded nodes so no point in looking for more. Total atomic scale down nodes: {atomic}",
+                    total - i
+                );
+                self.skipped.push(c.name.clone());
+                continue;
+            }
+            match self.simulate(snapshot, c, e, budgets, drain, settings, now, &mut next) {
+                Ok(()) => {
+                    removable += 1;
+                    atomic += usize::from(c.atomic);
+                }
+                Err(reason) => {
+                    self.reasons.insert(c.name.clone(), reason);
+                }
+            }
+        }
+        if let Some(t) = self.skip_eval.as_mut() {
+            self.max_skip_eval = Some(t.update(&self.skipped, now));
         }
         self.unneeded = next;
         self.unremovable_until.retain(|_, t| *t > now);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn check(
-        &mut self,
-        snapshot: &mut Snapshot,
+    /// How many unneeded nodes are worth finding in one update (upstream's
+    /// `unneededNodesLimit`): those of the last update and twice
+    /// `--max-scale-down-parallelism` more, at most what the deletions at
+    /// that parallelism can use within the unneeded time at the loop's
+    /// pace. Also records the shortest time between updates.
+    pub fn unneeded_limit(&mut self, settings: &PlannerSettings, now: SystemTime) -> usize {
+        let n = settings.max_parallelism;
+        let mut interval = self.min_update_interval.unwrap_or(settings.unneeded_time);
+        if let Some(last) = self.last_before
+            && let Ok(since) = now.duration_since(last)
+        {
+            interval = interval.min(since);
+        }
+        self.min_update_interval = Some(interval);
+        let interval = interval.max(Duration::from_nanos(1));
+        let unneeded_time = settings.unneeded_time.max(interval);
+        let loops =
+            usize::try_from(unneeded_time.as_nanos() / interval.as_nanos()).unwrap_or(usize::MAX);
+        let upper = n.saturating_mul(loops).saturating_add(n);
+        upper.min(self.unneeded.len() + 2 * n)
+    }
+
+    /// The cheap checks (upstream's eligibility checker): not recently
+    /// unremovable, not being deleted, not disabled, autoscaled, ready (or
+    /// unready scale-down on), under its utilization threshold.
+    fn eligible(
+        &self,
+        snapshot: &Snapshot,
         c: &CandidateNode,
-        budgets: &mut [Budget],
-        drain: &Context<'_>,
         settings: &PlannerSettings,
         now: SystemTime,
-        next: &mut BTreeMap<String, UnneededNode>,
-    ) -> Result<(), Unremovable> {
+    ) -> Result<Eligible, Unremovable> {
         if self
             .unremovable_until
             .get(&c.name)
@@ -192,7 +286,24 @@ impl Planner {
         if util.utilization > c.threshold {
             return Err(Unremovable::Because(UnremovableReason::NotUnderutilized));
         }
-        // Removal simulation.
+        Ok(Eligible { group, index, util })
+    }
+
+    /// The removal simulation: the pods that must move find a place on
+    /// other nodes, within their budgets.
+    #[allow(clippy::too_many_arguments)]
+    fn simulate(
+        &mut self,
+        snapshot: &mut Snapshot,
+        c: &CandidateNode,
+        e: Eligible,
+        budgets: &mut [Budget],
+        drain: &Context<'_>,
+        settings: &PlannerSettings,
+        now: SystemTime,
+        next: &mut BTreeMap<String, UnneededNode>,
+    ) -> Result<(), Unremovable> {
+        let Eligible { group, index, util } = e;
         let pods: Vec<Arc<Pod>> = snapshot
             .node(index)
             .pods

@@ -693,6 +693,40 @@ async fn metrics_show(w: &mut CaWorld, line: String) -> StepResult {
     ))
 }
 
+/// A metric in seconds the autoscaler measures on its own clock: a
+/// binary's real seconds are scaled back to scenario seconds.
+#[then(regex = r#"^the autoscaler's metric "(\S+)" reaches (\d+) seconds within (\d+) minutes?$"#)]
+async fn metric_reaches_seconds(
+    w: &mut CaWorld,
+    name: String,
+    seconds: u64,
+    within: u64,
+) -> StepResult {
+    let r = w.running().await?;
+    let want = r.real(Duration::from_secs(seconds)).as_secs_f64();
+    let polls = r.window(minutes(within)).as_secs() / 5 + 1;
+    let mut last = None;
+    for _ in 0..polls {
+        let text = w
+            .running()
+            .await?
+            .metrics()
+            .await
+            .map_err(|e| e.to_string())?;
+        last = text.lines().find_map(|l| {
+            let value = l.strip_prefix(name.as_str())?.strip_prefix(' ')?;
+            value.trim().parse::<f64>().ok()
+        });
+        if last.is_some_and(|v| v >= want) {
+            return Ok(());
+        }
+        w.pass(Duration::from_secs(5)).await?;
+    }
+    Err(format!(
+        "{name} did not reach {seconds} scenario seconds ({want} s of the autoscaler's clock) within {within} minutes; last value: {last:?}"
+    ))
+}
+
 #[then(regex = r#"^the autoscaler's health check answers (\d+)$"#)]
 async fn health(w: &mut CaWorld, want: u16) -> StepResult {
     let (code, body) = w
