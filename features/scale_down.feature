@@ -228,3 +228,18 @@ Feature: Scale-down
     And the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-simulation-timeout=1ns --max-node-skip-eval-time-tracker-enabled"
     Then the autoscaler's metric "cluster_autoscaler_max_node_skip_eval_duration_seconds" reaches 120 seconds within 5 minutes
     And the node group "pool" has 2 nodes
+
+  Scenario: With --dynamic-node-delete-delay-after-taint-enabled the wait after the taint is measured
+    "dynamic-node-delete-delay-after-taint-enabled: Enables dynamic adjustment of NodeDeleteDelayAfterTaint
+    based of the latency between CA and api-server." Twice the time the taint took to show in the autoscaler's
+    watch (milliseconds here) replaces the 5 minutes of --node-delete-delay-after-taint.
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --node-delete-delay-after-taint=5m --dynamic-node-delete-delay-after-taint-enabled"
+    Then the node group "pool" reaches 0 nodes within 3 minutes
+
+  Scenario: Without --dynamic-node-delete-delay-after-taint-enabled a tainted node waits --node-delete-delay-after-taint
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --node-delete-delay-after-taint=5m"
+    Then a node of "pool" gets the taint "ToBeDeletedByClusterAutoscaler" within 3 minutes
+    And the node group "pool" keeps 2 nodes for 4 minutes
+    And the node group "pool" reaches 0 nodes within 3 minutes

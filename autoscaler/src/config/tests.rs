@@ -333,6 +333,7 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--enable-proactive-scaleup",
         "--pod-injection-limit=10",
         "--max-node-skip-eval-time-tracker-enabled",
+        "--dynamic-node-delete-delay-after-taint-enabled",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());
@@ -340,16 +341,9 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
 
 #[test]
 fn the_1_36_flags_not_implemented_yet_say_so() {
-    let f = parse(&[
-        "--fastpath-binpacking-enabled",
-        "--dynamic-node-delete-delay-after-taint-enabled",
-    ])
-    .unwrap();
+    let f = parse(&["--fastpath-binpacking-enabled"]).unwrap();
     let w = f.warnings();
-    for flag in [
-        "fastpath-binpacking-enabled",
-        "dynamic-node-delete-delay-after-taint-enabled",
-    ] {
+    for flag in ["fastpath-binpacking-enabled"] {
         assert!(
             w.iter()
                 .any(|l| l.starts_with(&format!("--{flag} is accepted but has no effect"))),

@@ -152,11 +152,6 @@ impl Flags {
     fn not_yet_implemented(&self) -> Vec<Ignored> {
         vec![
             (
-                self.dynamic_node_delete_delay_after_taint_enabled,
-                "dynamic-node-delete-delay-after-taint-enabled",
-                NOT_YET,
-            ),
-            (
                 self.fastpath_binpacking_enabled,
                 "fastpath-binpacking-enabled",
                 NOT_YET,

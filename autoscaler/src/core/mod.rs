@@ -193,6 +193,7 @@ impl Autoscaler {
             actuation::Settings {
                 cordon: f.cordon_node_before_terminating,
                 delay_after_taint: f.node_delete_delay_after_taint,
+                dynamic_delay_after_taint: f.dynamic_node_delete_delay_after_taint_enabled,
                 batcher_interval: f.node_deletion_batcher_interval,
                 max_pod_eviction_time: f.max_pod_eviction_time,
                 max_graceful_termination_sec: validated.max_graceful_termination_sec,

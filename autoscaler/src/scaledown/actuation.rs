@@ -1,6 +1,8 @@
 //! Node deletion (docs/compat.md §3.6): taint the chosen nodes with
 //! `ToBeDeletedByClusterAutoscaler` at once, then per node, in the
-//! background: wait `--node-delete-delay-after-taint`, check the node again
+//! background: wait `--node-delete-delay-after-taint` (or, with
+//! `--dynamic-node-delete-delay-after-taint-enabled`, twice the taints'
+//! measured latency: `latency`), check the node again
 //! (a pod that now blocks, or new pods on an "empty" node, abort), evict its
 //! pods through the Eviction API (retried until `--max-pod-eviction-time`),
 //! wait for them to go, wait for `delay-deletion.*` annotations, and delete
@@ -10,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
@@ -25,8 +27,10 @@ use crate::taints;
 
 mod batcher;
 mod drain;
+mod latency;
 
 pub use batcher::Batcher;
+pub use latency::TaintLatency;
 
 /// `cluster-autoscaler.kubernetes.io/enable-ds-eviction`.
 pub const ENABLE_DS_EVICTION: &str = "cluster-autoscaler.kubernetes.io/enable-ds-eviction";
@@ -40,6 +44,9 @@ pub struct Settings {
     pub cordon: bool,
     /// `--node-delete-delay-after-taint`.
     pub delay_after_taint: Duration,
+    /// `--dynamic-node-delete-delay-after-taint-enabled`: the delay is
+    /// measured instead ([`TaintLatency`]).
+    pub dynamic_delay_after_taint: bool,
     /// `--node-deletion-batcher-interval` ([`Batcher`]; zero: one call per
     /// node).
     pub batcher_interval: Duration,
@@ -244,6 +251,8 @@ pub struct Actuator {
     /// `--node-deletion-batcher-interval` above zero: the cloud deletions
     /// gathered per group.
     batcher: Option<Batcher>,
+    /// The taints' latencies (with a dynamic delay after taint).
+    taint_latency: Arc<TaintLatency>,
 }
 
 impl Actuator {
@@ -265,6 +274,7 @@ impl Actuator {
             settings: Arc::new(settings),
             progress: Arc::new(Mutex::new(Progress::default())),
             deletions: Arc::default(),
+            taint_latency: Arc::default(),
         }
     }
 
@@ -319,8 +329,10 @@ impl Actuator {
     pub async fn start(&self, nodes: Vec<ToDelete>) -> Result<(), DeletionError> {
         let now = self.clock.now();
         let mut tainted: Vec<&ToDelete> = Vec::new();
+        let mut sent = Vec::new();
         for n in &nodes {
             let uid = self.node_uid(&n.name);
+            sent.push((n.name.clone(), self.clock.now()));
             match taints::add(
                 &self.client,
                 &n.name,
@@ -360,6 +372,13 @@ impl Actuator {
                 }
             }
         }
+        let delay = self.delay_after_taint(sent).await;
+        if !delay.is_zero() {
+            tracing::info!(
+                "Scale-down: waiting {} before trying to delete nodes",
+                simclock::format_go_duration(delay)
+            );
+        }
         for n in nodes {
             if n.drain {
                 tracing::info!(
@@ -397,9 +416,21 @@ impl Actuator {
             let this = self.clone();
             let mut deletions = self.deletions.lock().unwrap_or_else(|e| e.into_inner());
             while deletions.try_join_next().is_some() {}
-            deletions.spawn(async move { this.delete(n).await });
+            deletions.spawn(async move { this.delete(n, delay).await });
         }
         Ok(())
+    }
+
+    /// How long the deletions wait after the taints: the flag's delay, or
+    /// with a dynamic delay the one measured on these taints.
+    async fn delay_after_taint(&self, sent: Vec<(String, SystemTime)>) -> Duration {
+        if !self.settings.dynamic_delay_after_taint {
+            return self.settings.delay_after_taint;
+        }
+        self.taint_latency
+            .measure(&self.cache, &self.clock, sent)
+            .await
+            .unwrap_or(self.settings.delay_after_taint)
     }
 
     fn node_uid(&self, name: &str) -> String {
@@ -411,8 +442,8 @@ impl Actuator {
             .unwrap_or_default()
     }
 
-    async fn delete(self, n: ToDelete) {
-        let result = self.delete_steps(&n).await;
+    async fn delete(self, n: ToDelete, delay: Duration) {
+        let result = self.delete_steps(&n, delay).await;
         let uid = self.node_uid(&n.name);
         let outcome = match result {
             Ok(()) => {
@@ -494,8 +525,8 @@ impl Actuator {
     }
 
     /// The deletion steps.
-    async fn delete_steps(&self, n: &ToDelete) -> Result<(), DeletionError> {
-        tokio::time::sleep(self.settings.delay_after_taint).await;
+    async fn delete_steps(&self, n: &ToDelete, delay: Duration) -> Result<(), DeletionError> {
+        tokio::time::sleep(delay).await;
         let pods = self.recheck(n)?;
         let to_evict: Vec<Eviction> = pods
             .into_iter()
@@ -612,6 +643,7 @@ mod tests {
         Settings {
             cordon: false,
             delay_after_taint: Duration::from_secs(5),
+            dynamic_delay_after_taint: false,
             batcher_interval: Duration::ZERO,
             max_pod_eviction_time: Duration::from_secs(120),
             max_graceful_termination_sec: 600,
