@@ -215,3 +215,19 @@ Feature: Scale-up
     When a deployment "web" of 10 pods requesting 3 CPU on node group "pool" is created
     Then the node group "pool" reaches 2 nodes within 3 minutes
     And the node group "pool" keeps 2 nodes for 5 minutes
+
+  @ca>=1.36
+  Scenario Outline: --fastpath-binpacking-enabled packs last the pod group it saves the most simulations on
+    "fastpath-binpacking-enabled: Whether to use fastpath binpacking algorithm to optimize scale-ups." Fast path
+    fully simulates one node for that group and counts the others, so the estimate can differ: 4 pods of 2.9
+    CPU and 4 of 1 CPU on 4-CPU nodes (3.9 CPU free: kube-proxy takes 100m) fill 4 nodes packed largest
+    first; packed small first, as fast path orders them, 5.
+    Given the autoscaler runs with "<flags>"
+    When a deployment "big" of 4 pods requesting 2900m CPU on node group "pool" is created
+    And a deployment "small" of 4 pods requesting 1 CPU on node group "pool" is created
+    Then the pods of "big" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0-><nodes> (max: 10)}]"
+
+    Examples:
+      | flags                          | nodes |
+      | --fastpath-binpacking-enabled  | 5     |
+      | --scan-interval=10s            | 4     |

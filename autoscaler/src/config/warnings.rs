@@ -152,11 +152,6 @@ impl Flags {
     fn not_yet_implemented(&self) -> Vec<Ignored> {
         vec![
             (
-                self.fastpath_binpacking_enabled,
-                "fastpath-binpacking-enabled",
-                NOT_YET,
-            ),
-            (
                 self.enable_csi_node_aware_scheduling,
                 "enable-csi-node-aware-scheduling",
                 NOT_YET,

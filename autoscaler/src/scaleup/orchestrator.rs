@@ -283,6 +283,7 @@ async fn plan_scale_up(
             balancing: &balancing,
             max_binpacking_time: f.max_binpacking_time,
             max_group_binpacking_time: f.max_nodegroup_binpacking_duration,
+            fastpath_binpacking: f.fastpath_binpacking_enabled,
             all_or_nothing,
         },
     );

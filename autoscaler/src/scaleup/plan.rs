@@ -78,6 +78,8 @@ pub struct PlanInputs<'a> {
     pub max_binpacking_time: Duration,
     /// `--max-nodegroup-binpacking-duration`: one group's estimate.
     pub max_group_binpacking_time: Duration,
+    /// `--fastpath-binpacking-enabled`.
+    pub fastpath_binpacking: bool,
     /// All or nothing (a best-effort-atomic ProvisioningRequest): an option
     /// must place every pod, and the increase must not be capped.
     pub all_or_nothing: bool,
@@ -294,6 +296,7 @@ impl<'a> Planner<'a> {
                 limit,
                 &format!("template-node-for-{}", c.id),
                 self.inputs.max_group_binpacking_time,
+                self.inputs.fastpath_binpacking,
             );
             for &i in &p.fitting {
                 let placed = self.groups[i]

@@ -55,6 +55,57 @@ fn equivalent_pods_share_a_group_despite_env() {
 }
 
 #[test]
+fn fast_path_binpacking_moves_the_group_it_saves_most_on_last() {
+    // Upstream's example: 4 pods of 3 CPU and 4 of 1 CPU on 4-CPU nodes.
+    // In order (largest first) the small pods fill the big ones' gaps: 4
+    // nodes. Fast path moves the big pods last (4 - 4/3 = 3 simulations
+    // saved, 0 for the small ones): the small ones take a node of their
+    // own, then one big pod per node: 5.
+    let pods: Vec<PodInfo> = (0..4)
+        .map(|i| pod(&format!("big{i}"), Some("big"), "3"))
+        .chain((0..4).map(|i| pod(&format!("small{i}"), Some("small"), "1")))
+        .collect();
+    let groups = equivalence_groups(&pods);
+    let refs: Vec<&PodGroup> = groups.iter().collect();
+    let mut snap = Snapshot::new(Vec::new());
+    let count = |snap: &mut Snapshot, fastpath: bool, limit: usize| {
+        let est = estimate(
+            snap,
+            &template("4"),
+            &refs,
+            limit,
+            "t",
+            Duration::from_secs(10),
+            fastpath,
+        );
+        (est.node_count, est.pods.len())
+    };
+    assert_eq!(count(&mut snap, false, 100), (4, 8));
+    assert_eq!(count(&mut snap, true, 100), (5, 8));
+    // The nodes only counted stop at the limit too.
+    assert_eq!(count(&mut snap, true, 3), (3, 6));
+    assert!(snap.nodes().is_empty(), "the snapshot is restored");
+    // One group alike: the same count either way (4 per node, 10 pods).
+    let same: Vec<PodInfo> = (0..10)
+        .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
+        .collect();
+    let groups = equivalence_groups(&same);
+    let refs: Vec<&PodGroup> = groups.iter().collect();
+    for fastpath in [false, true] {
+        let est = estimate(
+            &mut snap,
+            &template("4"),
+            &refs,
+            100,
+            "t",
+            Duration::from_secs(10),
+            fastpath,
+        );
+        assert_eq!((est.node_count, est.pods.len()), (3, 10));
+    }
+}
+
+#[test]
 fn binpacking_counts_nodes() {
     let pods: Vec<PodInfo> = (0..10)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
@@ -70,6 +121,7 @@ fn binpacking_counts_nodes() {
         100,
         "t",
         Duration::from_secs(10),
+        false,
     );
     assert_eq!((est.node_count, est.pods.len()), (3, 10));
     assert_eq!(est.requests.0, 10_000);
@@ -82,6 +134,7 @@ fn binpacking_counts_nodes() {
         2,
         "t",
         Duration::from_secs(10),
+        false,
     );
     assert_eq!((est.node_count, est.pods.len()), (2, 8));
     // Too big for the template: no node.
@@ -93,6 +146,7 @@ fn binpacking_counts_nodes() {
         100,
         "t",
         Duration::from_secs(10),
+        false,
     );
     assert_eq!(est.node_count, 0);
 }
@@ -253,6 +307,7 @@ fn inputs<'a>(
         balancing,
         max_binpacking_time: Duration::from_secs(300),
         max_group_binpacking_time: Duration::from_secs(10),
+        fastpath_binpacking: false,
         all_or_nothing: false,
     }
 }
