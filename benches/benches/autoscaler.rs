@@ -8,9 +8,13 @@
 //!   (target < 1 s);
 //! - `memory`: 5,000 nodes × 30 pods, the growth of the process's resident
 //!   memory from before the autoscaler starts to after its first loop
-//!   (target < 1 GiB).
+//!   (target < 1 GiB);
+//! - `fastpath`: the binpacking estimate alone of 30,000 pending pods (one
+//!   pod group of 1 CPU, and two groups of 1 and 3 CPU) on 32-CPU template
+//!   nodes, without and with `--fastpath-binpacking-enabled`, in one run:
+//!   the nodes each finds and the ratio of their times.
 //!
-//! `cargo bench -p benches --bench autoscaler` runs all four;
+//! `cargo bench -p benches --bench autoscaler` runs all five;
 //! `-- idle 1000` (a case and a node count) runs one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -292,6 +296,64 @@ async fn memory(nodes: usize) {
     );
 }
 
+/// The estimator alone, without and with fast path, on the same pods.
+fn fastpath(pods: usize) {
+    use autoscaler::scaleup::equivalence::{PodGroup, equivalence_groups};
+    use autoscaler::scaleup::estimator::estimate;
+    use predicates::{NodeInfo, PodInfo};
+    use std::sync::Arc;
+    let template = NodeInfo::new(Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": "t"},
+            "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                       "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}}))
+        .unwrap(),
+    ));
+    let pod = |name: String, owner: &str, cpu: &str| {
+        PodInfo::new(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                    "uid": owner, "controller": true}]},
+                "spec": {"containers": [{"name": "c", "image": "i",
+                    "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}))
+            .unwrap(),
+        ))
+    };
+    let one: Vec<PodInfo> = (0..pods).map(|i| pod(format!("p{i}"), "a", "1")).collect();
+    let two: Vec<PodInfo> = (0..pods)
+        .map(|i| {
+            let (owner, cpu) = if i % 2 == 0 { ("a", "1") } else { ("b", "3") };
+            pod(format!("p{i}"), owner, cpu)
+        })
+        .collect();
+    for (case, pods) in [("one group", one), ("two groups", two)] {
+        let groups = equivalence_groups(&pods);
+        let refs: Vec<&PodGroup> = groups.iter().collect();
+        let mut snapshot = autoscaler::simulator::Snapshot::new(Vec::new());
+        let mut run = |fastpath: bool| {
+            let start = Instant::now();
+            let est = estimate(
+                &mut snapshot,
+                &template,
+                &refs,
+                100_000,
+                "t",
+                Duration::from_secs(600),
+                fastpath,
+            );
+            (est.node_count, start.elapsed())
+        };
+        let (plain_nodes, plain) = run(false);
+        let (fast_nodes, fast) = run(true);
+        println!(
+            "fastpath, {} pods ({case}): {plain_nodes} nodes in {:.0} ms without, {fast_nodes} nodes in {:.0} ms with: {:.1}x faster",
+            pods.len(),
+            ms(plain),
+            ms(fast),
+            plain.as_secs_f64() / fast.as_secs_f64().max(1e-9)
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -316,6 +378,9 @@ fn main() {
         }
         if matches!(case.as_str(), "all" | "memory") {
             memory(nodes.unwrap_or(5000)).await;
+        }
+        if matches!(case.as_str(), "all" | "fastpath") {
+            fastpath(nodes.unwrap_or(30_000));
         }
     });
 }
