@@ -55,3 +55,15 @@ Feature: Status, events, metrics and health
     "livenessProbe endpoints"
     When 1 minute passes
     Then the autoscaler's health check answers 200
+
+  Scenario: With --debugging-snapshot-enabled /snapshotz answers with what the next loop saw
+    "debugging-snapshot-enabled: Whether the debugging snapshot of cluster autoscaler feature is enabled." The
+    request waits for the next loop; its JSON lists the loop's nodes with their pods and each group's template.
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--debugging-snapshot-enabled"
+    When a debugging snapshot is requested
+    Then the debugging snapshot answers 200 within 1 minute, listing 2 nodes and the template of "pool"
+
+  Scenario: Without --debugging-snapshot-enabled there is no /snapshotz
+    When a debugging snapshot is requested
+    Then the debugging snapshot answers 404 within 1 minute

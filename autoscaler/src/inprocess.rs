@@ -222,6 +222,7 @@ fn assemble(
         decisions: Arc::new(Mutex::new(Some(autoscaler.decisions.clone()))),
         clock,
         timeouts,
+        snapshotter: autoscaler.snapshotter.clone(),
     };
     InProcess {
         autoscaler,

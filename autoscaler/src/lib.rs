@@ -88,6 +88,7 @@ pub mod config;
 pub mod context;
 pub mod core;
 pub mod crd;
+pub mod debuggingsnapshot;
 pub mod decisions;
 pub mod events;
 pub mod expander;

@@ -17,6 +17,7 @@ use autoscaler::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
 use autoscaler::config::{ExpanderName, Flags, Validated};
 use autoscaler::core::{Autoscaler, node_lister};
+use autoscaler::debuggingsnapshot::DebuggingSnapshotter;
 use autoscaler::leaderelection::LeaderElection;
 use autoscaler::metrics::Metrics;
 use autoscaler::server::Endpoints;
@@ -152,6 +153,9 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
     let metrics = Arc::new(Metrics::new(flags.emit_per_nodegroup_metrics));
     let liveness = Arc::new(Mutex::new(None));
     let decisions = Arc::new(Mutex::new(None));
+    let snapshotter = flags
+        .debugging_snapshot_enabled
+        .then(|| Arc::new(DebuggingSnapshotter::default()));
     let endpoints = Endpoints {
         metrics: metrics.clone(),
         liveness: liveness.clone(),
@@ -162,6 +166,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
             flags.max_failing_time,
             flags.max_startup_time,
         ),
+        snapshotter: snapshotter.clone(),
     };
     let _server = endpoints
         .serve(validated.address)
@@ -231,7 +236,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
             )
         }
     };
-    let autoscaler = Autoscaler::new(
+    let mut autoscaler = Autoscaler::new(
         client.clone(),
         clock.clone(),
         flags.clone(),
@@ -255,6 +260,10 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
     }
     if let Ok(mut d) = decisions.lock() {
         *d = Some(autoscaler.decisions.clone());
+    }
+    if snapshotter.is_some() {
+        // The endpoint's snapshotter is the loop's.
+        autoscaler.snapshotter = snapshotter;
     }
     let lost = async {
         if flags.leader_elect {

@@ -1,6 +1,7 @@
 //! The HTTP endpoints on `--address` (docs/compat.md §8.1): `/metrics`,
-//! `/health-check`, and (beyond upstream) `/decisions`, the last loop's
-//! decision record as JSON. They answer on non-leaders too.
+//! `/health-check`, with `--debugging-snapshot-enabled` `/snapshotz`
+//! ([`crate::debuggingsnapshot`]), and (beyond upstream) `/decisions`, the last
+//! loop's decision record as JSON. They answer on non-leaders too.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -9,9 +10,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{any, get};
 
 use crate::core::Liveness;
+use crate::debuggingsnapshot::DebuggingSnapshotter;
 use crate::decisions::Decisions;
 use crate::metrics::{self, Metrics, Unhealthy};
 
@@ -28,13 +30,16 @@ pub struct Endpoints {
     pub clock: simclock::Clock,
     /// `--max-inactivity`, `--max-failing-time`, `--max-startup-time`.
     pub timeouts: (Duration, Duration, Duration),
+    /// `--debugging-snapshot-enabled`: `/snapshotz`.
+    pub snapshotter: Option<Arc<DebuggingSnapshotter>>,
 }
 
 impl Endpoints {
     /// The router.
     pub fn router(self) -> Router {
+        let snapshotter = self.snapshotter.clone();
         let (m, h, d) = (self.clone(), self.clone(), self);
-        Router::new()
+        let router = Router::new()
             .route(
                 "/metrics",
                 get(move || {
@@ -70,7 +75,34 @@ impl Endpoints {
                     let body = d.decisions();
                     async move { axum::Json(body) }
                 }),
-            )
+            );
+        match snapshotter {
+            // Any method, as upstream's handler.
+            Some(s) => router.route(
+                "/snapshotz",
+                any(move || {
+                    let s = s.clone();
+                    async move {
+                        let (code, body) = s.request().await;
+                        let code =
+                            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                        (
+                            code,
+                            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                            body,
+                        )
+                    }
+                }),
+            ),
+            None => router,
+        }
+    }
+
+    /// `/snapshotz`: waits for the next loop's snapshot (`None` without
+    /// `--debugging-snapshot-enabled`: the path is not served).
+    pub async fn snapshot(&self) -> Option<(u16, String)> {
+        let s = self.snapshotter.clone()?;
+        Some(s.request().await)
     }
 
     /// The last loop's decision record (empty before the first loop).

@@ -335,6 +335,7 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--max-node-skip-eval-time-tracker-enabled",
         "--dynamic-node-delete-delay-after-taint-enabled",
         "--fastpath-binpacking-enabled",
+        "--debugging-snapshot-enabled",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());

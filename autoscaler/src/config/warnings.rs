@@ -157,11 +157,6 @@ impl Flags {
                 NOT_YET,
             ),
             (self.profiling, "profiling", "there is no pprof endpoint"),
-            (
-                self.debugging_snapshot_enabled,
-                "debugging-snapshot-enabled",
-                "use /decisions instead",
-            ),
         ]
     }
 }

@@ -33,6 +33,7 @@ use crate::cloudprovider::{CloudError, CloudProvider, NodeGroupOptions, NodeList
 use crate::clusterstate::{self, Backoff, ClusterStateRegistry};
 use crate::config::{Flags, Validated};
 use crate::context::AutoscalingContext;
+use crate::debuggingsnapshot::DebuggingSnapshotter;
 use crate::decisions::Decisions;
 use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::metrics::Metrics;
@@ -116,6 +117,8 @@ pub struct Autoscaler {
     pub liveness: Arc<Mutex<Liveness>>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// `--debugging-snapshot-enabled`: what `/snapshotz` answers with.
+    pub snapshotter: Option<Arc<DebuggingSnapshotter>>,
 }
 
 /// What a loop's scale-ups start from: the template nodes, the nodes, the
@@ -265,6 +268,10 @@ impl Autoscaler {
         }
         let track_removal_latency = f.node_removal_latency_tracking_enabled;
         let skip_eval_since = f.max_node_skip_eval_time_tracker_enabled.then_some(now);
+        let snapshotter = f.debugging_snapshot_enabled.then(|| {
+            tracing::info!("Debugging Snapshot is enabled");
+            Arc::new(DebuggingSnapshotter::default())
+        });
         let quota_controller = f
             .capacity_quotas_enabled
             .then(|| QuotaController::new(client.clone(), clock.clone()));
@@ -300,6 +307,7 @@ impl Autoscaler {
                 last_success: None,
             })),
             metrics,
+            snapshotter,
         }
     }
 
@@ -407,6 +415,18 @@ impl Autoscaler {
     /// One iteration. Returns whether it acted (scaled up or started a
     /// deletion).
     pub async fn run_once(&mut self) -> Result<bool, LoopError> {
+        if let Some(s) = &self.snapshotter {
+            s.start_data_collection(self.ctx.clock.now());
+        }
+        let result = self.run_loop().await;
+        if let Some(s) = &self.snapshotter {
+            s.flush(self.ctx.clock.now());
+        }
+        result
+    }
+
+    /// The loop's steps.
+    async fn run_loop(&mut self) -> Result<bool, LoopError> {
         tracing::debug!("Starting main loop");
         let now = self.ctx.clock.now();
         let started = std::time::Instant::now();
@@ -521,6 +541,10 @@ impl Autoscaler {
             .template_nodes
             .build(&self.ctx, &self.registry, nodes, now);
         let (mut snapshot, unbound) = self.snapshot(&templates);
+        if let Some(s) = &self.snapshotter {
+            s.set_template_nodes(&templates);
+            s.set_cluster_nodes(snapshot.nodes());
+        }
         self.report_unschedulable(&unbound);
 
         let t = std::time::Instant::now();
@@ -707,8 +731,12 @@ impl Autoscaler {
             expendable_cutoff: f.expendable_pods_priority_cutoff,
             draining_pods: CurrentlyDrainedNodes::read_pods(&self.ctx, &draining).await,
             metrics: &self.metrics,
+            schedulable: Vec::new(),
         };
         let pods = self.processors.pod_list.process(&mut ctx, pending);
+        if let Some(s) = &self.snapshotter {
+            s.set_unscheduled_pods_can_be_scheduled(&ctx.schedulable);
+        }
         if let Some((p, _)) = &self.provreqs {
             p.flush().await;
         }

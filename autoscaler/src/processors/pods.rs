@@ -44,6 +44,9 @@ pub struct PodListContext<'a> {
     pub draining_pods: Vec<PodInfo>,
     /// Where processors report their durations.
     pub metrics: &'a Metrics,
+    /// The pods [`FilterOutSchedulable`] placed on existing or upcoming
+    /// nodes (the debugging snapshot's `UnscheduledPodsCanBeScheduled`).
+    pub schedulable: Vec<PodInfo>,
 }
 
 /// One step of the chain (upstream's `PodListProcessor`).
@@ -183,7 +186,8 @@ impl PodListProcessor for FilterOutSchedulable {
 
     fn process(&self, ctx: &mut PodListContext<'_>, pods: Vec<PodInfo>) -> Vec<PodInfo> {
         let t = std::time::Instant::now();
-        let left = filter_out_schedulable(ctx.snapshot, pods);
+        let (left, placed) = filter_out_schedulable(ctx.snapshot, pods);
+        ctx.schedulable = placed;
         ctx.metrics.observe("filterOutSchedulable", t.elapsed());
         ctx.snapshot.commit();
         left
@@ -191,13 +195,18 @@ impl PodListProcessor for FilterOutSchedulable {
 }
 
 /// Drops the pods that fit on existing or upcoming nodes, placing them in
-/// the snapshot. Pods go by priority, highest first; once a pod of an
-/// equivalence group fits nowhere, its equals are not tried again.
-pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<PodInfo>) -> Vec<PodInfo> {
+/// the snapshot: the pods left, and those placed. Pods go by priority,
+/// highest first; once a pod of an equivalence group fits nowhere, its
+/// equals are not tried again.
+pub fn filter_out_schedulable(
+    snapshot: &mut Snapshot,
+    pods: Vec<PodInfo>,
+) -> (Vec<PodInfo>, Vec<PodInfo>) {
     let mut pods = pods;
     pods.sort_by_key(|p| std::cmp::Reverse(p.priority));
     let mut failed: Vec<PodInfo> = Vec::new();
     let mut left = Vec::new();
+    let mut placed = Vec::new();
     let mut hint = 0;
     for pod in pods {
         if failed.iter().any(|f| equivalent(f, &pod)) {
@@ -206,7 +215,8 @@ pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<PodInfo>) -> Ve
         }
         match snapshot.find_fit(&pod, hint, |_| true) {
             Some(i) => {
-                snapshot.add_pod(i, pod);
+                snapshot.add_pod(i, pod.clone());
+                placed.push(pod);
                 hint = i;
             }
             None => {
@@ -217,7 +227,7 @@ pub fn filter_out_schedulable(snapshot: &mut Snapshot, pods: Vec<PodInfo>) -> Ve
             }
         }
     }
-    left
+    (left, placed)
 }
 
 /// Drops DaemonSet pods (upstream's `FilterOutDaemonSetPodListProcessor`):
@@ -276,6 +286,7 @@ mod tests {
             expendable_cutoff: -10,
             draining_pods: vec![pod("from-draining-node", "2", json!({}))],
             metrics: &metrics,
+            schedulable: Vec::new(),
         };
         let pods = vec![
             pod("fits", "1", json!({})),

@@ -160,7 +160,7 @@ fn pods_fitting_existing_nodes_are_dropped() {
     let pods: Vec<PodInfo> = (0..5)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
-    let left = crate::processors::pods::filter_out_schedulable(&mut snap, pods);
+    let (left, _) = crate::processors::pods::filter_out_schedulable(&mut snap, pods);
     assert_eq!(left.len(), 3);
     assert_eq!(snap.node(0).pods.len(), 2);
 }
@@ -254,6 +254,7 @@ fn listed_and_not_expendable(pods: &[PodInfo], bypassed: &[String]) -> Vec<PodIn
         expendable_cutoff: -10,
         draining_pods: Vec::new(),
         metrics: &metrics,
+        schedulable: Vec::new(),
     };
     FilterOutExpendable.process(&mut ctx, pending_pods(pods.iter(), bypassed))
 }

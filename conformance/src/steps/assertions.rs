@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use cucumber::then;
+use cucumber::{then, when};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use kube::Api;
@@ -725,6 +725,78 @@ async fn metric_reaches_seconds(
     Err(format!(
         "{name} did not reach {seconds} scenario seconds ({want} s of the autoscaler's clock) within {within} minutes; last value: {last:?}"
     ))
+}
+
+/// `GET /snapshotz`: the request waits for the autoscaler's next loop.
+#[when("a debugging snapshot is requested")]
+async fn snapshot_requested(w: &mut CaWorld) -> StepResult {
+    let request = w.running().await?.request_snapshot()?;
+    w.snapshot_request = Some(request);
+    Ok(())
+}
+
+/// The answer to the request of the step above, within `within` minutes
+/// of scenario time: its status code and, for 200, the nodes its JSON
+/// lists (`NodeList`, upcoming nodes included) and its template nodes.
+#[then(
+    regex = r#"^the debugging snapshot answers (\d+) within (\d+) minutes?(?:, listing (\d+) nodes? and the template of "(\S+)")?$"#
+)]
+async fn snapshot_answers(
+    w: &mut CaWorld,
+    code: u16,
+    within: u64,
+    nodes: String,
+    template: String,
+) -> StepResult {
+    let mut request = w
+        .snapshot_request
+        .take()
+        .ok_or("no debugging snapshot was requested")?;
+    let polls = w.running().await?.window(minutes(within)).as_secs();
+    for _ in 0..polls {
+        if request.is_finished() {
+            break;
+        }
+        w.pass(Duration::from_secs(1)).await?;
+    }
+    if !request.is_finished() {
+        request.abort();
+        return Err(format!("/snapshotz did not answer within {within} minutes"));
+    }
+    let (got, body) = (&mut request)
+        .await
+        .map_err(|e| format!("the /snapshotz request failed: {e}"))??;
+    if got != code {
+        return Err(format!("/snapshotz answered {got}, want {code}: {body}"));
+    }
+    let Ok(want_nodes) = nodes.parse::<usize>() else {
+        return Ok(());
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("/snapshotz JSON: {e}: {body}"))?;
+    let listed = v["NodeList"].as_array().map_or(0, Vec::len);
+    let keys: Vec<&str> = v
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    if listed != want_nodes {
+        return Err(format!(
+            "/snapshotz lists {listed} nodes, want {want_nodes} (keys {keys:?})"
+        ));
+    }
+    let id = w.group_id(&template);
+    let has_template = v["TemplateNodes"]
+        .as_object()
+        .is_some_and(|t| t.contains_key(&template) || t.contains_key(&id));
+    if !has_template {
+        return Err(format!(
+            "/snapshotz has no template for {template}: {:?}",
+            v["TemplateNodes"]
+                .as_object()
+                .map(|t| t.keys().collect::<Vec<_>>())
+        ));
+    }
+    Ok(())
 }
 
 #[then(regex = r#"^the autoscaler's health check answers (\d+)$"#)]

@@ -83,6 +83,8 @@ pub struct CaWorld {
     /// How far the in-process autoscaler's clock is off the cluster's:
     /// the offset, and whether ahead.
     pub clock_skew: Option<(Duration, bool)>,
+    /// A `/snapshotz` request under way: its status code and body.
+    pub snapshot_request: Option<running::SnapshotRequest>,
 }
 
 impl fmt::Debug for CaWorld {

@@ -236,6 +236,37 @@ impl Running {
     }
 }
 
+/// A `/snapshotz` request under way: its status code and body.
+pub type SnapshotRequest = tokio::task::JoinHandle<Result<(u16, String), String>>;
+
+impl Running {
+    /// Starts a `/snapshotz` request, which waits for the autoscaler's
+    /// next loop: its status code and body, once answered (404 where the
+    /// path is not served).
+    pub fn request_snapshot(&self) -> Result<SnapshotRequest, String> {
+        match &self.autoscaler {
+            Autoscaler::InProcess { endpoints, .. } => {
+                let endpoints = endpoints.clone();
+                Ok(tokio::spawn(async move {
+                    Ok(endpoints
+                        .snapshot()
+                        .await
+                        .unwrap_or((404, "404 page not found".into())))
+                }))
+            }
+            Autoscaler::Replicas(_) => Err(EndpointError::Replicas.to_string()),
+            Autoscaler::Binary(b) => {
+                let port = b.port;
+                Ok(tokio::spawn(async move {
+                    http_get(port, "/snapshotz")
+                        .await
+                        .map_err(|e| e.to_string())
+                }))
+            }
+        }
+    }
+}
+
 /// A plain HTTP/1.0 GET on 127.0.0.1.
 async fn http_get(port: u16, path: &'static str) -> Result<(u16, String), EndpointError> {
     harness::http_get(port, path)

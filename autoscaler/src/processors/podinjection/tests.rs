@@ -134,6 +134,7 @@ fn the_limit_drops_fake_pods_first_and_never_real_ones() {
             expendable_cutoff: -10,
             draining_pods: Vec::new(),
             metrics: &metrics,
+            schedulable: Vec::new(),
         };
         let pods: Vec<PodInfo> = [real("web-a"), real("web-b")]
             .into_iter()
