@@ -243,3 +243,29 @@ Feature: Scale-down
     Then a node of "pool" gets the taint "ToBeDeletedByClusterAutoscaler" within 3 minutes
     And the node group "pool" keeps 2 nodes for 4 minutes
     And the node group "pool" reaches 0 nodes within 3 minutes
+
+  @ca>=1.34
+  Scenario: With --node-deletion-candidate-ttl a restarted autoscaler takes a node's unneeded time from its soft taint
+    "node-deletion-candidate-ttl: Maximum time a node can be marked as removable before the marking becomes stale.
+    This sets the TTL of Cluster-Autoscaler's state if the Cluste-Autoscaler deployment becomes inactive." The
+    autoscaler marks an unneeded node with the DeletionCandidateOfClusterAutoscaler soft taint, valued the time it
+    became unneeded; restarted 9 minutes later, it deletes the node a minute after, not 10.
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "--node-deletion-candidate-ttl=30m"
+    When 9 minutes pass
+    And the autoscaler restarts
+    Then the node group "pool" reaches 0 nodes within 2 minutes
+
+  @ca>=1.34
+  Scenario Outline: Without --node-deletion-candidate-ttl, or past it, a restarted autoscaler counts a node's unneeded time afresh
+    Given the node group "pool" starts with 2 nodes
+    And the autoscaler runs with "<flags>"
+    When 9 minutes pass
+    And the autoscaler restarts
+    Then the node group "pool" keeps 2 nodes for 8 minutes
+    And the node group "pool" reaches 0 nodes within 3 minutes
+
+    Examples:
+      | flags                           |
+      | --scan-interval=10s             |
+      | --node-deletion-candidate-ttl=5m |

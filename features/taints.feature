@@ -68,3 +68,20 @@ Feature: Taints
     When the nodes of "pool" get the taint "ToBeDeletedByClusterAutoscaler=1700000000:NoSchedule"
     And the autoscaler restarts
     Then no node of "pool" has the taint "ToBeDeletedByClusterAutoscaler" within 1 minute
+
+  @ca>=1.36
+  Scenario Outline: --startup-taint-prefix makes every taint under the prefix a startup taint
+    "startup-taint-prefix: Specifies a taint key prefix. Any taint whose key starts with this prefix will be
+    treated as a startup taint (in addition to the built-in prefixes)." A node carrying a startup taint has not
+    started: it counts as notStarted, not ready, and its node group's template loses the taint.
+    Given the nodes of "pool" have the taint "example.com/booting=x:NoSchedule"
+    And the node group "pool" starts with 1 node
+    And the autoscaler runs with "<flags>"
+    When 1 minute passes
+    Then the autoscaler's metrics show "cluster_autoscaler_nodes_count{state="<state>"} 1"
+    And the autoscaler's metrics show "cluster_autoscaler_node_taints_count{type="<type>"} 1"
+
+    Examples:
+      | flags                               | state      | type          |
+      | --startup-taint-prefix=example.com/ | notStarted | startup-taint |
+      | --scan-interval=10s                 | ready      | other         |
