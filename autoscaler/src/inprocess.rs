@@ -223,6 +223,7 @@ fn assemble(
         clock,
         timeouts,
         snapshotter: autoscaler.snapshotter.clone(),
+        profiling: false,
     };
     InProcess {
         autoscaler,

@@ -97,6 +97,7 @@ pub mod inprocess;
 pub mod leaderelection;
 pub mod metrics;
 pub mod processors;
+pub mod profiling;
 pub mod provisioningrequest;
 pub mod resourcequotas;
 pub mod scaledown;

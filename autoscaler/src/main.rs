@@ -167,6 +167,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
             flags.max_startup_time,
         ),
         snapshotter: snapshotter.clone(),
+        profiling: flags.profiling,
     };
     let _server = endpoints
         .serve(validated.address)

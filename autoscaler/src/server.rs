@@ -1,6 +1,7 @@
 //! The HTTP endpoints on `--address` (docs/compat.md §8.1): `/metrics`,
 //! `/health-check`, with `--debugging-snapshot-enabled` `/snapshotz`
-//! ([`crate::debuggingsnapshot`]), and (beyond upstream) `/decisions`, the last
+//! ([`crate::debuggingsnapshot`]), with `--profiling` `/debug/pprof/...`
+//! ([`crate::profiling`]), and (beyond upstream) `/decisions`, the last
 //! loop's decision record as JSON. They answer on non-leaders too.
 
 use std::net::SocketAddr;
@@ -32,14 +33,17 @@ pub struct Endpoints {
     pub timeouts: (Duration, Duration, Duration),
     /// `--debugging-snapshot-enabled`: `/snapshotz`.
     pub snapshotter: Option<Arc<DebuggingSnapshotter>>,
+    /// `--profiling`: `/debug/pprof/...`.
+    pub profiling: bool,
 }
 
 impl Endpoints {
     /// The router.
     pub fn router(self) -> Router {
         let snapshotter = self.snapshotter.clone();
+        let profiling = self.profiling;
         let (m, h, d) = (self.clone(), self.clone(), self);
-        let router = Router::new()
+        let mut router = Router::new()
             .route(
                 "/metrics",
                 get(move || {
@@ -76,6 +80,9 @@ impl Endpoints {
                     async move { axum::Json(body) }
                 }),
             );
+        if profiling {
+            router = router.merge(crate::profiling::routes());
+        }
         match snapshotter {
             // Any method, as upstream's handler.
             Some(s) => router.route(

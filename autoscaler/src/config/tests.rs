@@ -336,6 +336,7 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--dynamic-node-delete-delay-after-taint-enabled",
         "--fastpath-binpacking-enabled",
         "--debugging-snapshot-enabled",
+        "--profiling",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());

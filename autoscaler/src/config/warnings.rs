@@ -150,13 +150,10 @@ impl Flags {
 
     /// Flags of features not implemented yet, and debugging endpoints.
     fn not_yet_implemented(&self) -> Vec<Ignored> {
-        vec![
-            (
-                self.enable_csi_node_aware_scheduling,
-                "enable-csi-node-aware-scheduling",
-                NOT_YET,
-            ),
-            (self.profiling, "profiling", "there is no pprof endpoint"),
-        ]
+        vec![(
+            self.enable_csi_node_aware_scheduling,
+            "enable-csi-node-aware-scheduling",
+            NOT_YET,
+        )]
     }
 }
