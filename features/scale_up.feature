@@ -231,3 +231,25 @@ Feature: Scale-up
       | flags                          | nodes |
       | --fastpath-binpacking-enabled  | 5     |
       | --scan-interval=10s            | 4     |
+
+  Scenario: With --scheduler-config-file the simulation runs the profile's filter plugins only
+    "scheduler-config-file: scheduler-config allows changing configuration of in-tree scheduler plugins acting on
+    PreFilter and Filter extension points." A profile without NodeResourcesFit makes the autoscaler believe a pod
+    too large for the free room of the existing node fits there: no scale-up, while the scheduler leaves it pending.
+    Given the node group "pool" starts with 1 node
+    And a deployment "filler" of 1 pod requesting 3 CPU
+    And the autoscaler runs with the scheduler configuration:
+      """
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: KubeSchedulerConfiguration
+      profiles:
+      - schedulerName: default-scheduler
+        plugins:
+          filter:
+            disabled:
+            - name: NodeResourcesFit
+      """
+    Then all 1 pods of "filler" are running within 2 minutes
+    When a deployment "web" of 1 pod requesting 2 CPU is created
+    Then 1 pod of "web" stays pending for 5 minutes
+    And the node group "pool" has 1 node

@@ -71,3 +71,42 @@ fn help_in_a_pipe_is_as_compact_as_upstreams() {
         "{lines} lines for {flags} flags, more than 1.8 a flag"
     );
 }
+
+#[test]
+fn a_scheduler_configuration_the_framework_cannot_run_stops_the_start() {
+    let dir = std::env::temp_dir().join(format!("ca-scheduler-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("--scheduler-config-file={}", path.display())
+    };
+    const HEAD: &str =
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
+    let two = write(
+        "two.yaml",
+        &format!("{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n"),
+    );
+    fails(
+        &["--cloud-provider=kwok", &two],
+        "expected one scheduler profile only (found 2 profiles)",
+    );
+    let custom = write(
+        "custom.yaml",
+        &format!(
+            "{HEAD}profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: MyPlugin\n"
+        ),
+    );
+    fails(
+        &["--cloud-provider=kwok", &custom],
+        "plugin \"MyPlugin\" does not exist",
+    );
+    fails(
+        &[
+            "--cloud-provider=kwok",
+            "--scheduler-config-file=/nonexistent.yaml",
+        ],
+        "couldn't load scheduler config",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

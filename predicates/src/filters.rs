@@ -5,6 +5,7 @@
 //! [`PreFilter::new`] computes once per pod what the cross-node plugins need
 //! (topology counts); [`PreFilter::filter`] then checks one node. A node
 //! fails at the first failing plugin, as in the scheduling framework.
+//! [`FilterPlugins`] turns plugins off, as a scheduler profile may.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -253,6 +254,72 @@ struct Spread {
     counts: HashMap<String, i32>,
 }
 
+/// Which filter plugins run (a KubeSchedulerConfiguration profile may
+/// disable some of the default profile's); all by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterPlugins {
+    /// NodeUnschedulable.
+    pub node_unschedulable: bool,
+    /// NodeName.
+    pub node_name: bool,
+    /// TaintToleration.
+    pub taint_toleration: bool,
+    /// NodeAffinity.
+    pub node_affinity: bool,
+    /// NodePorts.
+    pub node_ports: bool,
+    /// NodeResourcesFit.
+    pub node_resources_fit: bool,
+    /// PodTopologySpread.
+    pub pod_topology_spread: bool,
+    /// InterPodAffinity.
+    pub inter_pod_affinity: bool,
+}
+
+impl Default for FilterPlugins {
+    fn default() -> Self {
+        Self {
+            node_unschedulable: true,
+            node_name: true,
+            taint_toleration: true,
+            node_affinity: true,
+            node_ports: true,
+            node_resources_fit: true,
+            pod_topology_spread: true,
+            inter_pod_affinity: true,
+        }
+    }
+}
+
+impl FilterPlugins {
+    /// The plugins' names, as the scheduling framework knows them.
+    pub const NAMES: [&'static str; 8] = [
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    ];
+
+    /// The switch of the plugin named `name`, if it is one of these.
+    pub fn switch(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "NodeUnschedulable" => &mut self.node_unschedulable,
+            "NodeName" => &mut self.node_name,
+            "TaintToleration" => &mut self.taint_toleration,
+            "NodeAffinity" => &mut self.node_affinity,
+            "NodePorts" => &mut self.node_ports,
+            "NodeResourcesFit" => &mut self.node_resources_fit,
+            "PodTopologySpread" => &mut self.pod_topology_spread,
+            "InterPodAffinity" => &mut self.inter_pod_affinity,
+            _ => return None,
+        })
+    }
+}
+
 /// What the cross-node plugins precompute for one pod.
 #[derive(Debug)]
 pub struct PreFilter<'a> {
@@ -269,6 +336,7 @@ pub struct PreFilter<'a> {
     /// The pod matches its own affinity terms (first pod of a group).
     self_affinity: bool,
     spreads: Vec<Spread>,
+    plugins: FilterPlugins,
 }
 
 impl<'a> PreFilter<'a> {
@@ -350,6 +418,7 @@ impl<'a> PreFilter<'a> {
             existing_anti_affinity,
             self_affinity,
             spreads,
+            plugins: FilterPlugins::default(),
         }
     }
 
@@ -420,6 +489,12 @@ impl<'a> PreFilter<'a> {
             .collect()
     }
 
+    /// Only these filter plugins run.
+    pub fn with_plugins(mut self, plugins: FilterPlugins) -> Self {
+        self.plugins = plugins;
+        self
+    }
+
     /// Runs the filters on one node: `Ok` when the pod fits, else the
     /// reasons of the first failing plugin.
     pub fn filter(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {
@@ -427,9 +502,10 @@ impl<'a> PreFilter<'a> {
         let spec = node.node.spec.as_ref();
         let tols = tolerations(pod);
         let taints = spec.and_then(|s| s.taints.as_deref()).unwrap_or_default();
+        let on = &self.plugins;
 
         // NodeUnschedulable
-        if spec.and_then(|s| s.unschedulable).unwrap_or(false) {
+        if on.node_unschedulable && spec.and_then(|s| s.unschedulable).unwrap_or(false) {
             let cordon = Taint {
                 key: UNSCHEDULABLE_TAINT.into(),
                 effect: "NoSchedule".into(),
@@ -440,41 +516,53 @@ impl<'a> PreFilter<'a> {
             }
         }
         // NodeName
-        if let Some(want) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+        if on.node_name
+            && let Some(want) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
             && !want.is_empty()
             && want != node.name()
         {
             return Err(vec![Reason::NodeName]);
         }
         // TaintToleration
-        if let Some(t) = untolerated_taint(taints, tols) {
+        if on.taint_toleration
+            && let Some(t) = untolerated_taint(taints, tols)
+        {
             return Err(vec![Reason::UntoleratedTaint {
                 key: t.key.clone(),
                 value: t.value.clone().unwrap_or_default(),
             }]);
         }
         // NodeAffinity
-        if !node_affinity_matches(pod, node) {
+        if on.node_affinity && !node_affinity_matches(pod, node) {
             return Err(vec![Reason::NodeAffinity]);
         }
         // NodePorts
-        if self.pod.ports.iter().any(|want| {
-            node.pods
-                .iter()
-                .flat_map(|p| &p.ports)
-                .any(|used| used.conflicts(want))
-        }) {
+        if on.node_ports
+            && self.pod.ports.iter().any(|want| {
+                node.pods
+                    .iter()
+                    .flat_map(|p| &p.ports)
+                    .any(|used| used.conflicts(want))
+            })
+        {
             return Err(vec![Reason::HostPorts]);
         }
         // NodeResourcesFit
-        let fit = resources_fit(self.pod, node);
-        if !fit.is_empty() {
-            return Err(fit);
+        if on.node_resources_fit {
+            let fit = resources_fit(self.pod, node);
+            if !fit.is_empty() {
+                return Err(fit);
+            }
         }
         // PodTopologySpread
-        self.filter_spread(node)?;
+        if on.pod_topology_spread {
+            self.filter_spread(node)?;
+        }
         // InterPodAffinity
-        self.filter_inter_pod(node)
+        if on.inter_pod_affinity {
+            self.filter_inter_pod(node)?;
+        }
+        Ok(())
     }
 
     fn filter_spread(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {

@@ -29,7 +29,7 @@ pub mod quantity;
 pub mod resources;
 pub mod score;
 
-pub use filters::{PreFilter, Reason, fit_error_message};
+pub use filters::{FilterPlugins, PreFilter, Reason, fit_error_message};
 pub use nodeinfo::{NodeInfo, PodInfo};
 
 /// A pod that fits nowhere: the failures per node and kube-scheduler's message.

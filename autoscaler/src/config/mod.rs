@@ -15,6 +15,7 @@ mod flags;
 pub mod goflags;
 pub mod help;
 pub mod provider;
+pub mod scheduler;
 mod validate;
 mod warnings;
 

@@ -112,6 +112,9 @@ pub struct Validated {
     pub max_graceful_termination_sec: i64,
     /// The listen address as `host:port` (an empty host means all interfaces).
     pub address: std::net::SocketAddr,
+    /// `--scheduler-config-file`: the filter plugins its profile runs
+    /// (all without the flag).
+    pub filter_plugins: predicates::FilterPlugins,
 }
 
 fn min_max(flag: &'static str, value: &str) -> Result<MinMax, FlagError> {
@@ -360,6 +363,12 @@ impl Flags {
             drain_priorities,
             max_graceful_termination_sec: self.max_graceful_termination_sec.unwrap_or(600),
             address: parse_address(&self.address)?,
+            filter_plugins: if self.scheduler_config_file.is_empty() {
+                predicates::FilterPlugins::default()
+            } else {
+                super::scheduler::from_path(&self.scheduler_config_file)
+                    .map_err(|e| err("scheduler-config-file", e))?
+            },
         })
     }
 }

@@ -104,11 +104,6 @@ impl Flags {
                 "enable-dynamic-resource-allocation",
                 "DRA is not implemented",
             ),
-            (
-                !self.scheduler_config_file.is_empty(),
-                "scheduler-config-file",
-                "the default scheduler plugins are always used",
-            ),
         ]
     }
 

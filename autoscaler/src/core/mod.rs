@@ -687,7 +687,7 @@ impl Autoscaler {
             let infos = state.node_infos(cutoff);
             (infos, state.unbound.values().cloned().collect())
         };
-        let mut snapshot = Snapshot::new(infos);
+        let mut snapshot = Snapshot::new(infos).with_plugins(self.ctx.validated.filter_plugins);
         for info in &unbound {
             if let Some(nominated) = info
                 .pod

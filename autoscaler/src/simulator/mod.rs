@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use predicates::filters::Reason;
-use predicates::{NodeInfo, PodInfo, PreFilter};
+use predicates::{FilterPlugins, NodeInfo, PodInfo, PreFilter};
 
 enum Undo {
     AddedPod { node: usize, key: String },
@@ -36,9 +36,18 @@ pub struct Snapshot {
     /// Pods with required anti-affinity on all nodes (see
     /// [`PreFilter::with_existing_anti_affinity`]).
     anti_affinity_pods: usize,
+    /// The filter plugins the scheduler profile runs
+    /// (`--scheduler-config-file`).
+    plugins: FilterPlugins,
 }
 
 impl Snapshot {
+    /// Only these filter plugins decide where pods fit.
+    pub fn with_plugins(mut self, plugins: FilterPlugins) -> Self {
+        self.plugins = plugins;
+        self
+    }
+
     /// A snapshot of these nodes (with their pods).
     pub fn new(nodes: Vec<NodeInfo>) -> Self {
         let index = nodes
@@ -53,6 +62,7 @@ impl Snapshot {
             index,
             journal: Vec::new(),
             marks: Vec::new(),
+            plugins: FilterPlugins::default(),
         }
     }
 
@@ -173,6 +183,7 @@ impl Snapshot {
 
     fn prefilter<'a>(&self, pod: &'a PodInfo) -> PreFilter<'a> {
         PreFilter::with_existing_anti_affinity(pod, &self.nodes, self.anti_affinity_pods > 0)
+            .with_plugins(self.plugins)
     }
 
     /// The first enabled node (from `start`, wrapping) where the pod fits,

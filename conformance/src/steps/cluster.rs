@@ -1,6 +1,7 @@
 //! Cluster shape, faults, autoscaler flags and restarts, and changes to
 //! nodes while the cluster runs.
 
+use cucumber::gherkin::Step;
 use cucumber::{given, when};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -76,6 +77,26 @@ fn extra_resource(w: &mut CaWorld, name: String, count: u64, resource: String) -
 #[given(regex = r#"^the autoscaler runs with "(.*)"$"#)]
 fn autoscaler_flags(w: &mut CaWorld, flags: String) {
     w.flags.extend(flags.split_whitespace().map(str::to_string));
+}
+
+/// `--scheduler-config-file`: the doc string, written to a file of the
+/// scenario's.
+#[given(regex = r"^the autoscaler runs with the scheduler configuration:?$")]
+fn scheduler_configuration(w: &mut CaWorld, step: &Step) -> StepResult {
+    let text = step
+        .docstring
+        .as_deref()
+        .ok_or("this step needs the KubeSchedulerConfiguration as a YAML doc string")?;
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "ca-scheduler-config-{}-{n}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    w.flags
+        .push(format!("--scheduler-config-file={}", path.display()));
+    Ok(())
 }
 
 /// Ours alone: with `--very-new-pods-wait=false` (and frequent loops) our
