@@ -207,8 +207,8 @@ Feature: Scale-up
     Given a resource quota "two-pods" allowing 2 pods
     And the autoscaler runs with "--enable-proactive-scaleup --pod-injection-limit=5"
     When a deployment "web" of 10 pods requesting 3 CPU on node group "pool" is created
-    Then the pods of "web" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0->5 (max: 10)}]"
-    And the node group "pool" reaches 10 nodes within 5 minutes
+    Then the node group "pool" reaches 10 nodes within 5 minutes
+    And the pods of "web" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0->5 (max: 10)}]"
 
   Scenario: Without --enable-proactive-scaleup only the pods that exist get nodes
     Given a resource quota "two-pods" allowing 2 pods
@@ -225,7 +225,8 @@ Feature: Scale-up
     Given the autoscaler runs with "<flags>"
     When a deployment "big" of 4 pods requesting 2900m CPU on node group "pool" is created
     And a deployment "small" of 4 pods requesting 1 CPU on node group "pool" is created
-    Then the pods of "big" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0-><nodes> (max: 10)}]"
+    Then the node group "pool" reaches <nodes> nodes within 3 minutes
+    And the pods of "big" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 0-><nodes> (max: 10)}]"
 
     Examples:
       | flags                          | nodes |

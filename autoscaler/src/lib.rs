@@ -7,23 +7,24 @@
 //!
 //! | ours | upstream | what |
 //! | --- | --- | --- |
-//! | [`config`] | `config`, `main.go` flags | the flags (the FAQ's table is the contract), the grouped `--help`, and `provider`: the one list of implemented providers (`kwok`, `clusterapi`, `aws`) |
+//! | [`config`] | `config`, `main.go` flags, `utils/scheduler` | the flags (the FAQ's table is the contract), the grouped `--help`, `provider`: the one list of implemented providers (`kwok`, `clusterapi`, `aws`), and `scheduler`: the `--scheduler-config-file` profile |
 //! | [`cache`] | informers and listers | nodes, pods, PDBs and controllers from watches |
 //! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` re-exports the list of implemented providers |
 //! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health; the notices and cluster gauges it reports |
 //! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
-//! | [`processors`] | `processors` (`nodeinfosprovider`, `pods`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods), node-group list processors, the scale-up status processors (the pods' events) |
+//! | [`processors`] | `processors` (`nodeinfosprovider`, `pods`, `podinjection`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods; proactive scale-up's fake pods), node-group list processors, the scale-up status processors (the pods' events) |
 //! | [`provisioningrequest`] | `provisioningrequest`, `processors/provreq` | ProvisioningRequests: the API, the classes (check-capacity, best-effort-atomic), the conditions, the injected and booked pods |
 //! | [`capacitybuffer`] | `capacitybuffer`, `processors/capacitybuffer` | CapacityBuffers: the API, the controller (status, managed PodTemplate, ResourceQuota cut), the fake pods |
 //! | [`resourcequotas`] | `resourcequotas` | CapacityQuotas: the API, the controller (`Valid`, `status.used`), the quotas scale-up enforces |
 //! | [`scaleup`] | `core/scaleup`, `estimator`, `processors/nodegroupset` | pending pods, equivalence, estimator, limits, balancing, plan, the one executor, min-size enforcement |
 //! | [`expander`] | `expander` | choosing among options; the priority expander's ConfigMap |
-//! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain and delete) |
+//! | [`scaledown`] | `core/scaledown` | eligibility, unneeded, selection, soft taints, cooldown, actuation (drain, batching, delete), the removal-latency and skipped-evaluation trackers |
 //! | [`core`] | `core/static_autoscaler.go` | the loop and its housekeeping |
 //! | [`taints`] | `utils/taints` | ToBeDeleted, DeletionCandidate and startup taints |
 //! | [`gpu`] | `utils/gpu` | the vendors' GPU resources; GPU pods and GPU nodes |
 //! | [`events`], [`status`] | `utils/events`, `clusterstate/utils` | events with CA's typed reasons, the queue and the pod event budget; the status ConfigMap |
 //! | [`metrics`], [`server`] | `metrics` | `/metrics`, `/health-check` and `/decisions` |
+//! | [`debuggingsnapshot`], [`profiling`] | `debuggingsnapshot`, pprof routes | `/snapshotz` (what the next loop saw), `/debug/pprof/` |
 //! | [`decisions`] | (none) | the decision record of a loop, served at `/decisions` |
 //! | [`leaderelection`] | client-go leader election | the Lease |
 //! | [`client`] | client-go's request retries | 429 and 5xx with `Retry-After` retried, as client-go does |

@@ -48,6 +48,7 @@ pub const TIMING_FLAGS: &[(&str, &str)] = &[
     ("max-pod-eviction-time", "2m"),
     ("node-delete-delay-after-taint", "5s"),
     ("node-deletion-batcher-interval", "0s"),
+    ("node-deletion-candidate-ttl", "0s"),
     ("node-deletion-delay-timeout", "2m"),
     ("max-inactivity", "10m"),
     ("max-failing-time", "15m"),

@@ -64,6 +64,11 @@ pub struct ScenarioArgs {
     /// binary with the CapacityBuffer API (ours; upstream 1.34 and later).
     #[arg(long)]
     pub buffer_percentage: Option<usize>,
+    /// Split the backlog over this many node groups, a Deployment each
+    /// (pinned by nodeSelector), so that one loop has several groups to
+    /// scale (what `--salvo-scale-up` acts on).
+    #[arg(long, default_value_t = 1)]
+    pub groups: usize,
 }
 
 impl ScenarioArgs {
@@ -201,12 +206,28 @@ pub async fn measure(
 ) -> Result<Row, String> {
     let cpu = scenario.pods_per_node.to_string();
     let needed = scenario.nodes_needed(nodes);
-    let mut group = GroupSpec::new("pool", &cpu, "256Gi", 1, needed);
-    group.initial = 1;
+    let k = scenario.groups.max(1);
+    if k > 1 && (scenario.buffer_percentage.is_some() || nodes % k != 0) {
+        return Err(format!(
+            "--groups {k}: the backlog's {nodes} nodes must split evenly, without a buffer"
+        ));
+    }
+    let groups: Vec<GroupSpec> = (0..k)
+        .map(|i| {
+            let name = if k == 1 {
+                "pool".to_string()
+            } else {
+                format!("pool-{i}")
+            };
+            let mut g = GroupSpec::new(&name, &cpu, "256Gi", usize::from(i == 0), needed / k);
+            g.initial = usize::from(i == 0);
+            g
+        })
+        .collect();
     let cluster = Cluster::builder()
         .object(provider_config_map())
-        .object(templates_config_map(std::slice::from_ref(&group)))
-        .object(group.starting_node(0))
+        .object(templates_config_map(&groups))
+        .object(groups[0].starting_node(0))
         .start()
         .await
         .map_err(|e| format!("starting the cluster: {e}"))?;
@@ -275,15 +296,32 @@ pub async fn measure(
     let requests_before = api.tls_requests();
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
-    cluster
-        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "backlog", "namespace": "default"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "backlog"}},
-                "template": {"metadata": {"labels": {"app": "backlog"}},
-                    "spec": {"containers": [{"name": "c", "image": "pause",
-                        "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
-        .await
-        .map_err(|e| format!("creating the Deployment: {e}"))?;
+    for (i, g) in groups.iter().enumerate() {
+        // One group: the Deployment `backlog`, anywhere; several: one
+        // Deployment each, on its group.
+        let (name, part, selector) = if k == 1 {
+            ("backlog".to_string(), json!({}), json!({}))
+        } else {
+            (
+                format!("backlog-{i}"),
+                json!({"part": i.to_string()}),
+                json!({"kwok-nodegroup": g.name}),
+            )
+        };
+        let mut labels = json!({"app": "backlog"});
+        if let (Some(l), Some(p)) = (labels.as_object_mut(), part.as_object()) {
+            l.extend(p.clone());
+        }
+        cluster
+            .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": "default", "labels": {"app": "backlog"}},
+                "spec": {"replicas": replicas / k, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels},
+                        "spec": {"nodeSelector": selector, "containers": [{"name": "c", "image": "pause",
+                            "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
+            .await
+            .map_err(|e| format!("creating the Deployment {name}: {e}"))?;
+    }
     let deadline = started + Duration::from_secs(scenario.timeout);
     let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
     while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
@@ -363,16 +401,14 @@ async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {
     Ok(list::<Node>(&cluster.client(), "").await?.len())
 }
 
-/// The Deployment's pods created so far, and those ready.
+/// The backlog Deployments' pods created so far, and those ready.
 async fn replica_counts(cluster: &Cluster) -> Result<(usize, usize), String> {
-    let api: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let d = api
-        .get("backlog")
-        .await
-        .map_err(|e| format!("reading the Deployment: {e}"))?;
-    let status = d.status.unwrap_or_default();
+    let deployments = list::<Deployment>(&cluster.client(), "app=backlog").await?;
     let count = |n: Option<i32>| usize::try_from(n.unwrap_or(0)).unwrap_or(0);
-    Ok((count(status.replicas), count(status.ready_replicas)))
+    Ok(deployments.iter().fold((0, 0), |(created, ready), d| {
+        let s = d.status.clone().unwrap_or_default();
+        (created + count(s.replicas), ready + count(s.ready_replicas))
+    }))
 }
 
 /// The events the autoscaler wrote; their count per reason goes to `csv`.

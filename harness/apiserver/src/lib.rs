@@ -22,7 +22,7 @@
 //!  server/      the server's state (state), request options (options), and the
 //!     │         operations, a file each: read (get, list) / create / update
 //!     │         (and patch) / apply / delete / scale
-//!     │  ├── admission.rs  defaults, Priority, DefaultTolerationSeconds, validation
+//!     │  ├── admission.rs  defaults, Priority, DefaultTolerationSeconds, pods quota, validation
 //!     │  │                 (reads the server only through `AdmissionContext`)
 //!     │  ├── normalize.rs  typed k8s-openapi round trip, strict field validation
 //!     │  ├── patch.rs      JSON, merge and strategic merge patch

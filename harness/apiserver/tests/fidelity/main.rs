@@ -4,7 +4,8 @@
 //!
 //! - [`crd`]: CRD schemas (validation, pruning, defaulting), CEL rules and
 //!   transition rules, subresources, CRDs refused for a bad schema or rule;
-//! - [`limits`]: request body, etcd object and ConfigMap/Secret data sizes;
+//! - [`limits`]: request body, etcd object and ConfigMap/Secret data sizes,
+//!   and the count of pods a ResourceQuota allows;
 //! - [`watch`]: the watch window (410 Gone), bookmarks, the streaming list
 //!   (`sendInitialEvents`) and its option checks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
