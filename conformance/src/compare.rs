@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use harness::cluster::{Cluster, list};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Node};
-use kube::Api;
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
@@ -207,7 +206,7 @@ pub async fn measure(
     let cpu = scenario.pods_per_node.to_string();
     let needed = scenario.nodes_needed(nodes);
     let k = scenario.groups.max(1);
-    if k > 1 && (scenario.buffer_percentage.is_some() || nodes % k != 0) {
+    if k > 1 && (scenario.buffer_percentage.is_some() || !nodes.is_multiple_of(k)) {
         return Err(format!(
             "--groups {k}: the backlog's {nodes} nodes must split evenly, without a buffer"
         ));
