@@ -38,7 +38,10 @@ fn ratio(s: &str) -> Result<f64, ValueError> {
     name = "cluster-autoscaler",
     version,
     about = "A drop-in replacement for the Kubernetes Cluster Autoscaler",
-    rename_all = "kebab-case"
+    rename_all = "kebab-case",
+    // As Go's flag packages: a flag given again overrides (repeatable
+    // flags such as --nodes accumulate).
+    args_override_self = true
 )]
 pub struct Flags {
     // ---- General and API access ----

@@ -356,3 +356,19 @@ fn the_1_36_flags_not_implemented_yet_say_so() {
     assert!(parse(&["--enable-graceful-degradation"]).is_err());
     assert!(parse(&["--pending-pods-batching-timeout=4m"]).is_err());
 }
+
+#[test]
+fn a_flag_given_twice_takes_the_last_value_and_repeatable_ones_accumulate() {
+    let f = parse(&[
+        "--frequent-loops-enabled=true",
+        "--frequent-loops-enabled=false",
+        "--scan-interval=1s",
+        "--scan-interval=20s",
+        "--nodes=1:2:a",
+        "--nodes=1:3:b",
+    ])
+    .unwrap();
+    assert!(!f.frequent_loops_enabled);
+    assert_eq!(f.scan_interval, std::time::Duration::from_secs(20));
+    assert_eq!(f.nodes, ["1:2:a", "1:3:b"]);
+}
