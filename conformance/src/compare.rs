@@ -295,32 +295,7 @@ pub async fn measure(
     let requests_before = api.tls_requests();
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
-    for (i, g) in groups.iter().enumerate() {
-        // One group: the Deployment `backlog`, anywhere; several: one
-        // Deployment each, on its group.
-        let (name, part, selector) = if k == 1 {
-            ("backlog".to_string(), json!({}), json!({}))
-        } else {
-            (
-                format!("backlog-{i}"),
-                json!({"part": i.to_string()}),
-                json!({"kwok-nodegroup": g.name}),
-            )
-        };
-        let mut labels = json!({"app": "backlog"});
-        if let (Some(l), Some(p)) = (labels.as_object_mut(), part.as_object()) {
-            l.extend(p.clone());
-        }
-        cluster
-            .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": name, "namespace": "default", "labels": {"app": "backlog"}},
-                "spec": {"replicas": replicas / k, "selector": {"matchLabels": labels},
-                    "template": {"metadata": {"labels": labels},
-                        "spec": {"nodeSelector": selector, "containers": [{"name": "c", "image": "pause",
-                            "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
-            .await
-            .map_err(|e| format!("creating the Deployment {name}: {e}"))?;
-    }
+    create_backlog(&cluster, &groups, replicas).await?;
     let deadline = started + Duration::from_secs(scenario.timeout);
     let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
     while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
@@ -370,6 +345,43 @@ pub async fn measure(
         events,
         requests,
     })
+}
+
+/// The backlog: `replicas` pods of 1 CPU, as the Deployment `backlog`
+/// (one group), or one Deployment `backlog-<i>` pinned to each group.
+async fn create_backlog(
+    cluster: &Cluster,
+    groups: &[GroupSpec],
+    replicas: usize,
+) -> Result<(), String> {
+    let k = groups.len();
+    for (i, g) in groups.iter().enumerate() {
+        // One group: the Deployment `backlog`, anywhere; several: one
+        // Deployment each, on its group.
+        let (name, part, selector) = if k == 1 {
+            ("backlog".to_string(), json!({}), json!({}))
+        } else {
+            (
+                format!("backlog-{i}"),
+                json!({"part": i.to_string()}),
+                json!({"kwok-nodegroup": g.name}),
+            )
+        };
+        let mut labels = json!({"app": "backlog"});
+        if let (Some(l), Some(p)) = (labels.as_object_mut(), part.as_object()) {
+            l.extend(p.clone());
+        }
+        cluster
+            .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": "default", "labels": {"app": "backlog"}},
+                "spec": {"replicas": replicas / k, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels},
+                        "spec": {"nodeSelector": selector, "containers": [{"name": "c", "image": "pause",
+                            "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}}}}))
+            .await
+            .map_err(|e| format!("creating the Deployment {name}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// p50 and p99 of the pods' scale-up latency ([`crate::latency`]); each

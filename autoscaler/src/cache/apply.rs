@@ -72,7 +72,7 @@ pub enum Change {
         /// Its desired replicas, for the kinds that have them.
         replicas: Option<i32>,
         /// The pods it wants to exist, for proactive scale-up
-        /// ([`crate::processors::podinjection::desired_pods`]).
+        /// ([`super::desired_pods`]).
         desired_pods: Option<i32>,
     },
     /// A controller was deleted.

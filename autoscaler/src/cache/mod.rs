@@ -35,6 +35,7 @@
 //! applies changes and fires their wake-ups.
 
 mod apply;
+pub mod desired_pods;
 mod pod;
 mod state;
 mod watch;

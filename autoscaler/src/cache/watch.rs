@@ -18,8 +18,8 @@ use simclock::Clock;
 use tokio::sync::{Notify, watch};
 
 use super::apply::{Change, Lists, WakeUps, apply, namespaced_key};
+use super::desired_pods;
 use super::state::State;
-use crate::processors::podinjection::desired_pods;
 use crate::provisioningrequest::types::ProvisioningRequest;
 
 /// The kinds a cache watches beyond those every loop needs.

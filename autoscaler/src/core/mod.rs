@@ -38,9 +38,6 @@ use crate::decisions::Decisions;
 use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::metrics::Metrics;
 use crate::processors::Processors;
-use crate::processors::capacitybuffer::{
-    CapacityBufferPodListProcessor, FakePodsScaleUpStatusProcessor,
-};
 use crate::processors::pods::{CurrentlyDrainedNodes, PodListContext};
 use crate::processors::provreq::{ProvReqProcessing, Settings as ProvReqSettings};
 use crate::provisioningrequest::client::ProvReqClient;
@@ -240,38 +237,17 @@ impl Autoscaler {
         });
         let buffer_injection = f.capacity_buffer_pod_injection_enabled.then(|| {
             let injection = Arc::new(BufferPodInjection::new(client.clone(), clock.clone()));
-            processors
-                .pod_list
-                .add_first(Box::new(CapacityBufferPodListProcessor(injection.clone())));
-            processors.scale_up_status.insert(
-                0,
-                Box::new(FakePodsScaleUpStatusProcessor(injection.clone())),
-            );
+            processors.add_buffer_injection(injection.clone());
             injection
         });
         if f.enable_proactive_scaleup {
-            use crate::processors::podinjection::{
-                EnforceInjectedPodsLimitProcessor, FakePodsScaleUpStatusProcessor,
-                PodInjectionPodListProcessor,
-            };
-            processors
-                .pod_list
-                .add_first(Box::new(PodInjectionPodListProcessor(cache.clone())));
-            processors
-                .pod_list
-                .add(Box::new(EnforceInjectedPodsLimitProcessor {
-                    limit: f.pod_injection_limit,
-                }));
-            processors
-                .scale_up_status
-                .insert(0, Box::new(FakePodsScaleUpStatusProcessor));
+            processors.add_proactive_scale_up(cache.clone(), f.pod_injection_limit);
         }
         let track_removal_latency = f.node_removal_latency_tracking_enabled;
         let skip_eval_since = f.max_node_skip_eval_time_tracker_enabled.then_some(now);
-        let snapshotter = f.debugging_snapshot_enabled.then(|| {
-            tracing::info!("Debugging Snapshot is enabled");
-            Arc::new(DebuggingSnapshotter::default())
-        });
+        let snapshotter = f
+            .debugging_snapshot_enabled
+            .then(DebuggingSnapshotter::enabled);
         let quota_controller = f
             .capacity_quotas_enabled
             .then(|| QuotaController::new(client.clone(), clock.clone()));

@@ -19,10 +19,15 @@ pub mod pods;
 pub mod provreq;
 pub mod status;
 
+use std::sync::Arc;
+
 use nodegroups::NodeGroupListProcessor;
 use nodeinfosprovider::TemplateNodes;
 use pods::PodListProcessors;
 use status::{ScaleUpStatusProcessor, default_scale_up_status_processors};
+
+use crate::cache::ClusterCache;
+use crate::capacitybuffer::BufferPodInjection;
 
 /// Every processor of one autoscaler (upstream's `AutoscalingProcessors`).
 pub struct Processors {
@@ -35,6 +40,36 @@ pub struct Processors {
     pub node_group_list: Vec<Box<dyn NodeGroupListProcessor>>,
     /// What is told of each scale-up.
     pub scale_up_status: Vec<Box<dyn ScaleUpStatusProcessor>>,
+}
+
+impl Processors {
+    /// `--capacity-buffer-pod-injection-enabled`: the buffers' fake pods
+    /// first in the pod-list chain, and their status processor first.
+    pub fn add_buffer_injection(&mut self, injection: Arc<BufferPodInjection>) {
+        self.pod_list
+            .add_first(Box::new(capacitybuffer::CapacityBufferPodListProcessor(
+                injection.clone(),
+            )));
+        self.scale_up_status.insert(
+            0,
+            Box::new(capacitybuffer::FakePodsScaleUpStatusProcessor(injection)),
+        );
+    }
+
+    /// `--enable-proactive-scaleup`: the controllers' missing pods first in
+    /// the chain (before the buffers', as upstream wires them), the
+    /// `--pod-injection-limit` last, and the fake pods' status processor
+    /// first.
+    pub fn add_proactive_scale_up(&mut self, cache: Arc<ClusterCache>, limit: usize) {
+        self.pod_list
+            .add_first(Box::new(podinjection::PodInjectionPodListProcessor(cache)));
+        self.pod_list
+            .add(Box::new(podinjection::EnforceInjectedPodsLimitProcessor {
+                limit,
+            }));
+        self.scale_up_status
+            .insert(0, Box::new(podinjection::FakePodsScaleUpStatusProcessor));
+    }
 }
 
 impl Default for Processors {

@@ -5,8 +5,8 @@
 //! the pods still missing, so that one scale-up makes room for all of them
 //! rather than one per batch the controller creates.
 //!
-//! - [`desired_pods`]: how many pods each kind wants to exist, read when
-//!   the cache keeps the controller: a ReplicaSet's replicas (Deployments
+//! - [`crate::cache::desired_pods`]: how many pods each kind wants to
+//!   exist, read when the cache keeps the controller: a ReplicaSet's replicas (Deployments
 //!   through their ReplicaSets), a Job's still-incomplete pods up to its
 //!   parallelism, a StatefulSet's replicas only with `Parallel` pod
 //!   management (one with `OrderedReady` waits for each pod anyway).
@@ -34,8 +34,6 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use predicates::PodInfo;
 
@@ -46,57 +44,7 @@ use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
 use crate::scaleup::orchestrator::ScaleUpOutcome;
 use crate::simulator::drainability::controller_of;
-
-/// The annotation that marks a proactive scale-up's fake pod, and its
-/// value (upstream's `simulator/fake`).
-pub const FAKE_POD_ANNOTATION: (&str, &str) = ("podtype", "fakepod");
-
-/// Whether `pod` is a proactive scale-up's fake pod (upstream's
-/// `fake.IsFake`).
-pub fn is_fake(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(FAKE_POD_ANNOTATION.0))
-        .is_some_and(|v| v == FAKE_POD_ANNOTATION.1)
-}
-
-/// How many pods a controller wants to exist, for the kinds proactive
-/// scale-up completes (`None`: a kind or a controller it leaves alone).
-pub mod desired_pods {
-    use super::{Job, ReplicaSet, StatefulSet};
-
-    /// A ReplicaSet's replicas.
-    pub fn replica_set(rs: &ReplicaSet) -> Option<i32> {
-        Some(rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0))
-    }
-
-    /// A Job's pods still to run: its parallelism for a work-queue Job
-    /// (completions unset) none of whose pods succeeded yet, else the
-    /// completions still missing, at most its parallelism (both 1 when
-    /// unset).
-    pub fn job(job: &Job) -> Option<i32> {
-        let spec = job.spec.as_ref();
-        let parallelism = spec.and_then(|s| s.parallelism);
-        let completions = spec.and_then(|s| s.completions);
-        let succeeded = job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);
-        if let (None, Some(p)) = (completions, parallelism)
-            && p >= 0
-            && succeeded == 0
-        {
-            return Some(p);
-        }
-        let incomplete = completions.unwrap_or(1) - succeeded;
-        Some(incomplete.min(parallelism.unwrap_or(1)).max(0))
-    }
-
-    /// A StatefulSet's replicas, with `Parallel` pod management only.
-    pub fn stateful_set(sts: &StatefulSet) -> Option<i32> {
-        let spec = sts.spec.as_ref()?;
-        (spec.pod_management_policy.as_deref() == Some("Parallel"))
-            .then(|| spec.replicas.unwrap_or(0))
-    }
-}
+pub use crate::simulator::fake::{FAKE_POD_ANNOTATION, is_fake};
 
 /// Adds the fake pods of the controllers missing pods (upstream's
 /// `PodInjectionPodListProcessor`).

@@ -11,9 +11,9 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::capacitybuffer::is_fake_pod;
 use crate::context::AutoscalingContext;
 use crate::events::{EventReason, EventType, ObjectRef};
-use crate::processors::podinjection;
 use crate::scaleup::orchestrator::ScaleUpOutcome;
 use crate::scaleup::types::format_increases;
+use crate::simulator::fake;
 
 /// One processor of a scale-up's outcome (upstream's
 /// `ScaleUpStatusProcessor`).
@@ -75,5 +75,5 @@ impl ScaleUpStatusProcessor for EventingScaleUpStatusProcessor {
 /// Whether a pod exists only in the simulation (a buffer's or proactive
 /// scale-up's fake pod): no event names it.
 fn simulated(pod: &Pod) -> bool {
-    is_fake_pod(pod) || podinjection::is_fake(pod)
+    is_fake_pod(pod) || fake::is_fake(pod)
 }

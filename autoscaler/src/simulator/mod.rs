@@ -10,6 +10,7 @@
 //! removed) stays in place as a topology domain but is no destination.
 
 pub mod drainability;
+pub mod fake;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::cache::CachedController;
 use crate::cache::compact;
+use crate::cache::desired_pods;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
 
 fn job(spec: Value, succeeded: i32) -> Job {
     serde_json::from_value(json!({"metadata": {"name": "j"}, "spec": spec,
