@@ -62,7 +62,7 @@ Feature: Status, events, metrics and health
     Given the node group "pool" starts with 2 nodes
     And the autoscaler runs with "--debugging-snapshot-enabled"
     When a debugging snapshot is requested
-    Then the debugging snapshot answers 200 within 1 minute, listing 2 nodes and the template of "pool"
+    Then the debugging snapshot answers 200 within 1 minute, listing 2 nodes and a template for "pool"
 
   Scenario: Without --debugging-snapshot-enabled there is no /snapshotz
     When a debugging snapshot is requested

@@ -739,7 +739,7 @@ async fn snapshot_requested(w: &mut CaWorld) -> StepResult {
 /// of scenario time: its status code and, for 200, the nodes its JSON
 /// lists (`NodeList`, upcoming nodes included) and its template nodes.
 #[then(
-    regex = r#"^the debugging snapshot answers (\d+) within (\d+) minutes?(?:, listing (\d+) nodes? and the template of "(\S+)")?$"#
+    regex = r#"^the debugging snapshot answers (\d+) within (\d+) minutes?(?:, listing (\d+) nodes? and a template for "(\S+)")?$"#
 )]
 async fn snapshot_answers(
     w: &mut CaWorld,
