@@ -670,17 +670,21 @@ async fn status_fresh(w: &mut CaWorld) -> StepResult {
 
 // ---- Metrics, health, decisions ----
 
+/// The autoscaler's `/metrics` text.
+pub(super) async fn metrics_text(w: &mut CaWorld) -> Result<String, String> {
+    w.running()
+        .await?
+        .metrics()
+        .await
+        .map_err(|e| e.to_string())
+}
+
 #[then(regex = r#"^the autoscaler's metrics show "(.*)"$"#)]
 async fn metrics_show(w: &mut CaWorld, line: String) -> StepResult {
     // Metrics change once per loop: wait up to a minute.
     let mut text = String::new();
     for _ in 0..12 {
-        text = w
-            .running()
-            .await?
-            .metrics()
-            .await
-            .map_err(|e| e.to_string())?;
+        text = metrics_text(w).await?;
         if text.lines().any(|l| l.starts_with(&line)) {
             return Ok(());
         }
@@ -707,12 +711,7 @@ async fn metric_reaches_seconds(
     let polls = r.window(minutes(within)).as_secs() / 5 + 1;
     let mut last = None;
     for _ in 0..polls {
-        let text = w
-            .running()
-            .await?
-            .metrics()
-            .await
-            .map_err(|e| e.to_string())?;
+        let text = metrics_text(w).await?;
         last = text.lines().find_map(|l| {
             let value = l.strip_prefix(name.as_str())?.strip_prefix(' ')?;
             value.trim().parse::<f64>().ok()

@@ -49,12 +49,7 @@ async fn scale_up_slo(w: &mut CaWorld, app: String, max: u64) -> StepResult {
 /// since the autoscaler started (real time, in both modes).
 #[then(regex = r#"^the autoscaler's main loop took (\d+) seconds? or less on average$"#)]
 async fn main_loop_time(w: &mut CaWorld, max: u64) -> StepResult {
-    let text = w
-        .running()
-        .await?
-        .metrics()
-        .await
-        .map_err(|e| e.to_string())?;
+    let text = super::assertions::metrics_text(w).await?;
     let Some(loops) = LoopTime::from_metrics(&text) else {
         return Err(
             "the metrics have no cluster_autoscaler_function_duration_seconds{function=\"main\"} \
