@@ -255,3 +255,44 @@ Feature: Scale-up
     When a deployment "web" of 1 pod requesting 2 CPU is created
     Then 1 pod of "web" stays pending for 5 minutes
     And the node group "pool" has 1 node
+
+  Scenario: A node's CSI volume limit keeps pods with volumes off it, in the scheduler and in the simulation
+    A node whose CSI driver attaches at most 2 volumes takes 2 of the pods that each claim a volume; the
+    autoscaler's simulation counts the volumes on real nodes too (upstream's NodeVolumeLimits reads the live
+    CSINodes whatever the flags), so the other 2 pods get a new node.
+    Given the node group "pool" starts with 1 node
+    And every node runs the CSI driver "ebs.csi.aws.com" attaching at most 2 volumes
+    And a storage class "ebs" provisioned by "ebs.csi.aws.com"
+    When 4 pods "db" requesting 100m CPU, each with a volume of class "ebs", are created
+    Then all 4 pods of "db" are running within 5 minutes
+    And the node group "pool" has 2 nodes
+
+  @ca>=1.36
+  Scenario Outline: --enable-csi-node-aware-scheduling gives template nodes the CSI volume limits of the group's nodes
+    "enable-csi-node-aware-scheduling: Whether logic for handling CSINode objects is enabled." With it, a template
+    node built from a node of the group (ready for over a minute, else the provider's template is used) keeps that
+    node's CSINode: 4 pending pods with a volume each need 2 nodes that attach 2 volumes each. Without it template nodes have no volume limit, one new node looks enough, and the
+    pods the scheduler then leaves pending wait for the next scale-up.
+    Given the node group "pool" starts with 1 node
+    And every node runs the CSI driver "ebs.csi.aws.com" attaching at most 2 volumes
+    And a storage class "ebs" provisioned by "ebs.csi.aws.com"
+    And the autoscaler runs with "<flags>"
+    When 2 minutes pass
+    And 6 pods "db" requesting 100m CPU, each with a volume of class "ebs", are created
+    Then the pods of "db" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 1-><nodes> (max: 10)}]"
+    And all 6 pods of "db" are running within 10 minutes
+
+    Examples:
+      | flags                               | nodes |
+      | --enable-csi-node-aware-scheduling  | 3     |
+      | --scan-interval=10s                 | 2     |
+
+  @ca>=1.36
+  Scenario: With --enable-csi-node-aware-scheduling a node without a CSINode fails every loop
+    Upstream builds the loop's snapshot with every node's CSINode and fails the loop ("failed to initialize
+    ClusterSnapshot: couldn't obtain csi node") when one is missing, as for a kwok node no kubelet registered.
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--enable-csi-node-aware-scheduling"
+    When a deployment "web" of 6 pods requesting 1 CPU is created
+    Then the node group "pool" keeps 1 node for 5 minutes
+    And the autoscaler's metrics show "cluster_autoscaler_errors_total{type="internalError"}"

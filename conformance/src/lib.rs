@@ -34,7 +34,8 @@
 //! fault scenarios, whose API faults the embedded API server injects
 //! (`apiserver::faults`, steps in [`steps::faults`]). [`replicas`] runs
 //! the autoscaler as several replicas with leader election and tells from
-//! the API server's log of writes which acted when.
+//! the API server's log of writes which acted when. [`csi`] plays the
+//! kubelet and CSI node plugins that give nodes their CSINodes.
 //!
 //! [`runner`] runs the features one scenario at a time and reports (a
 //! line per scenario, a summary table, JUnit XML, cucumber JSON); `testbed
@@ -49,6 +50,7 @@ pub mod capacity;
 pub mod capi;
 pub mod child_run;
 pub mod compare;
+pub mod csi;
 pub mod invariants;
 pub mod latency;
 pub mod provreq;

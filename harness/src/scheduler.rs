@@ -20,14 +20,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt, stream::BoxStream};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use predicates::preemption::{Budget, preempt};
-use predicates::{NodeInfo, PodInfo, find_node};
+use predicates::{CsiNode, NodeInfo, PodInfo, VolumeObjects, find_node_with_volumes};
 use serde_json::json;
 use simclock::Clock;
 use tokio::time::Instant;
@@ -48,6 +49,16 @@ enum Change {
     Pod(Box<Event<Pod>>),
     Node(Box<Event<Node>>),
     Budget(Box<Event<PodDisruptionBudget>>),
+    /// CSINodes, claims, volumes and classes (NodeVolumeLimits).
+    Storage(Box<StorageEvent>),
+}
+
+/// A watch event of a kind NodeVolumeLimits reads.
+enum StorageEvent {
+    CsiNode(Event<CSINode>),
+    Claim(Box<Event<PersistentVolumeClaim>>),
+    Volume(Box<Event<PersistentVolume>>),
+    Class(Event<StorageClass>),
 }
 
 /// A pod waiting to be scheduled.
@@ -149,6 +160,10 @@ pub struct Scheduler {
     changed: bool,
     /// Queue places, in order of entry.
     entries: Entries,
+    /// CSINodes by node name.
+    csi_nodes: HashMap<String, Arc<CsiNode>>,
+    /// Claims, volumes and classes.
+    volumes: VolumeObjects,
 }
 
 impl Scheduler {
@@ -166,6 +181,8 @@ impl Scheduler {
             time_scale: 1.0,
             changed: false,
             entries: Entries::default(),
+            csi_nodes: HashMap::new(),
+            volumes: VolumeObjects::default(),
         }
     }
 
@@ -203,7 +220,9 @@ impl Scheduler {
             .default_backoff()
             .filter_map(|e| async move { e.ok().map(|e| Change::Budget(Box::new(e))) })
             .boxed();
-        let mut changes = futures::stream::select_all([pods, nodes, budgets]);
+        let mut streams = vec![pods, nodes, budgets];
+        streams.extend(storage_watches(&self.client));
+        let mut changes = futures::stream::select_all(streams);
         let mut last_pass: Option<Instant> = None;
         loop {
             let deadline = self.next_deadline();
@@ -248,7 +267,48 @@ impl Scheduler {
             Change::Pod(ev) => self.pod_event(*ev),
             Change::Node(ev) => self.node_event(*ev),
             Change::Budget(ev) => self.budget_event(*ev),
+            Change::Storage(ev) => self.storage_event(*ev),
         }
+    }
+
+    fn storage_event(&mut self, ev: StorageEvent) {
+        fn apply<K: kube::Resource>(
+            ev: Event<K>,
+            map: &mut HashMap<String, Arc<K>>,
+            key: impl Fn(&K) -> String,
+        ) {
+            match ev {
+                Event::Apply(o) | Event::InitApply(o) => {
+                    map.insert(key(&o), Arc::new(o));
+                }
+                Event::Delete(o) => {
+                    map.remove(&key(&o));
+                }
+                Event::Init | Event::InitDone => {}
+            }
+        }
+        match ev {
+            StorageEvent::CsiNode(Event::Apply(c) | Event::InitApply(c)) => {
+                let csi = Arc::new(CsiNode::from_object(&c));
+                if let Some(info) = self.nodes.get_mut(&c.name_any()) {
+                    info.csi = Some(csi.clone());
+                }
+                self.csi_nodes.insert(c.name_any(), csi);
+            }
+            StorageEvent::CsiNode(Event::Delete(c)) => {
+                self.csi_nodes.remove(&c.name_any());
+                if let Some(info) = self.nodes.get_mut(&c.name_any()) {
+                    info.csi = None;
+                }
+            }
+            StorageEvent::CsiNode(Event::Init | Event::InitDone) => {}
+            StorageEvent::Claim(ev) => apply(*ev, &mut self.volumes.claims, |c| {
+                format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any())
+            }),
+            StorageEvent::Volume(ev) => apply(*ev, &mut self.volumes.volumes, |v| v.name_any()),
+            StorageEvent::Class(ev) => apply(ev, &mut self.volumes.classes, |c| c.name_any()),
+        }
+        self.cluster_changed();
     }
 
     fn pod_event(&mut self, ev: Event<Pod>) {
@@ -271,6 +331,7 @@ impl Scheduler {
                     Some(info) => info.set_node(n),
                     None => {
                         let mut info = NodeInfo::new(n);
+                        info.csi = self.csi_nodes.get(&name).cloned();
                         for p in self.orphans.remove(&name).unwrap_or_default() {
                             info.add_pod(p);
                         }
@@ -459,7 +520,8 @@ impl Scheduler {
                 marks.extend(self.mark_unschedulable(&key, &message, None));
                 continue;
             }
-            match find_node(&pod, reserved.as_deref().unwrap_or(&infos)) {
+            let nodes = reserved.as_deref().unwrap_or(&infos);
+            match find_node_with_volumes(&pod, nodes, Some(&self.volumes)) {
                 Ok(i) => {
                     // Assumed on its node at once; bound after the pass.
                     let node = nodes_vec[i].clone();
@@ -719,6 +781,30 @@ impl Scheduler {
             })
             .await;
     }
+}
+
+/// The watches of the kinds NodeVolumeLimits reads.
+fn storage_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
+    fn watch<K>(client: &Client, wrap: fn(Event<K>) -> StorageEvent) -> BoxStream<'static, Change>
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + 'static,
+    {
+        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+            .default_backoff()
+            .filter_map(move |e| async move { e.ok().map(|e| Change::Storage(Box::new(wrap(e)))) })
+            .boxed()
+    }
+    vec![
+        watch(client, StorageEvent::CsiNode),
+        watch(client, |e| StorageEvent::Claim(Box::new(e))),
+        watch(client, |e| StorageEvent::Volume(Box::new(e))),
+        watch(client, StorageEvent::Class),
+    ]
 }
 
 /// A pod's scheduling equivalence class: pods with the same namespace,

@@ -19,6 +19,7 @@ use crate::labels::{
     Labels, labels_of, node_selector_term_matches, selector_matches, tolerated_by,
 };
 use crate::nodeinfo::{NodeInfo, PodInfo};
+use crate::volumelimits::{Attachable, VolumeObjects, VolumeRefusal, volume_limits_fit};
 
 /// Why a node cannot take a pod, worded as kube-scheduler words it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,6 +53,10 @@ pub enum Reason {
     PodAntiAffinity,
     /// InterPodAffinity: an existing pod's anti-affinity terms.
     ExistingAntiAffinity,
+    /// NodeVolumeLimits: a CSI driver's volume count would pass its limit.
+    MaxVolumeCount,
+    /// The pod's PersistentVolumeClaim does not exist (VolumeBinding).
+    ClaimNotFound(String),
 }
 
 impl Reason {
@@ -65,6 +70,7 @@ impl Reason {
                 | Self::NodeAffinity
                 | Self::SpreadMissingLabel
                 | Self::PodAffinity
+                | Self::ClaimNotFound(_)
         )
     }
 }
@@ -92,6 +98,19 @@ impl fmt::Display for Reason {
             Self::ExistingAntiAffinity => {
                 f.write_str("node(s) didn't satisfy existing pods anti-affinity rules")
             }
+            Self::MaxVolumeCount => f.write_str("node(s) exceed max volume count"),
+            Self::ClaimNotFound(name) => {
+                write!(f, "persistentvolumeclaim \"{name}\" not found")
+            }
+        }
+    }
+}
+
+impl From<VolumeRefusal> for Reason {
+    fn from(r: VolumeRefusal) -> Self {
+        match r {
+            VolumeRefusal::MaxVolumeCount => Self::MaxVolumeCount,
+            VolumeRefusal::ClaimNotFound(name) => Self::ClaimNotFound(name),
         }
     }
 }
@@ -274,6 +293,9 @@ pub struct FilterPlugins {
     pub pod_topology_spread: bool,
     /// InterPodAffinity.
     pub inter_pod_affinity: bool,
+    /// NodeVolumeLimits (runs when the claims are given:
+    /// [`PreFilter::with_volumes`]).
+    pub node_volume_limits: bool,
 }
 
 impl Default for FilterPlugins {
@@ -287,13 +309,14 @@ impl Default for FilterPlugins {
             node_resources_fit: true,
             pod_topology_spread: true,
             inter_pod_affinity: true,
+            node_volume_limits: true,
         }
     }
 }
 
 impl FilterPlugins {
     /// The plugins' names, as the scheduling framework knows them.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "NodeUnschedulable",
         "NodeName",
         "TaintToleration",
@@ -302,6 +325,7 @@ impl FilterPlugins {
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeVolumeLimits",
     ];
 
     /// The switch of the plugin named `name`, if it is one of these.
@@ -315,6 +339,7 @@ impl FilterPlugins {
             "NodeResourcesFit" => &mut self.node_resources_fit,
             "PodTopologySpread" => &mut self.pod_topology_spread,
             "InterPodAffinity" => &mut self.inter_pod_affinity,
+            "NodeVolumeLimits" => &mut self.node_volume_limits,
             _ => return None,
         })
     }
@@ -337,6 +362,8 @@ pub struct PreFilter<'a> {
     self_affinity: bool,
     spreads: Vec<Spread>,
     plugins: FilterPlugins,
+    /// The claims and volumes, with the pod's attachable CSI volumes.
+    volumes: Option<(&'a VolumeObjects, Result<Attachable, VolumeRefusal>)>,
 }
 
 impl<'a> PreFilter<'a> {
@@ -419,6 +446,7 @@ impl<'a> PreFilter<'a> {
             self_affinity,
             spreads,
             plugins: FilterPlugins::default(),
+            volumes: None,
         }
     }
 
@@ -489,6 +517,20 @@ impl<'a> PreFilter<'a> {
             .collect()
     }
 
+    /// NodeVolumeLimits runs, resolving volumes through `objects`.
+    pub fn with_volumes(mut self, objects: &'a VolumeObjects) -> Self {
+        let has_volumes = self
+            .pod
+            .pod
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.volumes.as_ref().is_some_and(|v| !v.is_empty()));
+        if has_volumes {
+            self.volumes = Some((objects, objects.attachable(&self.pod.pod, true)));
+        }
+        self
+    }
+
     /// Only these filter plugins run.
     pub fn with_plugins(mut self, plugins: FilterPlugins) -> Self {
         self.plugins = plugins;
@@ -553,6 +595,13 @@ impl<'a> PreFilter<'a> {
             if !fit.is_empty() {
                 return Err(fit);
             }
+        }
+        // NodeVolumeLimits
+        if on.node_volume_limits
+            && let Some((objects, new)) = &self.volumes
+        {
+            let new = new.as_ref().map_err(|r| vec![Reason::from(r.clone())])?;
+            volume_limits_fit(new, node, objects).map_err(|r| vec![Reason::from(r)])?;
         }
         // PodTopologySpread
         if on.pod_topology_spread {

@@ -11,6 +11,8 @@
 //!   worded as kube-scheduler words them, and the `0/N nodes are available`
 //!   message.
 //! - [`score`]: the default scoring plugins.
+//! - [`volumelimits`]: NodeVolumeLimits, CSINode volume counts per driver
+//!   (the filter runs when the caller gives the claims and volumes).
 //! - [`preemption`]: victims and node choice for a high-priority pod.
 //!
 //! [`find_node`] runs one scheduling cycle for a pod over a set of nodes.
@@ -28,9 +30,11 @@ pub mod preemption;
 pub mod quantity;
 pub mod resources;
 pub mod score;
+pub mod volumelimits;
 
 pub use filters::{FilterPlugins, PreFilter, Reason, fit_error_message};
 pub use nodeinfo::{NodeInfo, PodInfo};
+pub use volumelimits::{CsiNode, VolumeObjects};
 
 /// A pod that fits nowhere: the failures per node and kube-scheduler's message.
 #[derive(Debug, Clone)]
@@ -45,7 +49,20 @@ pub struct FitError {
 /// returns the index of the best (the first among equals, so runs are
 /// deterministic for a given node order).
 pub fn find_node(pod: &PodInfo, nodes: &[NodeInfo]) -> Result<usize, FitError> {
-    let pre = PreFilter::new(pod, nodes);
+    find_node_with_volumes(pod, nodes, None)
+}
+
+/// [`find_node`], with the claims and volumes NodeVolumeLimits resolves
+/// the pods' volumes through (`None`: that filter does not run).
+pub fn find_node_with_volumes(
+    pod: &PodInfo,
+    nodes: &[NodeInfo],
+    volumes: Option<&VolumeObjects>,
+) -> Result<usize, FitError> {
+    let mut pre = PreFilter::new(pod, nodes);
+    if let Some(v) = volumes {
+        pre = pre.with_volumes(v);
+    }
     let mut feasible = Vec::new();
     let mut failures = Vec::new();
     for (i, n) in nodes.iter().enumerate() {

@@ -1,12 +1,45 @@
 //! `NodeInfo`: a node with the pods bound to it and what they use, the unit
 //! every filter and score works on (kube-scheduler's `framework.NodeInfo`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
 
 use crate::labels::Labels;
 use crate::resources::{Resources, node_allocatable, pod_requests, pod_requests_for_scoring};
+
+/// What a node's CSINode says: its drivers and their volume limits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CsiNode {
+    /// Driver name → `allocatable.count` (`None`: no limit).
+    pub drivers: BTreeMap<String, Option<i64>>,
+}
+
+impl CsiNode {
+    /// The drivers of a CSINode object.
+    pub fn from_object(csi: &CSINode) -> Self {
+        Self {
+            drivers: csi
+                .spec
+                .drivers
+                .iter()
+                .map(|d| {
+                    let count = d.allocatable.as_ref().and_then(|a| a.count);
+                    (d.name.clone(), count.map(i64::from))
+                })
+                .collect(),
+        }
+    }
+
+    /// The drivers that have a limit.
+    pub(crate) fn limits(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.drivers
+            .iter()
+            .filter_map(|(d, c)| c.map(|c| (d.as_str(), c)))
+    }
+}
 
 /// A host port a pod uses: protocol, host IP (`0.0.0.0` when unset), port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +192,8 @@ pub struct NodeInfo {
     pub pods: Vec<PodInfo>,
     /// How many of them have required pod anti-affinity terms.
     pub anti_affinity_pods: usize,
+    /// Its CSINode's drivers, when it has one (NodeVolumeLimits).
+    pub csi: Option<Arc<CsiNode>>,
 }
 
 impl NodeInfo {
@@ -171,6 +206,7 @@ impl NodeInfo {
             non_zero: (0, 0),
             pods: Vec::new(),
             anti_affinity_pods: 0,
+            csi: None,
         }
     }
 

@@ -399,3 +399,107 @@ fn preemption_evicts_only_lower_priority_and_prefers_no_pdb_violation() {
     let err = find_node(&high, &tainted).unwrap_err();
     assert!(preempt(&high, &tainted, &err.failures, &[]).is_none());
 }
+
+/// Objects for the volume-limit tests: class `ebs` provisioned by
+/// `ebs.csi`, claims `c1`..`c4` unbound in it, and `shared` bound to a
+/// CSI volume.
+fn volume_objects() -> predicates::VolumeObjects {
+    let mut o = predicates::VolumeObjects::default();
+    let class = json!({"metadata": {"name": "ebs"}, "provisioner": "ebs.csi"});
+    o.classes.insert(
+        "ebs".into(),
+        Arc::new(serde_json::from_value(class).unwrap()),
+    );
+    for c in ["c1", "c2", "c3", "c4"] {
+        let claim = json!({"metadata": {"name": c, "namespace": "default"},
+            "spec": {"storageClassName": "ebs"}});
+        o.claims.insert(
+            format!("default/{c}"),
+            Arc::new(serde_json::from_value(claim).unwrap()),
+        );
+    }
+    let claim = json!({"metadata": {"name": "shared", "namespace": "default"},
+        "spec": {"volumeName": "pv1"}});
+    o.claims.insert(
+        "default/shared".into(),
+        Arc::new(serde_json::from_value(claim).unwrap()),
+    );
+    let pv = json!({"metadata": {"name": "pv1"},
+        "spec": {"csi": {"driver": "ebs.csi", "volumeHandle": "vol-1"}}});
+    o.volumes
+        .insert("pv1".into(), Arc::new(serde_json::from_value(pv).unwrap()));
+    o
+}
+
+fn with_claims(name: &str, claims: &[&str]) -> PodInfo {
+    let volumes: Vec<Value> = claims
+        .iter()
+        .map(|c| json!({"name": c, "persistentVolumeClaim": {"claimName": c}}))
+        .collect();
+    pod(name, "10m", json!({"spec": {"volumes": volumes}}))
+}
+
+fn csi_node(name: &str, limit: Option<i32>) -> NodeInfo {
+    let mut n = node(name, "4", json!({}));
+    let csi = json!({"metadata": {"name": name}, "spec": {"drivers": [
+        {"name": "ebs.csi", "nodeID": name, "allocatable": {"count": limit}}]}});
+    let csi: k8s_openapi::api::storage::v1::CSINode = serde_json::from_value(csi).unwrap();
+    n.csi = Some(Arc::new(predicates::CsiNode::from_object(&csi)));
+    n
+}
+
+fn check_volumes(
+    p: &PodInfo,
+    n: &NodeInfo,
+    o: &predicates::VolumeObjects,
+) -> Result<(), Vec<Reason>> {
+    PreFilter::new(p, std::slice::from_ref(n))
+        .with_volumes(o)
+        .filter(n)
+}
+
+#[test]
+fn csi_volume_limits_count_distinct_volumes_per_driver() {
+    let o = volume_objects();
+    let mut n = csi_node("n", Some(2));
+    n.add_pod(with_claims("a", &["c1"]));
+    n.add_pod(with_claims("b", &["shared"]));
+    // Two volumes of ebs.csi already: a third does not fit.
+    assert_eq!(
+        check_volumes(&with_claims("p", &["c2"]), &n, &o),
+        Err(vec![Reason::MaxVolumeCount])
+    );
+    assert_eq!(
+        Reason::MaxVolumeCount.to_string(),
+        "node(s) exceed max volume count"
+    );
+    // A volume already attached counts once.
+    assert!(check_volumes(&with_claims("q", &["shared", "c1"]), &n, &o).is_ok());
+    // Without the claims given, the filter does not run.
+    assert!(check(&with_claims("p", &["c2"]), &n).is_ok());
+    // No count, or no CSINode: no limit.
+    let mut unlimited = csi_node("u", None);
+    unlimited.add_pod(with_claims("a", &["c1", "c2", "c3"]));
+    assert!(check_volumes(&with_claims("p", &["c4"]), &unlimited, &o).is_ok());
+    let plain = node("plain", "4", json!({}));
+    assert!(check_volumes(&with_claims("p", &["c1", "c2", "c3"]), &plain, &o).is_ok());
+    // Two new volumes on an empty node with room for one.
+    let one = csi_node("one", Some(1));
+    assert_eq!(
+        check_volumes(&with_claims("p", &["c1", "c2"]), &one, &o),
+        Err(vec![Reason::MaxVolumeCount])
+    );
+}
+
+#[test]
+fn a_missing_claim_fits_nowhere() {
+    let o = volume_objects();
+    let n = csi_node("n", Some(5));
+    let err = check_volumes(&with_claims("p", &["gone"]), &n, &o).unwrap_err();
+    assert_eq!(err, vec![Reason::ClaimNotFound("gone".into())]);
+    assert!(err[0].unresolvable());
+    assert_eq!(
+        err[0].to_string(),
+        "persistentvolumeclaim \"gone\" not found"
+    );
+}

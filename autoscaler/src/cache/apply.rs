@@ -15,6 +15,7 @@ use simclock::Clock;
 
 use super::pod::{is_recent_unschedulable, node_name};
 use super::state::{CachedController, State};
+use super::storage::StorageObject;
 use crate::provisioningrequest::types::ProvisioningRequest;
 
 /// What one watch event means for the cache.
@@ -74,6 +75,15 @@ pub enum Change {
         /// The pods it wants to exist, for proactive scale-up
         /// ([`super::desired_pods`]).
         desired_pods: Option<i32>,
+    },
+    /// A CSINode, claim, volume or class was added or updated.
+    StorageApplied(Box<StorageObject>),
+    /// The storage object of this kind and key was deleted.
+    StorageDeleted {
+        /// Its kind ([`super::storage::STORAGE_KINDS`]).
+        kind: &'static str,
+        /// Its key.
+        key: String,
     },
     /// A controller was deleted.
     ControllerDeleted {
@@ -227,6 +237,8 @@ pub fn apply(
                 .controllers
                 .insert((kind.to_string(), namespace, name), info);
         }
+        Change::StorageApplied(obj) => state.put_storage(*obj),
+        Change::StorageDeleted { kind, key } => state.drop_storage(kind, &key),
         Change::ControllerDeleted {
             kind,
             namespace,

@@ -38,8 +38,10 @@ mod apply;
 pub mod desired_pods;
 mod pod;
 mod state;
+mod storage;
 mod watch;
 
 pub use pod::{RECENT_UNSCHEDULABLE, compact, is_active, is_expendable, is_unschedulable};
 pub use state::{CachedController, State};
+pub use storage::StorageObject;
 pub use watch::{ClusterCache, Extra};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod, PodTemplate};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use predicates::{NodeInfo, PodInfo};
+use predicates::{CsiNode, NodeInfo, PodInfo, VolumeObjects};
 
 use super::pod::{compact, is_active, is_expendable, node_name};
 use crate::provisioningrequest::types::ProvisioningRequest;
@@ -55,6 +55,10 @@ pub struct State {
     /// PodTemplates by `namespace/name` (watched with
     /// `--enable-provisioning-requests`).
     pub pod_templates: BTreeMap<String, Arc<PodTemplate>>,
+    /// CSINodes' drivers by node name ([`super::storage`]).
+    pub csi_nodes: BTreeMap<String, Arc<CsiNode>>,
+    /// Claims, volumes and classes ([`super::storage`]).
+    pub volumes: Arc<VolumeObjects>,
     /// Per-node infos (non-expendable pods), rebuilt when dirty.
     infos: HashMap<String, NodeInfo>,
     dirty: BTreeSet<String>,
@@ -107,6 +111,9 @@ impl State {
             "PodDisruptionBudget" => self.budgets.retain(|k, _| seen.contains(k)),
             "ProvisioningRequest" => self.provisioning_requests.retain(|k, _| seen.contains(k)),
             "PodTemplate" => self.pod_templates.retain(|k, _| seen.contains(k)),
+            storage if super::storage::STORAGE_KINDS.contains(&storage) => {
+                self.storage_relisted(storage, &seen)
+            }
             controller => {
                 if controller == DAEMON_SET {
                     self.daemonsets.retain(|k, _| seen.contains(k));
@@ -139,7 +146,7 @@ impl State {
     }
 
     /// Marks a node's info for rebuilding.
-    fn touch(&mut self, node: &str) {
+    pub(super) fn touch(&mut self, node: &str) {
         self.dirty.insert(node.to_string());
     }
 
@@ -270,6 +277,7 @@ impl State {
                 continue;
             };
             let mut info = NodeInfo::new(node);
+            info.csi = self.csi_nodes.get(&name).cloned();
             for pod in self.pod_infos_on(&name) {
                 if !is_expendable(&pod.pod, expendable_cutoff) {
                     info.add_pod(pod);

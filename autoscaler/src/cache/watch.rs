@@ -20,6 +20,7 @@ use tokio::sync::{Notify, watch};
 use super::apply::{Change, Lists, WakeUps, apply, namespaced_key};
 use super::desired_pods;
 use super::state::State;
+use super::storage::StorageObject;
 use crate::provisioningrequest::types::ProvisioningRequest;
 
 /// The kinds a cache watches beyond those every loop needs.
@@ -118,6 +119,7 @@ impl ClusterCache {
     /// (after the write lock is released).
     async fn run(self: Arc<Self>, client: Client, extra: Extra) {
         let mut streams = watches(&client);
+        streams.extend(storage_watches(&client));
         if extra.provisioning_requests {
             streams.extend(provisioning_request_watches(&client));
         }
@@ -145,6 +147,30 @@ impl ClusterCache {
             self.pod_events.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
+}
+
+/// What a watched kind is: a typed API object the watcher can list and
+/// decode.
+trait Watched:
+    Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// One watch per kind the cache keeps, each event mapped to its [`Change`].
@@ -202,6 +228,38 @@ fn watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
     ]
 }
 
+/// The watches of what NodeVolumeLimits reads.
+fn storage_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
+    fn watch<K>(
+        client: &Client,
+        kind: &'static str,
+        wrap: fn(K) -> StorageObject,
+    ) -> BoxStream<'static, Change>
+    where
+        K: Watched,
+    {
+        stream(
+            client,
+            kind,
+            move |k: K, _| Change::StorageApplied(Box::new(wrap(k))),
+            move |k: K| Change::StorageDeleted {
+                kind,
+                key: wrap(k).key(),
+            },
+        )
+    }
+    vec![
+        watch(client, "CSINode", StorageObject::CsiNode),
+        watch(client, "PersistentVolumeClaim", |c| {
+            StorageObject::Claim(Box::new(c))
+        }),
+        watch(client, "PersistentVolume", |v| {
+            StorageObject::Volume(Box::new(v))
+        }),
+        watch(client, "StorageClass", StorageObject::Class),
+    ]
+}
+
 /// The watches of ProvisioningRequests and PodTemplates.
 fn provisioning_request_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
     vec![
@@ -229,13 +287,7 @@ fn stream<K>(
     deleted: impl Fn(K) -> Change + Send + Sync + 'static,
 ) -> BoxStream<'static, Change>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
         .default_backoff()
@@ -274,13 +326,7 @@ fn controller<K>(
     desired: fn(&K) -> Option<i32>,
 ) -> BoxStream<'static, Change>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     stream(
         client,

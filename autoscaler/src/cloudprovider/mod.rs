@@ -195,6 +195,9 @@ pub struct TemplateNodeInfo {
     pub node: Node,
     /// Pods started on it.
     pub pods: Vec<Pod>,
+    /// Its CSI drivers and their volume limits, when the provider knows
+    /// them (Cluster API's `csi-driver` annotation).
+    pub csi: Option<predicates::CsiNode>,
 }
 
 /// The current nodes, as the autoscaler's cache has them (providers that

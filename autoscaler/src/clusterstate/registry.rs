@@ -110,6 +110,9 @@ pub struct ClusterStateRegistry {
     node_groups: HashMap<String, String>,
     total: NodeCounts,
     healthy: bool,
+    /// Nodes whose custom resources are not ready yet beyond GPUs (CSI
+    /// drivers: [`crate::processors::customresources`]), for the next update.
+    resource_unready: std::collections::BTreeSet<String>,
 }
 
 impl ClusterStateRegistry {
@@ -126,6 +129,7 @@ impl ClusterStateRegistry {
             node_groups: HashMap::new(),
             total: NodeCounts::default(),
             healthy: true,
+            resource_unready: Default::default(),
         }
     }
 
@@ -148,6 +152,12 @@ impl ClusterStateRegistry {
         r.increase += increase;
         r.start = now;
         r.expected_by = now + provision_time;
+    }
+
+    /// The nodes the next [`Self::update`] counts unready for a custom
+    /// resource not ready yet (reason `resource-not-ready`), beyond GPUs.
+    pub fn set_resource_unready(&mut self, nodes: std::collections::BTreeSet<String>) {
+        self.resource_unready = nodes;
     }
 
     /// Recomputes everything from the nodes and the provider: the groups,
@@ -223,7 +233,8 @@ impl ClusterStateRegistry {
                 Err(CloudError::NotImplemented) => taints::has_to_be_deleted(node),
                 Err(_) => false,
             };
-            let gpu_missing = crate::gpu::unready(node, &gpu_label);
+            let gpu_missing =
+                crate::gpu::unready(node, &gpu_label) || self.resource_unready.contains(&name);
             let readiness = self.readiness_of(node, gone, gpu_missing, now);
             self.readiness.insert(name.clone(), readiness);
             self.total.add(readiness);

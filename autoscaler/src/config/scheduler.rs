@@ -37,8 +37,7 @@ const NO_FILTER: [&str; 7] = [
 ];
 
 /// In-tree filters this autoscaler's framework lacks.
-const MISSING_FILTERS: [&str; 9] = [
-    "NodeVolumeLimits",
+const MISSING_FILTERS: [&str; 8] = [
     "VolumeRestrictions",
     "VolumeBinding",
     "VolumeZone",

@@ -337,21 +337,14 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
         "--fastpath-binpacking-enabled",
         "--debugging-snapshot-enabled",
         "--profiling",
+        "--enable-csi-node-aware-scheduling",
     ])
     .unwrap();
     assert_eq!(f.warnings(), Vec::<String>::new());
 }
 
 #[test]
-fn the_1_36_flags_not_implemented_yet_say_so() {
-    let f = parse(&["--enable-csi-node-aware-scheduling"]).unwrap();
-    let w = f.warnings();
-    assert!(
-        w.iter()
-            .any(|l| l
-                .starts_with("--enable-csi-node-aware-scheduling is accepted but has no effect")),
-        "{w:?}"
-    );
+fn flags_of_later_releases_are_unknown() {
     // Flags of releases after 1.36.1 are unknown, as there.
     assert!(parse(&["--enable-graceful-degradation"]).is_err());
     assert!(parse(&["--pending-pods-batching-timeout=4m"]).is_err());

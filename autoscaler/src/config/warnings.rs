@@ -10,7 +10,6 @@ type Ignored = (bool, &'static str, &'static str);
 
 const GCE: &str = "it concerns the GCE cloud provider";
 const AUTOPROVISIONING: &str = "node autoprovisioning is not implemented";
-const NOT_YET: &str = "not implemented by this autoscaler yet";
 
 impl Flags {
     /// One line per accepted flag that has no effect here (a cloud or a
@@ -22,7 +21,6 @@ impl Flags {
             self.gce_flags(&d),
             self.unimplemented_features(),
             self.superseded(),
-            self.not_yet_implemented(),
         ]
         .into_iter()
         .flatten()
@@ -141,14 +139,5 @@ impl Flags {
                 "it has no effect upstream either",
             ),
         ]
-    }
-
-    /// Flags of features not implemented yet, and debugging endpoints.
-    fn not_yet_implemented(&self) -> Vec<Ignored> {
-        vec![(
-            self.enable_csi_node_aware_scheduling,
-            "enable-csi-node-aware-scheduling",
-            NOT_YET,
-        )]
     }
 }

@@ -37,9 +37,9 @@ use crate::debuggingsnapshot::DebuggingSnapshotter;
 use crate::decisions::Decisions;
 use crate::events::{EventReason, EventRecorder, EventType, ObjectRef};
 use crate::metrics::Metrics;
-use crate::processors::Processors;
 use crate::processors::pods::{CurrentlyDrainedNodes, PodListContext};
 use crate::processors::provreq::{ProvReqProcessing, Settings as ProvReqSettings};
+use crate::processors::{Processors, customresources};
 use crate::provisioningrequest::client::ProvReqClient;
 use crate::provisioningrequest::orchestrator::{Turns, scale_up_with_requests};
 use crate::resourcequotas::QuotaController;
@@ -64,6 +64,18 @@ pub enum LoopError {
     /// A scale-down could not start.
     #[error("scale-down failed: {0}")]
     ScaleDown(DeletionError),
+    /// The loop's snapshot could not be built.
+    #[error("failed to initialize ClusterSnapshot: {0}")]
+    Snapshot(SnapshotError),
+}
+
+/// Why the loop's snapshot could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// With `--enable-csi-node-aware-scheduling`, a node has no CSINode
+    /// (upstream fails the whole loop).
+    #[error("couldn't obtain csi node: csi nodes {0} not found")]
+    MissingCsiNode(String),
 }
 
 impl LoopError {
@@ -72,6 +84,7 @@ impl LoopError {
         match self {
             Self::CloudProvider(e) => e.kind().as_str(),
             Self::ScaleDown(_) => "cloudProviderError",
+            Self::Snapshot(_) => "internalError",
         }
     }
 }
@@ -448,6 +461,11 @@ impl Autoscaler {
         }
         self.metrics.observe("cloudProviderRefresh", t.elapsed());
         let t = std::time::Instant::now();
+        if self.ctx.flags.enable_csi_node_aware_scheduling {
+            let live = self.ctx.cache.read().csi_nodes.clone();
+            let unready = customresources::csi_unready_nodes(&*self.ctx.provider, &nodes, &live);
+            self.registry.set_resource_unready(unready);
+        }
         let notices = self.registry.update(&*self.ctx.provider, &nodes, now);
         self.metrics.observe("updateClusterState", t.elapsed());
         clusterstate::report_notices(notices, &self.ctx.events, &self.metrics);
@@ -516,7 +534,7 @@ impl Autoscaler {
             .processors
             .template_nodes
             .build(&self.ctx, &self.registry, nodes, now);
-        let (mut snapshot, unbound) = self.snapshot(&templates);
+        let (mut snapshot, unbound) = self.snapshot(&templates).map_err(LoopError::Snapshot)?;
         if let Some(s) = &self.snapshotter {
             s.set_template_nodes(&templates);
             s.set_cluster_nodes(snapshot.nodes());
@@ -656,14 +674,25 @@ impl Autoscaler {
     /// The snapshot: nodes with their pods, nominated pods on their
     /// nominated node, upcoming nodes as template copies; and the pods
     /// without a node.
-    fn snapshot(&self, templates: &BTreeMap<String, NodeInfo>) -> (Snapshot, Vec<PodInfo>) {
+    fn snapshot(
+        &self,
+        templates: &BTreeMap<String, NodeInfo>,
+    ) -> Result<(Snapshot, Vec<PodInfo>), SnapshotError> {
         let cutoff = self.ctx.flags.expendable_pods_priority_cutoff;
-        let (infos, unbound): (Vec<NodeInfo>, Vec<PodInfo>) = {
+        let (infos, unbound, volumes) = {
             let mut state = self.ctx.cache.write();
             let infos = state.node_infos(cutoff);
-            (infos, state.unbound.values().cloned().collect())
+            let unbound: Vec<PodInfo> = state.unbound.values().cloned().collect();
+            (infos, unbound, state.volume_objects())
         };
-        let mut snapshot = Snapshot::new(infos).with_plugins(self.ctx.validated.filter_plugins);
+        if self.ctx.flags.enable_csi_node_aware_scheduling
+            && let Some(n) = infos.iter().find(|n| n.csi.is_none())
+        {
+            return Err(SnapshotError::MissingCsiNode(n.name().to_string()));
+        }
+        let mut snapshot = Snapshot::new(infos)
+            .with_plugins(self.ctx.validated.filter_plugins)
+            .with_volumes(volumes);
         for info in &unbound {
             if let Some(nominated) = info
                 .pod
@@ -687,7 +716,7 @@ impl Autoscaler {
             }
         }
         snapshot.commit();
-        (snapshot, unbound)
+        Ok((snapshot, unbound))
     }
 
     /// The pods scale-up should help (upstream's `unschedulablePodsToHelp`):

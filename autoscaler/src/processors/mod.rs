@@ -3,6 +3,8 @@
 //! [`Processors`] (upstream's `AutoscalingProcessors`). The loop
 //! (`crate::core`) runs them in this order:
 //!
+//! - [`customresources`]: before the cluster state is counted, the nodes
+//!   whose CSI drivers are not registered yet (unready);
 //! - [`nodeinfosprovider`]: the template node of every node group;
 //! - [`pods`]: the pod-list processors, from the unschedulable pods to the
 //!   pods scale-up should help; with `--enable-provisioning-requests`,
@@ -12,6 +14,7 @@
 //! - [`status`]: what is told of the scale-up once it is done.
 
 pub mod capacitybuffer;
+pub mod customresources;
 pub mod nodegroups;
 pub mod nodeinfosprovider;
 pub mod podinjection;

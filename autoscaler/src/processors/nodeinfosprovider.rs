@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use predicates::{NodeInfo, PodInfo};
+use predicates::{CsiNode, NodeInfo, PodInfo};
 
 use crate::cloudprovider::CloudError;
 use crate::clusterstate::ClusterStateRegistry;
@@ -72,7 +72,10 @@ impl TemplateNodes {
                     .filter(|p| p.pod.metadata.deletion_timestamp.is_none())
                     .filter(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod))
                     .collect();
-                sanitize(ctx, &id, (**n).clone(), pods)
+                let csi = state
+                    .csi_nodes
+                    .get(n.metadata.name.as_deref().unwrap_or(""));
+                sanitize(ctx, &id, (**n).clone(), pods, csi.map(|c| (**c).clone()))
             });
             let template = match from_node {
                 Some(t) => {
@@ -90,7 +93,7 @@ impl TemplateNodes {
                                 .into_iter()
                                 .map(|p| PodInfo::new(Arc::new(p)))
                                 .collect();
-                            Some(sanitize(ctx, &id, t.node, pods))
+                            Some(sanitize(ctx, &id, t.node, pods, t.csi))
                         }
                         Err(CloudError::NotImplemented) => None,
                         Err(e) => {
@@ -207,7 +210,17 @@ fn add_daemonset_pods(
     }
 }
 
-fn sanitize(ctx: &AutoscalingContext, group: &str, mut node: Node, pods: Vec<PodInfo>) -> NodeInfo {
+/// The template from a node: renamed, with the template-node label, the
+/// taints kept that new nodes would have, and its CSI drivers with
+/// `--enable-csi-node-aware-scheduling` (upstream's snapshot keeps a
+/// template's CSINode only then).
+fn sanitize(
+    ctx: &AutoscalingContext,
+    group: &str,
+    mut node: Node,
+    pods: Vec<PodInfo>,
+    csi: Option<CsiNode>,
+) -> NodeInfo {
     let name = format!("template-node-for-{group}");
     node.metadata.name = Some(name.clone());
     node.metadata.uid = None;
@@ -227,6 +240,9 @@ fn sanitize(ctx: &AutoscalingContext, group: &str, mut node: Node, pods: Vec<Pod
         }
     }
     let mut info = NodeInfo::new(Arc::new(node));
+    if ctx.flags.enable_csi_node_aware_scheduling {
+        info.csi = csi.map(Arc::new);
+    }
     for p in pods {
         let mut pod = (*p.pod).clone();
         if let Some(spec) = pod.spec.as_mut() {

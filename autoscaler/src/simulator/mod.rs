@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use predicates::filters::Reason;
-use predicates::{FilterPlugins, NodeInfo, PodInfo, PreFilter};
+use predicates::{FilterPlugins, NodeInfo, PodInfo, PreFilter, VolumeObjects};
 
 enum Undo {
     AddedPod { node: usize, key: String },
@@ -40,12 +40,22 @@ pub struct Snapshot {
     /// The filter plugins the scheduler profile runs
     /// (`--scheduler-config-file`).
     plugins: FilterPlugins,
+    /// The claims and volumes NodeVolumeLimits reads (`None`: it does not
+    /// run).
+    volumes: Option<Arc<VolumeObjects>>,
 }
 
 impl Snapshot {
     /// Only these filter plugins decide where pods fit.
     pub fn with_plugins(mut self, plugins: FilterPlugins) -> Self {
         self.plugins = plugins;
+        self
+    }
+
+    /// NodeVolumeLimits counts the pods' CSI volumes, resolved through
+    /// `volumes`, against the nodes' CSINodes.
+    pub fn with_volumes(mut self, volumes: Arc<VolumeObjects>) -> Self {
+        self.volumes = Some(volumes);
         self
     }
 
@@ -64,6 +74,7 @@ impl Snapshot {
             journal: Vec::new(),
             marks: Vec::new(),
             plugins: FilterPlugins::default(),
+            volumes: None,
         }
     }
 
@@ -182,9 +193,14 @@ impl Snapshot {
         self.prefilter(pod).filter(&self.nodes[node])
     }
 
-    fn prefilter<'a>(&self, pod: &'a PodInfo) -> PreFilter<'a> {
-        PreFilter::with_existing_anti_affinity(pod, &self.nodes, self.anti_affinity_pods > 0)
-            .with_plugins(self.plugins)
+    fn prefilter<'a>(&'a self, pod: &'a PodInfo) -> PreFilter<'a> {
+        let pre =
+            PreFilter::with_existing_anti_affinity(pod, &self.nodes, self.anti_affinity_pods > 0)
+                .with_plugins(self.plugins);
+        match &self.volumes {
+            Some(v) => pre.with_volumes(v),
+            None => pre,
+        }
     }
 
     /// The first enabled node (from `start`, wrapping) where the pod fits,
@@ -207,7 +223,8 @@ impl Snapshot {
 }
 
 /// A node built for simulation from a template (scale-up estimates,
-/// upcoming nodes): named `name`, hostname label updated, with the
+/// upcoming nodes): named `name`, hostname label updated, its CSINode's
+/// drivers (a template has them with `--enable-csi-node-aware-scheduling`), with the
 /// template's pods (DaemonSet and mirror pods) renamed to stay unique.
 pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
     let mut node: Node = (*template.node).clone();
@@ -218,6 +235,7 @@ pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
         .get_or_insert_with(Default::default)
         .insert("kubernetes.io/hostname".into(), name.to_string());
     let mut info = NodeInfo::new(Arc::new(node));
+    info.csi = template.csi.clone();
     for p in &template.pods {
         let mut pod = (*p.pod).clone();
         let base = pod.metadata.name.clone().unwrap_or_default();

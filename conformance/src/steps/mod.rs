@@ -26,6 +26,8 @@
 //!   requests and the conditions CA writes on them;
 //! - [`capacity`]: CapacityBuffers and CapacityQuotas: the CRDs, buffers,
 //!   quotas and the conditions and status CA writes on them;
+//! - [`storage`]: CSI drivers on the nodes and their volume limits,
+//!   StorageClasses, pods that claim volumes;
 //! - [`replicas`]: the autoscaler as replicas with leader election, the
 //!   leader killed, which replicas acted and whether one at a time.
 //!
@@ -39,6 +41,7 @@ pub mod faults;
 pub mod provisioning;
 pub mod replicas;
 pub mod scalability;
+pub mod storage;
 pub mod time;
 pub mod unremovable;
 pub mod workloads;

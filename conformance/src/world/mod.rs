@@ -85,6 +85,8 @@ pub struct CaWorld {
     pub clock_skew: Option<(Duration, bool)>,
     /// A `/snapshotz` request under way: its status code and body.
     pub snapshot_request: Option<running::SnapshotRequest>,
+    /// CSI drivers every node runs ([`crate::csi`]).
+    pub csi_drivers: Vec<crate::csi::CsiDriver>,
 }
 
 impl fmt::Debug for CaWorld {

@@ -31,11 +31,17 @@ pub struct Running {
     pub observer: Option<crate::invariants::Observer>,
     /// The in-process autoscaler's clock (the cluster's, or skewed).
     pub(super) clock: simclock::Clock,
+    /// Tasks that play parts of the cluster for the scenario (the CSI
+    /// registrar), aborted with it.
+    pub(super) helpers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         self.autoscaler.stop();
+        for h in &self.helpers {
+            h.abort();
+        }
     }
 }
 

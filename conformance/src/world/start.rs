@@ -37,7 +37,21 @@ impl CaWorld {
                 .await
                 .map_err(StartError::Object)?;
         }
+        let mut helpers = Vec::new();
+        if !self.csi_drivers.is_empty() {
+            let client = cluster.client();
+            helpers.push(crate::csi::spawn_registrar(
+                client,
+                self.csi_drivers.clone(),
+            ));
+        }
         self.create_starting_nodes(&cluster, provider).await?;
+        if !self.csi_drivers.is_empty() {
+            wait_initial_nodes(&cluster, &self.groups, Duration::from_secs(120)).await?;
+            crate::csi::wait_registered(&cluster.client(), Duration::from_secs(30))
+                .await
+                .map_err(StartError::Object)?;
+        }
         let clock = match self.clock_skew {
             Some((skew, ahead)) => cluster.clock().skewed(skew, ahead),
             None => cluster.clock().clone(),
@@ -74,6 +88,7 @@ impl CaWorld {
             provider,
             observer,
             clock,
+            helpers,
         })
     }
 

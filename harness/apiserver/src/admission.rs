@@ -89,7 +89,9 @@ pub fn admit_create(
     def: &ResourceDef,
     obj: &mut Value,
 ) -> ApiResult<()> {
-    quantities_to_strings(obj);
+    if def.kind != "CSINode" {
+        quantities_to_strings(obj);
+    }
     validate_metadata(def, obj)?;
     crate::limits::validate_sizes(def, obj)?;
     let name = name_of(obj);
@@ -199,7 +201,9 @@ pub fn admit_create(
 
 /// Runs validation for an update of `old` into `new` (the main resource).
 pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResult<()> {
-    quantities_to_strings(new);
+    if def.kind != "CSINode" {
+        quantities_to_strings(new);
+    }
     validate_metadata(def, new)?;
     crate::limits::validate_sizes(def, new)?;
     let name = name_of(new);
@@ -266,7 +270,8 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
     Ok(())
 }
 
-/// Kubernetes accepts numeric quantities (`cpu: 1`); the typed form wants strings.
+/// Kubernetes accepts numeric quantities (`cpu: 1`); the typed form wants
+/// strings. (Not for CSINodes: their drivers' `allocatable` is a count.)
 fn quantities_to_strings(v: &mut Value) {
     match v {
         Value::Object(m) => {

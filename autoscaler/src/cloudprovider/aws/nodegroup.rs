@@ -277,6 +277,7 @@ impl NodeGroup for AwsNodeGroup {
         Ok(TemplateNodeInfo {
             node,
             pods: vec![crate::cloudprovider::kube_proxy_pod(&self.name)],
+            csi: None,
         })
     }
 

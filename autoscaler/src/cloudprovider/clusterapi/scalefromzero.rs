@@ -9,6 +9,7 @@
 //! `status.nodeInfo`, else `CAPI_SCALE_ZERO_DEFAULT_ARCH` and linux. A
 //! group can scale from zero when the result has both CPU and memory.
 
+use predicates::CsiNode;
 use std::collections::BTreeMap;
 
 use kube::api::DynamicObject;
@@ -79,6 +80,31 @@ pub struct Capacity {
     pub architecture: Option<String>,
     /// `status.nodeInfo.operatingSystem` of the template.
     pub operating_system: Option<String>,
+    /// The CSI drivers of the `csi-driver` annotation, if it names any.
+    pub csi: Option<CsiNode>,
+}
+
+/// The `csi-driver` annotation: `driver=limit,driver2=limit2`. Malformed
+/// entries are skipped (logged at V(4)); a limit of 0 means no limit.
+pub fn parse_csi_drivers(value: &str) -> Option<CsiNode> {
+    let mut csi = CsiNode::default();
+    for spec in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let parsed = spec.split_once('=').and_then(|(name, limit)| {
+            let name = name.trim();
+            let limit = limit.trim().parse::<i32>().ok().filter(|l| *l >= 0)?;
+            (!name.is_empty()).then(|| (name.to_string(), limit))
+        });
+        match parsed {
+            Some((name, limit)) => {
+                csi.drivers
+                    .insert(name, (limit > 0).then_some(i64::from(limit)));
+            }
+            None => tracing::debug!(
+                "Invalid CSI driver spec format (expected driver-name=volume-limit): {spec}"
+            ),
+        }
+    }
+    (!csi.drivers.is_empty()).then_some(csi)
 }
 
 fn quantity(annotations: &BTreeMap<String, String>, name: &str) -> Result<Option<String>, String> {
@@ -216,10 +242,14 @@ impl Capacity {
                 .filter(|v| !v.is_empty())
                 .map(str::to_string)
         };
+        let csi = annotations
+            .get(&capacity_key("csi-driver"))
+            .and_then(|v| parse_csi_drivers(v));
         Ok(Some(Self {
             resources,
             labels,
             taints,
+            csi,
             architecture: info("architecture"),
             operating_system: info("operatingSystem"),
         }))
@@ -297,5 +327,6 @@ pub fn template_node(
     Ok(TemplateNodeInfo {
         node,
         pods: vec![crate::cloudprovider::kube_proxy_pod(&base)],
+        csi: capacity.csi.clone(),
     })
 }

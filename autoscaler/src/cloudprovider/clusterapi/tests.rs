@@ -184,3 +184,27 @@ fn per_group_options_come_from_annotations_and_bad_values_keep_the_default() {
         None
     );
 }
+
+#[test]
+fn the_csi_driver_annotation_gives_the_template_its_volume_limits() {
+    use super::scalefromzero::parse_csi_drivers;
+    let csi = parse_csi_drivers("ebs.csi.aws.com=25, efs.csi.aws.com=0,bad,=3,x=-1,y=z").unwrap();
+    let want: BTreeMap<String, Option<i64>> = [
+        ("ebs.csi.aws.com".to_string(), Some(25)),
+        ("efs.csi.aws.com".to_string(), None),
+    ]
+    .into();
+    assert_eq!(csi.drivers, want, "malformed entries skipped, 0 = no limit");
+    assert!(parse_csi_drivers("").is_none());
+    assert!(parse_csi_drivers("bad").is_none());
+    let a = annotations(&[
+        ("capacity.cluster-autoscaler.kubernetes.io/cpu", "4"),
+        ("capacity.cluster-autoscaler.kubernetes.io/memory", "16Gi"),
+        (
+            "capacity.cluster-autoscaler.kubernetes.io/csi-driver",
+            "ebs.csi.aws.com=2",
+        ),
+    ]);
+    let c = Capacity::of(&a, None).unwrap().unwrap();
+    assert_eq!(c.csi.unwrap().drivers["ebs.csi.aws.com"], Some(2));
+}

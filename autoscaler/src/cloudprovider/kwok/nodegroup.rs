@@ -315,6 +315,7 @@ impl NodeGroup for KwokNodeGroup {
         Ok(TemplateNodeInfo {
             pods: vec![kube_proxy_pod(&self.id)],
             node,
+            csi: None,
         })
     }
 }
