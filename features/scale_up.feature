@@ -276,11 +276,11 @@ Feature: Scale-up
     Given the node group "pool" starts with 1 node
     And every node runs the CSI driver "ebs.csi.aws.com" attaching at most 2 volumes
     And a storage class "ebs" provisioned by "ebs.csi.aws.com"
-    And the autoscaler runs with "<flags>"
-    When 2 minutes pass
+    And the autoscaler runs with "--scale-down-enabled=false <flags>"
+    When the nodes of "pool" have been ready long enough to be its template
     And 6 pods "db" requesting 100m CPU, each with a volume of class "ebs", are created
-    Then the pods of "db" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 1-><nodes> (max: 10)}]"
-    And all 6 pods of "db" are running within 10 minutes
+    Then all 6 pods of "db" are running within 10 minutes
+    And the pods of "db" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{pool 1-><nodes> (max: 10)}]"
 
     Examples:
       | flags                               | nodes |

@@ -67,3 +67,18 @@ Feature: Status, events, metrics and health
   Scenario: Without --debugging-snapshot-enabled there is no /snapshotz
     When a debugging snapshot is requested
     Then the debugging snapshot answers 404 within 1 minute
+
+  @ca>=1.36
+  Scenario Outline: --max-startup-time bounds the wait for the first successful loop in the health check
+    "max-startup-time: Maximum time until first recorded successful autoscaler run before automatic restart." Every
+    loop fails here (with --enable-csi-node-aware-scheduling a node without a CSINode fails the loop's snapshot): the
+    health check fails once the startup time is over, not at --max-failing-time.
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--enable-csi-node-aware-scheduling --max-inactivity=2m --max-failing-time=2m --max-startup-time=<startup>"
+    When 5 minutes pass
+    Then the autoscaler's health check answers <code>
+
+    Examples:
+      | startup | code |
+      | 4m      | 500  |
+      | 10m     | 200  |

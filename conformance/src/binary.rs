@@ -52,6 +52,7 @@ pub const TIMING_FLAGS: &[(&str, &str)] = &[
     ("node-deletion-delay-timeout", "2m"),
     ("max-inactivity", "10m"),
     ("max-failing-time", "15m"),
+    ("max-startup-time", "20m"),
     ("max-node-startup-time", "15m"),
     ("provisioning-request-initial-backoff-time", "1m"),
     ("provisioning-request-max-backoff-time", "10m"),

@@ -67,3 +67,18 @@ async fn finds_unneeded(w: &mut CaWorld, group: String) -> StepResult {
         "no node of {group} got the {DELETION_CANDIDATE_TAINT} soft taint (found unneeded) in 5 minutes"
     ))
 }
+
+/// CA takes a node of a group as its template only once the node has been
+/// Ready for a minute (upstream's `stabilizationDelay`, a constant): this
+/// waits that minute and a second in the autoscaler's time, which for a
+/// binary is real time whatever the scale (61 s, many scenario minutes).
+#[when(regex = r#"^the nodes of "(\S+)" have been ready long enough to be its template$"#)]
+async fn template_candidates(w: &mut CaWorld, group: String) -> StepResult {
+    let r = w.running().await?;
+    let real_minute = r.scenario(Duration::from_secs(61));
+    w.pass(real_minute.max(Duration::from_secs(61))).await?;
+    if w.group_nodes(&group).await?.is_empty() {
+        return Err(format!("node group {group} has no node"));
+    }
+    Ok(())
+}

@@ -51,6 +51,11 @@ impl Running {
         scenario.div_f64(self.time_scale)
     }
 
+    /// The scenario duration of `real` time.
+    pub fn scenario(&self, real: Duration) -> Duration {
+        real.mul_f64(self.time_scale)
+    }
+
     /// How long a step waits for something that should happen `within`
     /// scenario time: `within`, plus in binary mode CA's fixed real-time
     /// waits ([`binary::FIXED_REAL_WAITS`]) expressed in scenario time.

@@ -127,3 +127,26 @@ async fn a_pod_past_a_pods_quota_is_403() {
         201
     );
 }
+
+#[tokio::test]
+async fn a_csinode_driver_count_is_an_integer_and_node_quantities_stay_strings() {
+    // storage/v1 CSINodeDriver.allocatable.count is an int32, not a
+    // quantity: kube-apiserver keeps it a number (a Node's allocatable
+    // quantities given as numbers become strings).
+    let api = server();
+    let csi = json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+        "metadata": {"name": "n1"},
+        "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "n1",
+            "allocatable": {"count": 25}}]}});
+    let a = post(&api, "/apis/storage.k8s.io/v1/csinodes", &csi).await;
+    assert_eq!(a.code, 201, "{}", a.body);
+    assert_eq!(
+        a.body["spec"]["drivers"][0]["allocatable"]["count"],
+        json!(25)
+    );
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": 4}}});
+    let a = post(&api, "/api/v1/nodes", &node).await;
+    assert_eq!(a.code, 201, "{}", a.body);
+    assert_eq!(a.body["status"]["allocatable"]["cpu"], json!("4"));
+}
