@@ -68,6 +68,12 @@ pub struct ScenarioArgs {
     /// scale (what `--salvo-scale-up` acts on).
     #[arg(long, default_value_t = 1)]
     pub groups: usize,
+    /// With `--groups`: one Deployment over all the groups, not one pinned
+    /// to each. With `--balance-similar-node-groups
+    /// --balancing-ignore-label=kwok-nodegroup` one scale-up then resizes
+    /// every group (what `--parallel-scale-up` acts on).
+    #[arg(long)]
+    pub unpinned: bool,
 }
 
 impl ScenarioArgs {
@@ -295,7 +301,7 @@ pub async fn measure(
     let requests_before = api.tls_requests();
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
-    create_backlog(&cluster, &groups, replicas).await?;
+    create_backlog(&cluster, &groups, replicas, scenario.unpinned).await?;
     let deadline = started + Duration::from_secs(scenario.timeout);
     let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
     while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
@@ -348,14 +354,16 @@ pub async fn measure(
 }
 
 /// The backlog: `replicas` pods of 1 CPU, as the Deployment `backlog`
-/// (one group), or one Deployment `backlog-<i>` pinned to each group.
+/// (one group, or `unpinned`), or one Deployment `backlog-<i>` pinned to
+/// each group.
 async fn create_backlog(
     cluster: &Cluster,
     groups: &[GroupSpec],
     replicas: usize,
+    unpinned: bool,
 ) -> Result<(), String> {
-    let k = groups.len();
-    for (i, g) in groups.iter().enumerate() {
+    let k = if unpinned { 1 } else { groups.len() };
+    for (i, g) in groups.iter().take(k).enumerate() {
         // One group: the Deployment `backlog`, anywhere; several: one
         // Deployment each, on its group.
         let (name, part, selector) = if k == 1 {
