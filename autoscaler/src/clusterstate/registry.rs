@@ -233,12 +233,12 @@ impl ClusterStateRegistry {
                 Err(CloudError::NotImplemented) => taints::has_to_be_deleted(node),
                 Err(_) => false,
             };
-            let gpu_missing =
+            let resource_missing =
                 crate::gpu::unready(node, &gpu_label) || self.resource_unready.contains(&name);
-            let readiness = self.readiness_of(node, gone, gpu_missing, now);
+            let readiness = self.readiness_of(node, gone, resource_missing, now);
             self.readiness.insert(name.clone(), readiness);
             self.total.add(readiness);
-            let resource_unready = gpu_missing && readiness == Readiness::Unready;
+            let resource_unready = resource_missing && readiness == Readiness::Unready;
             self.total.resource_unready += usize::from(resource_unready);
             if let Ok(Some(g)) = provider.node_group_for_node(node) {
                 let id = g.id();
@@ -259,12 +259,12 @@ impl ClusterStateRegistry {
         &self,
         node: &Node,
         gone: bool,
-        gpu_missing: bool,
+        resource_missing: bool,
         now: SystemTime,
     ) -> Readiness {
         if gone {
             Readiness::BeingDeleted
-        } else if node_ready(node, &self.settings.taints) && !gpu_missing {
+        } else if node_ready(node, &self.settings.taints) && !resource_missing {
             Readiness::Ready
         } else {
             let created = node
