@@ -28,7 +28,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
 use predicates::preemption::{Budget, preempt};
-use predicates::{CsiNode, NodeInfo, PodInfo, VolumeObjects, find_node_with_volumes};
+use predicates::{CsiNode, NodeInfo, Objects, PodInfo, VolumeObjects, find_node_with};
 use serde_json::json;
 use simclock::Clock;
 use tokio::time::Instant;
@@ -521,7 +521,14 @@ impl Scheduler {
                 continue;
             }
             let nodes = reserved.as_deref().unwrap_or(&infos);
-            match find_node_with_volumes(&pod, nodes, Some(&self.volumes)) {
+            match find_node_with(
+                &pod,
+                nodes,
+                Objects {
+                    volumes: Some(&self.volumes),
+                    dra: None,
+                },
+            ) {
                 Ok(i) => {
                     // Assumed on its node at once; bound after the pass.
                     let node = nodes_vec[i].clone();

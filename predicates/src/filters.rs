@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
+use crate::dynamicresources::{ClaimRefusal, DraObjects, has_claims};
 use crate::labels::{
     Labels, labels_of, node_selector_term_matches, selector_matches, tolerated_by,
 };
@@ -57,6 +58,8 @@ pub enum Reason {
     MaxVolumeCount,
     /// The pod's PersistentVolumeClaim does not exist (VolumeBinding).
     ClaimNotFound(String),
+    /// DynamicResources: the pod's ResourceClaims.
+    Dra(ClaimRefusal),
 }
 
 impl Reason {
@@ -71,6 +74,7 @@ impl Reason {
                 | Self::SpreadMissingLabel
                 | Self::PodAffinity
                 | Self::ClaimNotFound(_)
+                | Self::Dra(_)
         )
     }
 }
@@ -102,6 +106,7 @@ impl fmt::Display for Reason {
             Self::ClaimNotFound(name) => {
                 write!(f, "persistentvolumeclaim \"{name}\" not found")
             }
+            Self::Dra(refusal) => refusal.fmt(f),
         }
     }
 }
@@ -296,6 +301,9 @@ pub struct FilterPlugins {
     /// NodeVolumeLimits (runs when the claims are given:
     /// [`PreFilter::with_volumes`]).
     pub node_volume_limits: bool,
+    /// DynamicResources (runs when the DRA objects are given:
+    /// [`PreFilter::with_dra`]).
+    pub dynamic_resources: bool,
 }
 
 impl Default for FilterPlugins {
@@ -310,13 +318,14 @@ impl Default for FilterPlugins {
             pod_topology_spread: true,
             inter_pod_affinity: true,
             node_volume_limits: true,
+            dynamic_resources: true,
         }
     }
 }
 
 impl FilterPlugins {
     /// The plugins' names, as the scheduling framework knows them.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "NodeUnschedulable",
         "NodeName",
         "TaintToleration",
@@ -326,6 +335,7 @@ impl FilterPlugins {
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeVolumeLimits",
+        "DynamicResources",
     ];
 
     /// The switch of the plugin named `name`, if it is one of these.
@@ -340,6 +350,7 @@ impl FilterPlugins {
             "PodTopologySpread" => &mut self.pod_topology_spread,
             "InterPodAffinity" => &mut self.inter_pod_affinity,
             "NodeVolumeLimits" => &mut self.node_volume_limits,
+            "DynamicResources" => &mut self.dynamic_resources,
             _ => return None,
         })
     }
@@ -364,6 +375,9 @@ pub struct PreFilter<'a> {
     plugins: FilterPlugins,
     /// The claims and volumes, with the pod's attachable CSI volumes.
     volumes: Option<(&'a VolumeObjects, Result<Attachable, VolumeRefusal>)>,
+    /// The DRA objects, when the pod has claims, with what holds for
+    /// every node (PreFilter's refusal).
+    dra: Option<(&'a DraObjects, Option<ClaimRefusal>)>,
 }
 
 impl<'a> PreFilter<'a> {
@@ -447,6 +461,7 @@ impl<'a> PreFilter<'a> {
             spreads,
             plugins: FilterPlugins::default(),
             volumes: None,
+            dra: None,
         }
     }
 
@@ -531,6 +546,16 @@ impl<'a> PreFilter<'a> {
         self
     }
 
+    /// DynamicResources runs, with the claims, classes and slices of
+    /// `objects` (the nodes carry their local slices).
+    pub fn with_dra(mut self, objects: &'a DraObjects) -> Self {
+        if has_claims(&self.pod.pod) {
+            let every_node = objects.claims_of(&self.pod.pod).err();
+            self.dra = Some((objects, every_node));
+        }
+        self
+    }
+
     /// Only these filter plugins run.
     pub fn with_plugins(mut self, plugins: FilterPlugins) -> Self {
         self.plugins = plugins;
@@ -610,6 +635,17 @@ impl<'a> PreFilter<'a> {
         // InterPodAffinity
         if on.inter_pod_affinity {
             self.filter_inter_pod(node)?;
+        }
+        // DynamicResources
+        if on.dynamic_resources
+            && let Some((objects, every_node)) = &self.dra
+        {
+            if let Some(refusal) = every_node {
+                return Err(vec![Reason::Dra(refusal.clone())]);
+            }
+            objects
+                .allocate(&self.pod.pod, node)
+                .map_err(|r| vec![Reason::Dra(r)])?;
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 use apimachinery::labels::Operator;
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration,
+    Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration,
 };
 
 pub use apimachinery::labels::{Labels, labels_of, selector_matches};
@@ -35,6 +35,14 @@ pub fn node_selector_term_matches(term: &NodeSelectorTerm, node: &Node) -> bool 
                 .flatten();
             node_requirement_matches(r, value.as_ref())
         })
+}
+
+/// Whether a `NodeSelector` matches the node: any of its terms does.
+pub fn node_matches_selector(node: &Node, selector: &NodeSelector) -> bool {
+    selector
+        .node_selector_terms
+        .iter()
+        .any(|t| node_selector_term_matches(t, node))
 }
 
 /// Whether a toleration tolerates a taint (kube's `ToleratesTaint`).

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 
+use crate::dynamicresources::api::ResourceSlice;
 use crate::labels::Labels;
 use crate::resources::{Resources, node_allocatable, pod_requests, pod_requests_for_scoring};
 
@@ -194,6 +195,8 @@ pub struct NodeInfo {
     pub anti_affinity_pods: usize,
     /// Its CSINode's drivers, when it has one (NodeVolumeLimits).
     pub csi: Option<Arc<CsiNode>>,
+    /// The ResourceSlices local to it (`spec.nodeName`), DynamicResources.
+    pub slices: Vec<Arc<ResourceSlice>>,
 }
 
 impl NodeInfo {
@@ -207,6 +210,7 @@ impl NodeInfo {
             pods: Vec::new(),
             anti_affinity_pods: 0,
             csi: None,
+            slices: Vec::new(),
         }
     }
 

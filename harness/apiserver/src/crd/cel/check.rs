@@ -62,7 +62,7 @@ impl<'n> Ty<'n> {
             Ty::Bytes => "bytes".into(),
             Ty::Null => "null_type".into(),
             Ty::Type => "type".into(),
-            Ty::Quantity => super::library::QUANTITY_TYPE_NAME.into(),
+            Ty::Quantity => kubecel::library::QUANTITY_TYPE_NAME.into(),
             Ty::List(e) => format!("list({})", e.name()),
             Ty::Map(v) => format!("map(string, {})", v.name()),
             Ty::Object(_) => "object".into(),

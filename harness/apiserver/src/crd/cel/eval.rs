@@ -10,10 +10,10 @@ use cel::{Context, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
 use super::compiled::{Reason, Rule};
-use super::library::ENV;
 use super::model::{ListType, Node};
 use super::value::to_val;
 use crate::error::Cause;
+use kubecel::ENV;
 
 /// The longest message a `messageExpression` may produce.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;

@@ -1,6 +1,7 @@
 //! CRD validation rules (`x-kubernetes-validations`) as kube-apiserver's
 //! apiextensions-apiserver runs them (pkg/apiserver/schema/cel), on the
-//! cel-rust interpreter with the Kubernetes CEL libraries.
+//! cel-rust interpreter with the Kubernetes CEL libraries (the `kubecel`
+//! crate).
 //!
 //! [`Rules::compile`] reads every rule of a CRD version's
 //! `openAPIV3Schema` once, refusing bad ones with the causes kube-apiserver
@@ -26,8 +27,6 @@
 //!  field_path.rs  a rule's fieldPath
 //!  value.rs     JSON → CEL values, by node
 //!  eval.rs      the walk over an object: evaluation, correlation, ratcheting
-//!  library.rs   the CEL environment and Kubernetes libraries
-//!  quantity.rs  resource quantities for the quantity library
 //! ```
 
 mod build;
@@ -35,9 +34,7 @@ mod check;
 mod compiled;
 mod eval;
 mod field_path;
-mod library;
 mod model;
-mod quantity;
 mod rule;
 #[cfg(test)]
 mod tests;

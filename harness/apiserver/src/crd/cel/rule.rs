@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use super::check::{self, Issue, Ty};
 use super::compiled::{Reason, Rule};
-use super::library::ENV;
 use super::model::Node;
 use crate::crd::schema::go_quote;
 use crate::error::Cause;
@@ -318,18 +317,7 @@ fn compile_expr<'n>(
     node: &'n Node,
     optional_old_self: bool,
 ) -> Result<(Program, check::Checked<'n>), String> {
-    let program = ENV.compile(source).map_err(|errors| {
-        let rendered: Vec<String> = errors
-            .errors
-            .iter()
-            .map(|e| {
-                let line = usize::try_from(e.pos.0).unwrap_or(1).max(1);
-                let column = usize::try_from(e.pos.1 - 1).unwrap_or(0);
-                render(source, line, column, &e.msg)
-            })
-            .collect();
-        rendered.join("\n")
-    })?;
+    let program = kubecel::compile(source)?;
     let checked = check::check(program.expression(), node, optional_old_self);
     if checked.issues.is_empty() {
         return Ok((program, checked));
@@ -342,29 +330,8 @@ fn compile_expr<'n>(
                 .source_info()
                 .offset_for(*id)
                 .map_or(0, |(start, _)| start);
-            let (line, column) = line_column(source, offset);
-            render(source, line, column, message)
+            kubecel::render(source, offset, message)
         })
         .collect();
     Err(rendered.join("\n"))
-}
-
-/// The 1-based line and 0-based column (in characters) of a byte offset.
-fn line_column(source: &str, offset: u32) -> (usize, usize) {
-    let offset = usize::try_from(offset).unwrap_or(0).min(source.len());
-    let before = source.get(..offset).unwrap_or(source);
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().unwrap_or("").chars().count();
-    (line, column)
-}
-
-/// cel-go's `Error.ToDisplayString`: the message with its location, the
-/// source line and a caret under the column.
-fn render(source: &str, line: usize, column: usize, message: &str) -> String {
-    let mut out = format!("ERROR: <input>:{line}:{}: {message}", column + 1);
-    if let Some(text) = source.lines().nth(line - 1) {
-        let text = text.replace('\t', " ");
-        out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(column)));
-    }
-    out
 }

@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::{causes_of, object, passes, spec_rules};
-use crate::crd::cel::library::build_env;
-use crate::crd::cel::quantity;
+use kubecel::library::build_env;
+use kubecel::quantity;
 
 fn holds(rule: &str) -> bool {
     passes(json!({"type": "object"}), rule, json!({}))

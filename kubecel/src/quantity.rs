@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use cel::objects::Opaque;
 
 /// `resource.ErrFormatWrong`.
-pub(super) const FORMAT_WRONG: &str =
+pub const FORMAT_WRONG: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 /// `resource.ErrNumeric`.
 const NUMERIC: &str = "unable to parse numeric part of quantity";
@@ -18,7 +18,7 @@ const SUFFIX: &str = "unable to parse quantity's suffix";
 
 /// A parsed quantity: `mantissa × 10^exp`, exactly.
 #[derive(Debug, Clone)]
-pub(super) struct Quantity {
+pub struct Quantity {
     mantissa: i128,
     exp: i32,
     /// Go's `int64Amount` (value, scale) when the value has one.
@@ -27,7 +27,7 @@ pub(super) struct Quantity {
 
 impl Opaque for Quantity {
     fn runtime_type_name(&self) -> &str {
-        super::library::QUANTITY_TYPE_NAME
+        crate::library::QUANTITY_TYPE_NAME
     }
 }
 
@@ -216,7 +216,7 @@ fn interpret(suffix: &str) -> Option<(u32, i32)> {
 }
 
 /// `resource.ParseQuantity`.
-pub(super) fn parse(s: &str) -> Result<Quantity, &'static str> {
+pub fn parse(s: &str) -> Result<Quantity, &'static str> {
     if s.is_empty() {
         return Err(FORMAT_WRONG);
     }

@@ -4,7 +4,8 @@
 //! `min`, `max`, `indexOf`, `lastIndexOf`), regex (`find`, `findAll`),
 //! quantity (`quantity`, `isQuantity`, comparisons, arithmetic, `isInteger`,
 //! `asInteger`...) and cel-go's sets (`sets.contains`, `sets.equivalent`,
-//! `sets.intersects`).
+//! `sets.intersects`), and semver (`semver`, `isSemver`, `major`, `minor`,
+//! `patch`, comparisons), which DRA's version attributes are.
 
 use std::cmp::Ordering;
 use std::sync::{Arc, LazyLock};
@@ -16,27 +17,67 @@ use cel::common::types::{
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError, Value};
 
-use super::quantity::{self, Quantity};
+use crate::quantity::{self, Quantity};
+use crate::semver::{self, SEMVER_TYPE_NAME};
 
 /// The CEL type name of quantities, as apiserver names it.
-pub(super) const QUANTITY_TYPE_NAME: &str = "kubernetes.Quantity";
+pub const QUANTITY_TYPE_NAME: &str = "kubernetes.Quantity";
 
 /// The environment every rule compiles and runs in, built once.
 /// (A declaration failing is a bug the tests catch: the standard library
 /// alone is the fallback.)
-pub(super) static ENV: LazyLock<Arc<Env>> =
+pub static ENV: LazyLock<Arc<Env>> =
     LazyLock::new(|| Arc::new(build_env().unwrap_or_else(|_| Env::stdlib())));
 
+/// Parses `source` in [`ENV`]; the error is cel-go's rendering of every
+/// parse issue (`ERROR: <input>:1:5: Syntax error: ...` with the line and
+/// a caret), one per line.
+pub fn compile(source: &str) -> Result<cel::Program, String> {
+    ENV.compile(source).map_err(|errors| {
+        let rendered: Vec<String> = errors
+            .errors
+            .iter()
+            .map(|e| {
+                let line = usize::try_from(e.pos.0).unwrap_or(1).max(1);
+                let column = usize::try_from(e.pos.1 - 1).unwrap_or(0);
+                render_at(source, line, column, &e.msg)
+            })
+            .collect();
+        rendered.join("\n")
+    })
+}
+
+/// cel-go's `Error.ToDisplayString` for an issue at byte `offset` of
+/// `source`: the message with its location, the source line and a caret
+/// under the column.
+pub fn render(source: &str, offset: u32, message: &str) -> String {
+    let offset = usize::try_from(offset).unwrap_or(0).min(source.len());
+    let before = source.get(..offset).unwrap_or(source);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count();
+    render_at(source, line, column, message)
+}
+
+/// [`render`] at a 1-based line and 0-based column (in characters).
+fn render_at(source: &str, line: usize, column: usize, message: &str) -> String {
+    let mut out = format!("ERROR: <input>:{line}:{}: {message}", column + 1);
+    if let Some(text) = source.lines().nth(line - 1) {
+        let text = text.replace('\t', " ");
+        out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(column)));
+    }
+    out
+}
+
 /// The standard library, the strings extension and the Kubernetes libraries.
-pub(super) fn build_env() -> Result<Env, DeclarationError> {
+pub fn build_env() -> Result<Env, DeclarationError> {
     let mut env = Env::stdlib();
     env.add_extension(cel::extensions::strings)?;
     env.add_extension(kubernetes)?;
     Ok(env)
 }
 
-type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
-type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
+pub(crate) type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
+pub(crate) type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
 fn kubernetes(env: &mut Env) -> Result<(), DeclarationError> {
     let q = || Type::new_opaque_type(QUANTITY_TYPE_NAME);
@@ -105,10 +146,30 @@ fn kubernetes(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_member_overload("add", "quantity_add_int", q(), vec![INT_TYPE], add)?;
     env.add_member_overload("sub", "quantity_sub", q(), vec![q()], sub)?;
     env.add_member_overload("sub", "quantity_sub_int", q(), vec![INT_TYPE], sub)?;
+    // Semver.
+    let v = || Type::new_opaque_type(SEMVER_TYPE_NAME);
+    env.add_overload(
+        "semver",
+        "string_to_semver",
+        vec![STRING_TYPE],
+        semver::to_semver,
+    )?;
+    env.add_overload(
+        "isSemver",
+        "is_semver_string",
+        vec![STRING_TYPE],
+        semver::is_semver,
+    )?;
+    member(env, "major", v(), vec![], semver::major)?;
+    member(env, "minor", v(), vec![], semver::minor)?;
+    member(env, "patch", v(), vec![], semver::patch)?;
+    member(env, "isGreaterThan", v(), vec![v()], is_greater_than)?;
+    member(env, "isLessThan", v(), vec![v()], is_less_than)?;
+    member(env, "compareTo", v(), vec![v()], compare_to)?;
     Ok(())
 }
 
-fn owned<'b, 'v>(val: impl Val + 'v) -> Out<'b, 'v> {
+pub(crate) fn owned<'b, 'v>(val: impl Val + 'v) -> Out<'b, 'v> {
     Ok(CowVal::owned(val))
 }
 
@@ -211,7 +272,10 @@ fn last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     position(args, true)
 }
 
-fn string_arg<'a>(function: &str, val: &'a CowVal<'_, '_>) -> Result<&'a str, ExecutionError> {
+pub(crate) fn string_arg<'a>(
+    function: &str,
+    val: &'a CowVal<'_, '_>,
+) -> Result<&'a str, ExecutionError> {
     val.as_ref()
         .downcast_ref::<CelString>()
         .map(|s| s.inner())
@@ -319,7 +383,15 @@ fn quantity_sign<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     owned(CelInt::from(q.sign()))
 }
 
+/// How the two arguments of a comparison order: two quantities or two
+/// semantic versions.
 fn ordering<'b, 'v>(args: Args<'b, 'v>, function: &str) -> Result<Ordering, ExecutionError> {
+    if let (Some(a), Some(b)) = (
+        semver::of(args[0].as_ref()),
+        args.get(1).and_then(|b| semver::of(b.as_ref())),
+    ) {
+        return Ok(a.cmp(&b));
+    }
     match quantity_args(function, &args)? {
         (a, Some(b)) => Ok(a.cmp(&b)),
         _ => Err(overload_error(function, &args)),
