@@ -12,8 +12,12 @@
 //! kube-scheduler's message. Unschedulable pods are retried when the
 //! cluster changes (a node added or changed, a pod deleted), after a
 //! per-pod backoff of 1 s doubling to 10 s, and at the latest every 5 min.
+//! Pods with ResourceClaims go through DynamicResources ([`dra`]): the
+//! claims' allocations and reservations are written before the binding.
 //! With a time scale (a real-time cluster serving an autoscaler whose
 //! timing flags are divided by the same factor) these waits are divided too.
+
+mod dra;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -27,6 +31,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
+use predicates::dynamicresources::has_claims;
 use predicates::preemption::{Budget, preempt};
 use predicates::{CsiNode, NodeInfo, Objects, PodInfo, VolumeObjects, find_node_with};
 use serde_json::json;
@@ -51,6 +56,8 @@ enum Change {
     Budget(Box<Event<PodDisruptionBudget>>),
     /// CSINodes, claims, volumes and classes (NodeVolumeLimits).
     Storage(Box<StorageEvent>),
+    /// DeviceClasses, ResourceClaims and ResourceSlices (DynamicResources).
+    Dra(Box<dra::DraEvent>),
 }
 
 /// A watch event of a kind NodeVolumeLimits reads.
@@ -138,6 +145,8 @@ struct Bind {
     node: String,
     /// Its queue entry, put back if the binding fails.
     entry: Pending,
+    /// Its claims' status writes (PreBind).
+    claims: Vec<dra::ClaimWrite>,
 }
 
 /// The scheduler's state.
@@ -164,6 +173,8 @@ pub struct Scheduler {
     csi_nodes: HashMap<String, Arc<CsiNode>>,
     /// Claims, volumes and classes.
     volumes: VolumeObjects,
+    /// DRA classes, claims and slices.
+    dra: dra::DraState,
 }
 
 impl Scheduler {
@@ -183,6 +194,7 @@ impl Scheduler {
             entries: Entries::default(),
             csi_nodes: HashMap::new(),
             volumes: VolumeObjects::default(),
+            dra: dra::DraState::default(),
         }
     }
 
@@ -222,6 +234,7 @@ impl Scheduler {
             .boxed();
         let mut streams = vec![pods, nodes, budgets];
         streams.extend(storage_watches(&self.client));
+        streams.extend(dra::watches(&self.client, |e| Change::Dra(Box::new(e))));
         let mut changes = futures::stream::select_all(streams);
         let mut last_pass: Option<Instant> = None;
         loop {
@@ -268,6 +281,10 @@ impl Scheduler {
             Change::Node(ev) => self.node_event(*ev),
             Change::Budget(ev) => self.budget_event(*ev),
             Change::Storage(ev) => self.storage_event(*ev),
+            Change::Dra(ev) => {
+                self.dra.apply(*ev, &mut self.nodes);
+                self.cluster_changed();
+            }
         }
     }
 
@@ -332,6 +349,7 @@ impl Scheduler {
                     None => {
                         let mut info = NodeInfo::new(n);
                         info.csi = self.csi_nodes.get(&name).cloned();
+                        info.slices = self.dra.slices_of(&name);
                         for p in self.orphans.remove(&name).unwrap_or_default() {
                             info.add_pod(p);
                         }
@@ -526,10 +544,23 @@ impl Scheduler {
                 nodes,
                 Objects {
                     volumes: Some(&self.volumes),
-                    dra: None,
+                    dra: Some(&self.dra.objects),
                 },
             ) {
                 Ok(i) => {
+                    // Reserve: the claims' allocations, held in memory
+                    // until PreBind writes them.
+                    let claims = if has_claims(&pod.pod) {
+                        match self.dra.reserve(&pod.pod, &nodes[i]) {
+                            Ok(w) => w,
+                            Err(r) => {
+                                marks.extend(self.mark_unschedulable(&key, &r.to_string(), None));
+                                continue;
+                            }
+                        }
+                    } else {
+                        Vec::new()
+                    };
                     // Assumed on its node at once; bound after the pass.
                     let node = nodes_vec[i].clone();
                     let Some(entry) = self.pending.remove(&key) else {
@@ -543,7 +574,17 @@ impl Scheduler {
                         spec.node_name = Some(node.clone());
                     }
                     infos[i].add_pod(PodInfo::new(Arc::new(assumed)));
-                    binds.push(Bind { key, node, entry });
+                    binds.push(Bind {
+                        key,
+                        node,
+                        entry,
+                        claims,
+                    });
+                }
+                Err(fit) if fit.plugin_error => {
+                    // A plugin's error: the attempt fails as it is, with
+                    // no preemption.
+                    marks.extend(self.mark_unschedulable(&key, &fit.message, None));
                 }
                 Err(fit) => {
                     let budgets: Vec<Budget> = self.budgets.values().cloned().collect();
@@ -595,7 +636,7 @@ impl Scheduler {
     async fn write_binds(&self, binds: Vec<Bind>) -> Vec<Bind> {
         futures::stream::iter(binds)
             .map(|b| async move {
-                if self.bind(&b.key, &b.node).await {
+                if dra::prebind(&self.client, &b.claims).await && self.bind(&b.key, &b.node).await {
                     let message = format!("Successfully assigned {} to {}", b.key, b.node);
                     self.record_event(&b.entry.pod, "Normal", "Scheduled", message);
                     None
@@ -612,6 +653,7 @@ impl Scheduler {
     /// Takes back a pod whose binding failed: off its node, back in the
     /// queue after its backoff.
     fn unassume(&mut self, b: Bind) {
+        self.dra.unreserve(&b.claims);
         self.assumed.remove(&b.key);
         if self.bound.get(&b.key) == Some(&b.node) {
             self.bound.remove(&b.key);
@@ -821,6 +863,10 @@ fn storage_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
 fn equivalence_class(pod: &Pod) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let spec = pod.spec.as_ref()?;
+    // Pods with claims take devices or pin shared claims: no two alike.
+    if has_claims(pod) {
+        return None;
+    }
     let affine = spec
         .affinity
         .as_ref()

@@ -1,0 +1,226 @@
+//! The scheduler's DynamicResources state: DeviceClasses, ResourceClaims
+//! and ResourceSlices (`resource.k8s.io/v1`) from watches, node-local
+//! slices attached to their nodes, and the claims' status writes of
+//! kube-scheduler's Reserve and PreBind: the allocation the filter found
+//! and the pod in `status.reservedFor`, written before the pod is bound.
+//! Between the pass that allocates and the watch that brings the write
+//! back, the allocation is held in memory (in flight), so the next pods do
+//! not take the same devices.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use futures::{StreamExt, stream::BoxStream};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use predicates::NodeInfo;
+use predicates::dynamicresources::api::{
+    ConsumerReference, DeviceClass, ResourceClaim, ResourceSlice,
+};
+use predicates::dynamicresources::{ClaimRefusal, DraObjects};
+use serde_json::json;
+
+/// A watch event of a DRA kind.
+pub(super) enum DraEvent {
+    Class(Event<DynamicObject>),
+    Claim(Event<DynamicObject>),
+    Slice(Event<DynamicObject>),
+}
+
+/// `resource.k8s.io/v1` `kind`.
+fn resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("resource.k8s.io", "v1", kind),
+        plural,
+    )
+}
+
+/// The watches of the DRA kinds.
+pub(super) fn watches<C>(client: &Client, wrap: fn(DraEvent) -> C) -> Vec<BoxStream<'static, C>>
+where
+    C: Send + 'static,
+{
+    let watch = |kind: &str, plural: &str, ev: fn(Event<DynamicObject>) -> DraEvent| {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource(kind, plural));
+        watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .filter_map(move |e| async move { e.ok().map(|e| wrap(ev(e))) })
+            .boxed()
+    };
+    vec![
+        watch("DeviceClass", "deviceclasses", DraEvent::Class),
+        watch("ResourceClaim", "resourceclaims", DraEvent::Claim),
+        watch("ResourceSlice", "resourceslices", DraEvent::Slice),
+    ]
+}
+
+/// An object of `kind` as the allocator reads it.
+fn decode<T: serde::de::DeserializeOwned>(o: &DynamicObject) -> Option<T> {
+    let value = serde_json::to_value(o).ok()?;
+    match serde_json::from_value(value) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::debug!("scheduler: undecodable {:?}: {e}", o.metadata.name);
+            None
+        }
+    }
+}
+
+/// One claim's status write before a pod is bound.
+#[derive(Debug, Clone)]
+pub(super) struct ClaimWrite {
+    /// The claim, with its new status.
+    claim: Arc<ResourceClaim>,
+    /// The claim as it was (restored when the pod is not bound).
+    before: Arc<ResourceClaim>,
+}
+
+/// The DRA objects the scheduler knows.
+#[derive(Debug, Default)]
+pub(super) struct DraState {
+    /// Classes, claims (with in-flight allocations) and shared slices.
+    pub objects: DraObjects,
+    /// Slices by name.
+    slices: HashMap<String, Arc<ResourceSlice>>,
+}
+
+impl DraState {
+    /// Applies a watch event; node-local slices go to their node.
+    pub(super) fn apply(&mut self, ev: DraEvent, nodes: &mut BTreeMap<String, NodeInfo>) {
+        match ev {
+            DraEvent::Class(Event::Apply(o) | Event::InitApply(o)) => {
+                if let Some(c) = decode::<DeviceClass>(&o) {
+                    self.objects
+                        .classes
+                        .insert(c.metadata.name.clone(), Arc::new(c));
+                }
+            }
+            DraEvent::Class(Event::Delete(o)) => {
+                self.objects
+                    .classes
+                    .remove(o.metadata.name.as_deref().unwrap_or(""));
+            }
+            DraEvent::Claim(Event::Apply(o) | Event::InitApply(o)) => {
+                if let Some(c) = decode::<ResourceClaim>(&o) {
+                    self.objects.insert_claim(Arc::new(c));
+                }
+            }
+            DraEvent::Claim(Event::Delete(o)) => {
+                let ns = o.metadata.namespace.as_deref().unwrap_or("default");
+                let name = o.metadata.name.as_deref().unwrap_or("");
+                self.objects.remove_claim(&format!("{ns}/{name}"));
+            }
+            DraEvent::Slice(Event::Apply(o) | Event::InitApply(o)) => {
+                if let Some(s) = decode::<ResourceSlice>(&o) {
+                    self.slices.insert(s.metadata.name.clone(), Arc::new(s));
+                    self.attach(nodes);
+                }
+            }
+            DraEvent::Slice(Event::Delete(o)) => {
+                self.slices.remove(o.metadata.name.as_deref().unwrap_or(""));
+                self.attach(nodes);
+            }
+            DraEvent::Class(_) | DraEvent::Claim(_) | DraEvent::Slice(_) => {}
+        }
+    }
+
+    /// Gives every node its local slices, and keeps the others shared.
+    fn attach(&mut self, nodes: &mut BTreeMap<String, NodeInfo>) {
+        let mut local: HashMap<&str, Vec<Arc<ResourceSlice>>> = HashMap::new();
+        let mut shared = Vec::new();
+        for s in self.slices.values() {
+            match s.spec.node_name.as_deref() {
+                Some(n) if !n.is_empty() => local.entry(n).or_default().push(s.clone()),
+                _ => shared.push(s.clone()),
+            }
+        }
+        for (name, info) in nodes.iter_mut() {
+            let mut slices = local.remove(name.as_str()).unwrap_or_default();
+            slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            info.slices = slices;
+        }
+        shared.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        self.objects.shared_slices = shared;
+    }
+
+    /// The local slices of a node that has just appeared.
+    pub(super) fn slices_of(&self, node: &str) -> Vec<Arc<ResourceSlice>> {
+        let mut out: Vec<Arc<ResourceSlice>> = self
+            .slices
+            .values()
+            .filter(|s| s.spec.node_name.as_deref() == Some(node))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        out
+    }
+
+    /// Reserve: allocates the pod's unallocated claims on `node` (the
+    /// filter found they fit) and reserves every claim for the pod, in
+    /// memory; the writes PreBind makes.
+    pub(super) fn reserve(
+        &mut self,
+        pod: &Pod,
+        node: &NodeInfo,
+    ) -> Result<Vec<ClaimWrite>, ClaimRefusal> {
+        let allocations: HashMap<String, _> =
+            self.objects.allocate(pod, node)?.into_iter().collect();
+        let consumer = ConsumerReference {
+            api_group: String::new(),
+            resource: "pods".into(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+        };
+        let mut writes = Vec::new();
+        for (_, before) in self.objects.claims_of(pod)? {
+            let mut claim = (*before).clone();
+            if let Some(a) = allocations.get(&claim.key()) {
+                claim.status.allocation = Some(a.clone());
+            }
+            if !claim.reserved_for(&consumer.uid) {
+                claim.status.reserved_for.push(consumer.clone());
+            } else if !allocations.contains_key(&claim.key()) {
+                continue;
+            }
+            let claim = Arc::new(claim);
+            self.objects.insert_claim(claim.clone());
+            writes.push(ClaimWrite { claim, before });
+        }
+        Ok(writes)
+    }
+}
+
+impl DraState {
+    /// Unreserve: the claims as they were before [`Self::reserve`].
+    pub(super) fn unreserve(&mut self, writes: &[ClaimWrite]) {
+        for w in writes {
+            self.objects.insert_claim(w.before.clone());
+        }
+    }
+}
+
+/// PreBind: writes the claims' allocations and reservations (the status
+/// subresource); false when one fails (the pod is not bound).
+pub(super) async fn prebind(client: &Client, writes: &[ClaimWrite]) -> bool {
+    let api_resource = resource("ResourceClaim", "resourceclaims");
+    for w in writes {
+        let c = &w.claim;
+        let ns = c.metadata.namespace.as_deref().unwrap_or("default");
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &api_resource);
+        let patch = Patch::Merge(json!({"status": {
+            "allocation": c.status.allocation,
+            "reservedFor": c.status.reserved_for,
+        }}));
+        if let Err(e) = api
+            .patch_status(&c.metadata.name, &PatchParams::default(), &patch)
+            .await
+        {
+            tracing::debug!("add allocation and reservation to claim {}: {e}", c.key());
+            return false;
+        }
+    }
+    true
+}
