@@ -183,3 +183,66 @@ async fn a_missing_claim_and_a_failing_selector_are_reported_as_kube_scheduler_d
         assert_eq!(message, want, "{name}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn kwoks_fake_driver_publishes_a_nodes_devices_and_pods_use_them() {
+    let gpu_node = NodeTemplate {
+        annotations: [(
+            kwok::DRA_DEVICES_ANNOTATION.to_string(),
+            r#"[{"driver": "gpu.example.com", "name": "gpu", "count": 2,
+                 "attributes": {"model": {"string": "a100"}}}]"#
+                .to_string(),
+        )]
+        .into_iter()
+        .collect(),
+        ..NodeTemplate::new("gpu", "4", "16Gi")
+    };
+    let cluster = Cluster::builder()
+        .nodes(1, &NodeTemplate::new("plain", "4", "16Gi"))
+        .nodes(1, &gpu_node)
+        .objects([class(), claim("one"), claim("two"), claim("three")])
+        .start()
+        .await
+        .unwrap();
+    cluster.wait_nodes_ready(2, MINUTE).await.unwrap();
+    for (p, c) in [("a", "one"), ("b", "two"), ("c", "three")] {
+        cluster.create(pod(p, c)).await.unwrap();
+    }
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let placed = cluster
+        .wait_until("two pods bound, one unschedulable", MINUTE, |_| {
+            let pods = pods.clone();
+            async move {
+                let mut out = Vec::new();
+                for name in ["a", "b", "c"] {
+                    let p = pods.get(name).await.map_err(|e| e.to_string())?;
+                    let status = scheduled_status(&p);
+                    match (p.spec.and_then(|s| s.node_name), status) {
+                        (Some(n), _) => out.push(n),
+                        (None, Some(s)) if s == "False" => out.push("-".into()),
+                        _ => return Err(format!("{name} not decided")),
+                    }
+                }
+                Ok(out)
+            }
+        })
+        .await
+        .unwrap();
+    let mut sorted = placed.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["-", "gpu-0", "gpu-0"], "{placed:?}");
+    let slices: Api<DynamicObject> = Api::all_with(
+        cluster.client(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceSlice"),
+            "resourceslices",
+        ),
+    );
+    let s = slices.get("gpu-0-gpu.example.com").await.unwrap();
+    assert_eq!(s.data["spec"]["nodeName"], "gpu-0");
+    assert_eq!(s.metadata.owner_references.unwrap()[0].name, "gpu-0");
+}
+
+fn scheduled_status(p: &Pod) -> Option<String> {
+    scheduled(p).map(|(s, _)| s)
+}

@@ -76,8 +76,8 @@ pub fn build_env() -> Result<Env, DeclarationError> {
     Ok(env)
 }
 
-pub(crate) type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
-pub(crate) type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
+type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
+type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
 fn kubernetes(env: &mut Env) -> Result<(), DeclarationError> {
     let q = || Type::new_opaque_type(QUANTITY_TYPE_NAME);
@@ -148,28 +148,18 @@ fn kubernetes(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_member_overload("sub", "quantity_sub_int", q(), vec![INT_TYPE], sub)?;
     // Semver.
     let v = || Type::new_opaque_type(SEMVER_TYPE_NAME);
-    env.add_overload(
-        "semver",
-        "string_to_semver",
-        vec![STRING_TYPE],
-        semver::to_semver,
-    )?;
-    env.add_overload(
-        "isSemver",
-        "is_semver_string",
-        vec![STRING_TYPE],
-        semver::is_semver,
-    )?;
-    member(env, "major", v(), vec![], semver::major)?;
-    member(env, "minor", v(), vec![], semver::minor)?;
-    member(env, "patch", v(), vec![], semver::patch)?;
+    env.add_overload("semver", "string_to_semver", vec![STRING_TYPE], to_semver)?;
+    env.add_overload("isSemver", "is_semver_string", vec![STRING_TYPE], is_semver)?;
+    member(env, "major", v(), vec![], major)?;
+    member(env, "minor", v(), vec![], minor)?;
+    member(env, "patch", v(), vec![], patch)?;
     member(env, "isGreaterThan", v(), vec![v()], is_greater_than)?;
     member(env, "isLessThan", v(), vec![v()], is_less_than)?;
     member(env, "compareTo", v(), vec![v()], compare_to)?;
     Ok(())
 }
 
-pub(crate) fn owned<'b, 'v>(val: impl Val + 'v) -> Out<'b, 'v> {
+fn owned<'b, 'v>(val: impl Val + 'v) -> Out<'b, 'v> {
     Ok(CowVal::owned(val))
 }
 
@@ -272,10 +262,7 @@ fn last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     position(args, true)
 }
 
-pub(crate) fn string_arg<'a>(
-    function: &str,
-    val: &'a CowVal<'_, '_>,
-) -> Result<&'a str, ExecutionError> {
+fn string_arg<'a>(function: &str, val: &'a CowVal<'_, '_>) -> Result<&'a str, ExecutionError> {
     val.as_ref()
         .downcast_ref::<CelString>()
         .map(|s| s.inner())
@@ -452,4 +439,42 @@ fn add<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
 
 fn sub<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     arithmetic(args, "sub", true)
+}
+
+fn to_semver<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let text = string_arg("semver", &args[0])?;
+    let version = semver::parse(text).map_err(|e| {
+        ExecutionError::function_error("semver", format!("could not parse {text:?} as semver: {e}"))
+    })?;
+    Ok(CowVal::Owned(semver::to_value(version)?))
+}
+
+fn is_semver<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let text = string_arg("isSemver", &args[0])?;
+    owned(CelBool::from(semver::parse(text).is_ok()))
+}
+
+fn part<'b, 'v>(
+    args: &Args<'b, 'v>,
+    function: &str,
+    pick: fn(&semver::Semver) -> u64,
+) -> Out<'b, 'v> {
+    let version = semver::of(args[0].as_ref()).ok_or_else(|| {
+        ExecutionError::no_such_member_overload(function, vec![args[0].get_type().name().into()])
+    })?;
+    owned(CelInt::from(
+        i64::try_from(pick(&version)).unwrap_or(i64::MAX),
+    ))
+}
+
+fn major<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    part(&args, "major", |v| v.major)
+}
+
+fn minor<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    part(&args, "minor", |v| v.minor)
+}
+
+fn patch<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    part(&args, "patch", |v| v.patch)
 }

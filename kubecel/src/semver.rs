@@ -8,12 +8,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use cel::common::types::{CelBool, CelInt};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::Val;
 use cel::objects::Opaque;
 use cel::{ExecutionError, Value};
-
-use crate::library::{Args, Out, owned, string_arg};
 
 /// The CEL type name of semantic versions, as apiserver names it.
 pub const SEMVER_TYPE_NAME: &str = "kubernetes.Semver";
@@ -170,40 +167,6 @@ pub fn of(val: &dyn Val) -> Option<Semver> {
 /// `version` as a CEL value.
 pub fn to_value(version: Semver) -> Result<Box<dyn Val>, ExecutionError> {
     Value::Opaque(Arc::new(version)).try_into()
-}
-
-pub(crate) fn to_semver<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
-    let text = string_arg("semver", &args[0])?;
-    let version = parse(text).map_err(|e| {
-        ExecutionError::function_error("semver", format!("could not parse {text:?} as semver: {e}"))
-    })?;
-    Ok(CowVal::Owned(to_value(version)?))
-}
-
-pub(crate) fn is_semver<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
-    let text = string_arg("isSemver", &args[0])?;
-    owned(CelBool::from(parse(text).is_ok()))
-}
-
-fn part<'b, 'v>(args: &Args<'b, 'v>, function: &str, pick: fn(&Semver) -> u64) -> Out<'b, 'v> {
-    let version = of(args[0].as_ref()).ok_or_else(|| {
-        ExecutionError::no_such_member_overload(function, vec![args[0].get_type().name().into()])
-    })?;
-    owned(CelInt::from(
-        i64::try_from(pick(&version)).unwrap_or(i64::MAX),
-    ))
-}
-
-pub(crate) fn major<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
-    part(&args, "major", |v| v.major)
-}
-
-pub(crate) fn minor<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
-    part(&args, "minor", |v| v.minor)
-}
-
-pub(crate) fn patch<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
-    part(&args, "patch", |v| v.patch)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! one merged stream of changes: the node and pod watches, Stage objects
 //! from the cluster (when enabled), lease results from the lease task, and
 //! objects fed back by jobs (`immediateNextStage`, relists). Jobs run as
-//! their own tasks and never touch the state.
+//! their own tasks and never touch the state. Managed nodes that declare
+//! devices get ResourceSlices from the fake DRA driver ([`dra`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,7 @@ use apimachinery::labels::labels_of;
 use crate::stage::{Compiled, Stage, choose};
 
 mod config;
+pub mod dra;
 mod ippool;
 mod jobs;
 mod leases;
@@ -70,6 +72,9 @@ pub struct Controller {
     pods: HashMap<String, Value>,
     jobs: HashMap<String, Job>,
     leases: Option<mpsc::UnboundedSender<LeaseMsg>>,
+    /// The device annotation last published per node (the fake DRA
+    /// driver, [`dra`]).
+    devices: HashMap<String, String>,
 }
 
 impl Controller {
@@ -97,6 +102,7 @@ impl Controller {
             pods: HashMap::new(),
             jobs: HashMap::new(),
             leases: None,
+            devices: HashMap::new(),
         }
     }
 
@@ -169,6 +175,7 @@ impl Controller {
             Event::Delete(n) => {
                 let name = n.metadata.name.unwrap_or_default();
                 self.nodes.remove(&name);
+                self.devices.remove(&name);
                 self.held.remove(&name);
                 self.ever_held.remove(&name);
                 self.cancel(&format!("Node/{name}"));
@@ -272,6 +279,7 @@ impl Controller {
                     });
                 }
                 if self.held.contains(&name) {
+                    self.publish_devices(&node);
                     self.evaluate("Node", format!("Node/{name}"), value, false);
                 }
             }
@@ -279,12 +287,38 @@ impl Controller {
                 if first {
                     self.held.insert(name.clone());
                 }
+                self.publish_devices(&node);
                 self.evaluate("Node", format!("Node/{name}"), value, false);
                 if first {
                     self.run_waiting_pods(&name);
                 }
             }
         }
+    }
+
+    /// The fake DRA driver: publishes the node's devices when its
+    /// annotation is new or changed.
+    fn publish_devices(&mut self, node: &Node) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let Some(annotation) = node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(dra::DRA_DEVICES_ANNOTATION))
+        else {
+            return;
+        };
+        if self.devices.get(&name) == Some(annotation) {
+            return;
+        }
+        self.devices.insert(name.clone(), annotation.clone());
+        let uid = node.metadata.uid.clone().unwrap_or_default();
+        simclock::busy::spawn(dra::publish(
+            self.shared.clone(),
+            name,
+            uid,
+            annotation.clone(),
+        ));
     }
 
     /// The lease task took or lost a node's lease: a node is handled only
