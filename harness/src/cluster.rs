@@ -1,7 +1,7 @@
 //! `Cluster`: what tests and the conformance suite hold.
 //!
 //! [`ClusterBuilder::start`] brings up the embedded cluster in one call: the
-//! API server, the scheduler, the workload controllers and kwok, each a task
+//! API server, the scheduler, the workload controllers, the resourceclaim controller and kwok, each a task
 //! talking to the API server through its own in-memory `kube::Client`; then
 //! creates the namespaces, priority classes, nodes and objects asked for.
 //!
@@ -278,6 +278,10 @@ impl ClusterBuilder {
             tokio::spawn(busy::timed(
                 "controllers",
                 Controllers::new(api.client(), clock.clone()).run(),
+            )),
+            tokio::spawn(busy::timed(
+                "resourceclaim",
+                crate::controllers::ResourceClaimController::new(api.client(), clock.clone()).run(),
             )),
             tokio::spawn(busy::timed(
                 "kwok",

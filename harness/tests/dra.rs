@@ -246,3 +246,152 @@ async fn kwoks_fake_driver_publishes_a_nodes_devices_and_pods_use_them() {
 fn scheduled_status(p: &Pod) -> Option<String> {
     scheduled(p).map(|(s, _)| s)
 }
+
+fn template() -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}})
+}
+
+fn templated_pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "nginx",
+                "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}})
+}
+
+fn claims_api(cluster: &Cluster) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        cluster.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaim"),
+            "resourceclaims",
+        ),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_template_claim_is_made_for_the_pod_and_released_when_the_pod_goes() {
+    let cluster = Cluster::builder()
+        .nodes(1, &NodeTemplate::new("node", "4", "16Gi"))
+        .objects([class(), slice("node-0", 1), template()])
+        .start()
+        .await
+        .unwrap();
+    cluster.wait_nodes_ready(1, MINUTE).await.unwrap();
+    cluster.create(templated_pod("a")).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let bound = |name: &'static str| {
+        let pods = pods.clone();
+        move |_| {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get(name).await.map_err(|e| e.to_string())?;
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.clone())
+                    .ok_or_else(|| format!("{:?}", scheduled(&p)))
+            }
+        }
+    };
+    cluster
+        .wait_until("pod a is bound", MINUTE, bound("a"))
+        .await
+        .unwrap();
+    let a = pods.get("a").await.unwrap();
+    let statuses = a.status.unwrap().resource_claim_statuses.unwrap();
+    let claim_name = statuses[0].resource_claim_name.clone().unwrap();
+    assert!(claim_name.starts_with("a-gpu-"), "{claim_name}");
+    let claims = claims_api(&cluster);
+    let claim = claims.get(&claim_name).await.unwrap();
+    assert_eq!(
+        claim.metadata.annotations.unwrap()["resource.kubernetes.io/pod-claim-name"],
+        "gpu"
+    );
+    assert_eq!(claim.metadata.owner_references.unwrap()[0].name, "a");
+    assert_eq!(claim.data["status"]["reservedFor"][0]["name"], "a");
+
+    // The one device is a's: b waits, and gets it once a is gone.
+    cluster.create(templated_pod("b")).await.unwrap();
+    cluster.advance(MINUTE).await;
+    assert!(
+        pods.get("b")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .is_none()
+    );
+    pods.delete("a", &Default::default()).await.unwrap();
+    cluster
+        .wait_until("pod b is bound", 2 * MINUTE, bound("b"))
+        .await
+        .unwrap();
+    cluster
+        .wait_until("a's claim is deleted with it", MINUTE, |_| {
+            let claims = claims.clone();
+            let claim_name = claim_name.clone();
+            async move {
+                match claims
+                    .get_opt(&claim_name)
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
+                    None => Ok(()),
+                    Some(c) => Err(format!("still there: {:?}", c.data["status"])),
+                }
+            }
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_claim_is_released_only_when_its_last_pod_goes() {
+    let cluster = Cluster::builder()
+        .nodes(1, &NodeTemplate::new("node", "4", "16Gi"))
+        .objects([class(), slice("node-0", 1), claim("shared")])
+        .start()
+        .await
+        .unwrap();
+    cluster.wait_nodes_ready(1, MINUTE).await.unwrap();
+    cluster.create(pod("a", "shared")).await.unwrap();
+    cluster.create(pod("b", "shared")).await.unwrap();
+    let claims = claims_api(&cluster);
+    let reserved = |n: usize| {
+        let claims = claims.clone();
+        move |_| {
+            let claims = claims.clone();
+            async move {
+                let c = claims.get("shared").await.map_err(|e| e.to_string())?;
+                let r = c.data["status"]["reservedFor"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                let allocated = !c.data["status"]["allocation"].is_null();
+                if r == n && allocated == (n > 0) {
+                    Ok(())
+                } else {
+                    Err(format!("{:?}", c.data["status"]))
+                }
+            }
+        }
+    };
+    cluster
+        .wait_until("both pods share it", MINUTE, reserved(2))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    pods.delete("a", &Default::default()).await.unwrap();
+    cluster
+        .wait_until("b alone", MINUTE, reserved(1))
+        .await
+        .unwrap();
+    pods.delete("b", &Default::default()).await.unwrap();
+    cluster
+        .wait_until("deallocated", MINUTE, reserved(0))
+        .await
+        .unwrap();
+}

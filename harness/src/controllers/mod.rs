@@ -11,13 +11,18 @@
 //! changes the watch has not delivered yet. The task and its cache are in
 //! `workloads/controller.rs`, each reconciler in a file of its own.
 //!
+//! [`resourceclaim`] makes ResourceClaims from templates for pods and
+//! releases claims whose pods are gone (a task of its own).
+//!
 //! [`capi`] is the Cluster API side, started only by
 //! [`crate::cluster::ClusterBuilder::capi`]: its CRDs and a controller that
 //! reconciles MachineDeployment → MachineSet → Machine → kwok Node.
 
 pub mod capi;
+pub mod resourceclaim;
 mod workloads;
 
 pub use capi::CapiController;
+pub use resourceclaim::ResourceClaimController;
 
 pub use workloads::Controllers;
