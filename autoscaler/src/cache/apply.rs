@@ -13,6 +13,7 @@ use kube::runtime::watcher::Event;
 use predicates::nodeinfo::pod_key;
 use simclock::Clock;
 
+use super::dra::DraObject;
 use super::pod::{is_recent_unschedulable, node_name};
 use super::state::{CachedController, State};
 use super::storage::StorageObject;
@@ -81,6 +82,15 @@ pub enum Change {
     /// The storage object of this kind and key was deleted.
     StorageDeleted {
         /// Its kind ([`super::storage::STORAGE_KINDS`]).
+        kind: &'static str,
+        /// Its key.
+        key: String,
+    },
+    /// A DeviceClass, ResourceClaim or ResourceSlice was added or updated.
+    DraApplied(Box<DraObject>),
+    /// The DRA object of this kind and key was deleted.
+    DraDeleted {
+        /// Its kind ([`super::dra::DRA_KINDS`]).
         kind: &'static str,
         /// Its key.
         key: String,
@@ -239,6 +249,8 @@ pub fn apply(
         }
         Change::StorageApplied(obj) => state.put_storage(*obj),
         Change::StorageDeleted { kind, key } => state.drop_storage(kind, &key),
+        Change::DraApplied(obj) => state.put_dra(*obj),
+        Change::DraDeleted { kind, key } => state.drop_dra(kind, &key),
         Change::ControllerDeleted {
             kind,
             namespace,

@@ -1,6 +1,8 @@
 //! The autoscaler's view of the cluster, kept up to date by watches (no
 //! relisting per loop): nodes, pods (indexed by node), PodDisruptionBudgets
-//! and the controllers the drainability rules look up; with
+//! and the controllers the drainability rules look up; CSINodes, claims,
+//! volumes and classes (NodeVolumeLimits); DeviceClasses, ResourceClaims
+//! and ResourceSlices (DRA, [`dra`]); with
 //! `--enable-provisioning-requests`, ProvisioningRequests and PodTemplates. Per-node
 //! [`NodeInfo`](predicates::NodeInfo)s are rebuilt only for nodes whose pods changed, so building
 //! the loop's snapshot costs a clone.
@@ -36,6 +38,7 @@
 
 mod apply;
 pub mod desired_pods;
+pub mod dra;
 mod pod;
 mod state;
 mod storage;

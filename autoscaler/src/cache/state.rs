@@ -59,6 +59,8 @@ pub struct State {
     pub csi_nodes: BTreeMap<String, Arc<CsiNode>>,
     /// Claims, volumes and classes ([`super::storage`]).
     pub volumes: Arc<VolumeObjects>,
+    /// DeviceClasses, ResourceClaims, ResourceSlices ([`super::dra`]).
+    pub dra: super::dra::DraCache,
     /// Per-node infos (non-expendable pods), rebuilt when dirty.
     infos: HashMap<String, NodeInfo>,
     dirty: BTreeSet<String>,
@@ -114,6 +116,7 @@ impl State {
             storage if super::storage::STORAGE_KINDS.contains(&storage) => {
                 self.storage_relisted(storage, &seen)
             }
+            dra if super::dra::DRA_KINDS.contains(&dra) => self.dra_relisted(dra, &seen),
             controller => {
                 if controller == DAEMON_SET {
                     self.daemonsets.retain(|k, _| seen.contains(k));
@@ -278,6 +281,7 @@ impl State {
             };
             let mut info = NodeInfo::new(node);
             info.csi = self.csi_nodes.get(&name).cloned();
+            info.slices = self.dra.node_slices(&name);
             for pod in self.pod_infos_on(&name) {
                 if !is_expendable(&pod.pod, expendable_cutoff) {
                     info.add_pod(pod);

@@ -19,9 +19,11 @@ use tokio::sync::{Notify, watch};
 
 use super::apply::{Change, Lists, WakeUps, apply, namespaced_key};
 use super::desired_pods;
+use super::dra::{Dra, DraKind, DraObject};
 use super::state::State;
 use super::storage::StorageObject;
 use crate::provisioningrequest::types::ProvisioningRequest;
+use predicates::dynamicresources::api::{DeviceClass, ResourceClaim, ResourceSlice};
 
 /// The kinds a cache watches beyond those every loop needs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -120,6 +122,7 @@ impl ClusterCache {
     async fn run(self: Arc<Self>, client: Client, extra: Extra) {
         let mut streams = watches(&client);
         streams.extend(storage_watches(&client));
+        streams.extend(dra_watches(&client));
         if extra.provisioning_requests {
             streams.extend(provisioning_request_watches(&client));
         }
@@ -257,6 +260,30 @@ fn storage_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
             StorageObject::Volume(Box::new(v))
         }),
         watch(client, "StorageClass", StorageObject::Class),
+    ]
+}
+
+/// The watches of the DRA kinds.
+fn dra_watches(client: &Client) -> Vec<BoxStream<'static, Change>> {
+    fn watch<T>(client: &Client, wrap: fn(T) -> DraObject) -> BoxStream<'static, Change>
+    where
+        T: DraKind + serde::de::DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
+        T::Scope: Send + Sync,
+    {
+        stream(
+            client,
+            T::KIND,
+            move |d: Dra<T>, _| Change::DraApplied(Box::new(wrap(d.object))),
+            move |d: Dra<T>| Change::DraDeleted {
+                kind: T::KIND,
+                key: wrap(d.object).key(),
+            },
+        )
+    }
+    vec![
+        watch::<DeviceClass>(client, DraObject::Class),
+        watch::<ResourceClaim>(client, |c| DraObject::Claim(Box::new(c))),
+        watch::<ResourceSlice>(client, |s| DraObject::Slice(Box::new(s))),
     ]
 }
 

@@ -198,6 +198,9 @@ pub struct TemplateNodeInfo {
     /// Its CSI drivers and their volume limits, when the provider knows
     /// them (Cluster API's `csi-driver` annotation).
     pub csi: Option<predicates::CsiNode>,
+    /// Its devices: node-local ResourceSlices (Cluster API's `dra-driver`
+    /// annotation, the kwok provider's `kwok.x-k8s.io/dra-devices`).
+    pub slices: Vec<predicates::dynamicresources::api::ResourceSlice>,
 }
 
 /// The current nodes, as the autoscaler's cache has them (providers that

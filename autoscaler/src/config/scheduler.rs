@@ -10,7 +10,7 @@
 //! them (by name, or `*` for all defaults) in `filter`, `preFilter` or
 //! `multiPoint`, and enable them again. A plugin that is not in-tree is an
 //! error, as upstream's "plugin ... does not exist"; so is an in-tree filter
-//! this framework lacks (the volume plugins, DynamicResources) when the
+//! this framework lacks (the volume plugins) when the
 //! profile enables it explicitly, and plugin arguments that change what a
 //! filter admits (`NodeResourcesFit`'s ignored resources,
 //! `PodTopologySpread`'s default constraints): refusing them beats a
@@ -37,11 +37,10 @@ const NO_FILTER: [&str; 7] = [
 ];
 
 /// In-tree filters this autoscaler's framework lacks.
-const MISSING_FILTERS: [&str; 8] = [
+const MISSING_FILTERS: [&str; 7] = [
     "VolumeRestrictions",
     "VolumeBinding",
     "VolumeZone",
-    "DynamicResources",
     "EBSLimits",
     "GCEPDLimits",
     "AzureDiskLimits",

@@ -282,13 +282,10 @@ fn help_defaults_are_upstream_1_36_1() {
     let table = include_str!("../../tests/data/upstream-flags-1.36.1.tsv");
     let ours = help_defaults(&help_text(help::MAX_WIDTH));
     // Where our --help says otherwise on purpose, and why.
-    let differ: [(&str, &str); 2] = [
-        (
-            "stderrthreshold",
-            "accepted for klog; ours logs by --v alone",
-        ),
-        ("enable-dynamic-resource-allocation", "DRA: issue 43"),
-    ];
+    let differ: [(&str, &str); 1] = [(
+        "stderrthreshold",
+        "accepted for klog; ours logs by --v alone",
+    )];
     let mut wrong = Vec::new();
     for line in table.lines().filter(|l| !l.starts_with('#')) {
         let mut cols = line.split('\t');

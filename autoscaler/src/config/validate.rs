@@ -330,6 +330,14 @@ impl Flags {
                 format!("{} is above 1", self.scale_down_gpu_utilization_threshold),
             ));
         }
+        if !self.enable_dynamic_resource_allocation {
+            // Upstream 1.35+: `--enable-dynamic-resource-allocation flag
+            // must be true: false`, fatal.
+            return Err(err(
+                "enable-dynamic-resource-allocation",
+                "flag must be true: false",
+            ));
+        }
         if self.scan_interval.is_zero() {
             return Err(err("scan-interval", "must be above 0s"));
         }

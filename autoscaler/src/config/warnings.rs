@@ -97,11 +97,6 @@ impl Flags {
                 "grpc-expander-cert",
                 "the grpc expander is not implemented",
             ),
-            (
-                self.enable_dynamic_resource_allocation,
-                "enable-dynamic-resource-allocation",
-                "DRA is not implemented",
-            ),
         ]
     }
 

@@ -679,11 +679,11 @@ impl Autoscaler {
         templates: &BTreeMap<String, NodeInfo>,
     ) -> Result<(Snapshot, Vec<PodInfo>), SnapshotError> {
         let cutoff = self.ctx.flags.expendable_pods_priority_cutoff;
-        let (infos, unbound, volumes) = {
+        let (infos, unbound, volumes, dra) = {
             let mut state = self.ctx.cache.write();
             let infos = state.node_infos(cutoff);
             let unbound: Vec<PodInfo> = state.unbound.values().cloned().collect();
-            (infos, unbound, state.volume_objects())
+            (infos, unbound, state.volume_objects(), state.dra_objects())
         };
         if self.ctx.flags.enable_csi_node_aware_scheduling
             && let Some(n) = infos.iter().find(|n| n.csi.is_none())
@@ -692,7 +692,8 @@ impl Autoscaler {
         }
         let mut snapshot = Snapshot::new(infos)
             .with_plugins(self.ctx.validated.filter_plugins)
-            .with_volumes(volumes);
+            .with_volumes(volumes)
+            .with_dra(dra);
         for info in &unbound {
             if let Some(nominated) = info
                 .pod

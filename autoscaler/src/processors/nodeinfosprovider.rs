@@ -11,12 +11,14 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use predicates::dynamicresources::api::ResourceSlice;
 use predicates::{CsiNode, NodeInfo, PodInfo};
 
 use crate::cloudprovider::CloudError;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::simulator::drainability::{is_daemonset_pod, is_mirror_pod};
+use crate::simulator::dynamicresources::slices_for_node;
 use crate::taints;
 
 /// How long a node must have been ready to serve as a template (upstream's
@@ -72,10 +74,13 @@ impl TemplateNodes {
                     .filter(|p| p.pod.metadata.deletion_timestamp.is_none())
                     .filter(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod))
                     .collect();
-                let csi = state
-                    .csi_nodes
-                    .get(n.metadata.name.as_deref().unwrap_or(""));
-                sanitize(ctx, &id, (**n).clone(), pods, csi.map(|c| (**c).clone()))
+                let name = n.metadata.name.as_deref().unwrap_or("");
+                let csi = state.csi_nodes.get(name);
+                let devices = Devices {
+                    csi: csi.map(|c| (**c).clone()),
+                    slices: state.dra.node_slices(name),
+                };
+                sanitize(ctx, &id, (**n).clone(), pods, devices)
             });
             let template = match from_node {
                 Some(t) => {
@@ -93,7 +98,11 @@ impl TemplateNodes {
                                 .into_iter()
                                 .map(|p| PodInfo::new(Arc::new(p)))
                                 .collect();
-                            Some(sanitize(ctx, &id, t.node, pods, t.csi))
+                            let devices = Devices {
+                                csi: t.csi,
+                                slices: t.slices.into_iter().map(Arc::new).collect(),
+                            };
+                            Some(sanitize(ctx, &id, t.node, pods, devices))
                         }
                         Err(CloudError::NotImplemented) => None,
                         Err(e) => {
@@ -210,16 +219,24 @@ fn add_daemonset_pods(
     }
 }
 
+/// What a template keeps of its node's devices.
+struct Devices {
+    /// Its CSINode's drivers.
+    csi: Option<CsiNode>,
+    /// Its node-local ResourceSlices.
+    slices: Vec<Arc<ResourceSlice>>,
+}
+
 /// The template from a node: renamed, with the template-node label, the
-/// taints kept that new nodes would have, and its CSI drivers with
+/// taints kept that new nodes would have, its CSI drivers with
 /// `--enable-csi-node-aware-scheduling` (upstream's snapshot keeps a
-/// template's CSINode only then).
+/// template's CSINode only then) and its ResourceSlices made its own.
 fn sanitize(
     ctx: &AutoscalingContext,
     group: &str,
     mut node: Node,
     pods: Vec<PodInfo>,
-    csi: Option<CsiNode>,
+    devices: Devices,
 ) -> NodeInfo {
     let name = format!("template-node-for-{group}");
     node.metadata.name = Some(name.clone());
@@ -241,8 +258,9 @@ fn sanitize(
     }
     let mut info = NodeInfo::new(Arc::new(node));
     if ctx.flags.enable_csi_node_aware_scheduling {
-        info.csi = csi.map(Arc::new);
+        info.csi = devices.csi.map(Arc::new);
     }
+    info.slices = slices_for_node(&devices.slices, &name);
     for p in pods {
         let mut pod = (*p.pod).clone();
         if let Some(spec) = pod.spec.as_mut() {

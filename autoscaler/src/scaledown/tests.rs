@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use super::*;
+use predicates::DraObjects;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -54,20 +55,37 @@ fn pod(name: &str, node: &str, cpu: &str, mem: &str, extra: serde_json::Value) -
 fn utilization_is_the_larger_of_cpu_and_memory() {
     let mut n = node("n", "4", "8Gi");
     n.add_pod(pod("a", "n", "1", "4Gi", json!({})));
-    let u = utilization(&n, false, false, None, now()).unwrap();
+    let u = utilization(&n, false, false, None, &DraObjects::default(), now()).unwrap();
     assert_eq!(
-        (u.cpu, u.memory, u.resource, u.utilization),
-        (0.25, 0.5, "memory", 0.5)
+        (u.cpu, u.memory, u.resource.clone(), u.utilization),
+        (0.25, 0.5, "memory".to_string(), 0.5)
     );
     assert_eq!(u.to_string(), "{0.25 0.5 0 0 memory 0.5}");
     // DaemonSet pods, when ignored, leave the numerator and allocatable.
     n.add_pod(pod("ds", "n", "2", "0", json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "d", "controller": true}]}})));
     assert_eq!(
-        utilization(&n, false, false, None, now()).unwrap().cpu,
+        utilization(&n, false, false, None, &DraObjects::default(), now())
+            .unwrap()
+            .cpu,
         0.75
     );
-    assert_eq!(utilization(&n, true, false, None, now()).unwrap().cpu, 0.5);
-    assert!(utilization(&node("zero", "0", "0"), false, false, None, now()).is_err());
+    assert_eq!(
+        utilization(&n, true, false, None, &DraObjects::default(), now())
+            .unwrap()
+            .cpu,
+        0.5
+    );
+    assert!(
+        utilization(
+            &node("zero", "0", "0"),
+            false,
+            false,
+            None,
+            &DraObjects::default(),
+            now()
+        )
+        .is_err()
+    );
 }
 
 fn candidate(name: &str) -> CandidateNode {
@@ -256,7 +274,8 @@ fn deletion_waits_ten_minutes_respects_min_size_and_budgets() {
             cpu: 0.0,
             memory: 0.0,
             gpu: 0.0,
-            resource: "cpu",
+            resource: "cpu".into(),
+            dra: 0.0,
             utilization: 0.0,
         },
         ready: true,
@@ -407,4 +426,48 @@ fn the_planner_stops_looking_once_enough_nodes_are_unneeded_and_tracks_the_skipp
         assert_eq!(planner.skipped.len(), 30);
         assert_eq!(planner.max_skip_eval, Some(Duration::from_secs(waited)));
     }
+}
+
+#[test]
+fn a_device_nodes_utilization_is_its_busiest_pools() {
+    use predicates::dynamicresources::api::ResourceClaim;
+    let mut n = node("gpu", "8", "16Gi");
+    n.slices.push(Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": "gpu-slice"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "gpu",
+                "pool": {"name": "gpu", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}, {"name": "gpu-2"}, {"name": "gpu-3"}]}}))
+        .unwrap(),
+    ));
+    let p: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+        "spec": {"nodeName": "gpu", "containers": [{"name": "c", "image": "i",
+            "resources": {"requests": {"cpu": "7"}}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}))
+    .unwrap();
+    n.add_pod(PodInfo::new(Arc::new(p)));
+    let claim: ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "c", "namespace": "default"},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "gpu", "device": "gpu-1"}]}}}}))
+    .unwrap();
+    let mut dra = DraObjects::default();
+    dra.insert_claim(Arc::new(claim));
+    let u = utilization(&n, false, false, None, &dra, now()).unwrap();
+    assert_eq!(
+        (u.utilization, u.resource.as_str()),
+        (0.25, "gpu.example.com/gpu"),
+        "devices decide, not the 7 CPUs"
+    );
+    assert_eq!(u.to_string(), "{0 0 0 0.25 gpu.example.com/gpu 0.25}");
+    let unallocated: ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "c", "namespace": "default"}}))
+    .unwrap();
+    dra.insert_claim(Arc::new(unallocated));
+    assert_eq!(
+        utilization(&n, false, false, None, &dra, now())
+            .unwrap_err()
+            .to_string(),
+        "claim default/c not allocated"
+    );
 }

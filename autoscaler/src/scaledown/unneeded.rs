@@ -275,6 +275,7 @@ impl Planner {
             c.ignore_daemonsets,
             settings.ignore_mirror_pods,
             c.gpu_resource.as_deref(),
+            snapshot.dra(),
             now,
         )
         .map_err(|e| Unremovable::UnexpectedError(e.to_string()))?;

@@ -1,9 +1,10 @@
 //! How a node's utilization is computed (docs/compat.md §3.3, upstream's
 //! `simulator/utilization`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
-use predicates::NodeInfo;
+use predicates::{DraObjects, NodeInfo};
 
 use crate::simulator::drainability::{is_daemonset_pod, is_long_terminating, is_mirror_pod};
 
@@ -16,10 +17,30 @@ pub enum UtilizationError {
         /// The node.
         node: String,
     },
+    /// A claim of a pod on the node is not allocated.
+    #[error("claim {claim} not allocated")]
+    ClaimNotAllocated {
+        /// The claim's `namespace/name`.
+        claim: String,
+    },
+    /// A pool of the node's devices misses slices of its newest generation.
+    #[error(
+        "pool {pool:?} error: newest generation: {generation}, slice count: {expected} - found only {found} slices"
+    )]
+    IncompletePool {
+        /// The pool.
+        pool: String,
+        /// Its newest generation.
+        generation: i64,
+        /// The slices it should have.
+        expected: i64,
+        /// The slices it has.
+        found: usize,
+    },
 }
 
 /// A node's utilization (docs/compat.md §3.3).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Utilization {
     /// CPU fraction.
     pub cpu: f64,
@@ -27,8 +48,11 @@ pub struct Utilization {
     pub memory: f64,
     /// GPU fraction (GPU nodes).
     pub gpu: f64,
-    /// `cpu`, `memory` or the GPU resource.
-    pub resource: &'static str,
+    /// Devices fraction (nodes with ResourceSlices).
+    pub dra: f64,
+    /// `cpu`, `memory`, the GPU resource or the busiest device pool
+    /// (`<driver>/<pool>`).
+    pub resource: String,
     /// The deciding value.
     pub utilization: f64,
 }
@@ -38,8 +62,8 @@ impl std::fmt::Display for Utilization {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{{{} {} {} 0 {} {}}}",
-            self.cpu, self.memory, self.gpu, self.resource, self.utilization
+            "{{{} {} {} {} {} {}}}",
+            self.cpu, self.memory, self.gpu, self.dra, self.resource, self.utilization
         )
     }
 }
@@ -47,13 +71,19 @@ impl std::fmt::Display for Utilization {
 /// Utilization of a node: requests of its pods over allocatable, per
 /// resource; DaemonSet and mirror pods excluded (and their requests taken
 /// off allocatable) when the flags say so; long-terminating pods skipped.
+/// A GPU node's is its GPUs'; a node with ResourceSlices, its devices'
+/// ([`dra_utilization`]).
 pub fn utilization(
     node: &NodeInfo,
     ignore_ds: bool,
     ignore_mirror: bool,
     gpu_resource: Option<&str>,
+    dra: &DraObjects,
     now: SystemTime,
 ) -> Result<Utilization, UtilizationError> {
+    if gpu_resource.is_none() && !node.slices.is_empty() {
+        return dra_utilization(node, dra);
+    }
     let mut used = predicates::resources::Resources::default();
     let mut excluded = predicates::resources::Resources::default();
     for p in &node.pods {
@@ -90,7 +120,8 @@ pub fn utilization(
             cpu: 0.0,
             memory: 0.0,
             gpu: g,
-            resource: "gpu",
+            dra: 0.0,
+            resource: "gpu".into(),
             utilization: g,
         });
     }
@@ -109,7 +140,112 @@ pub fn utilization(
         cpu,
         memory,
         gpu: 0.0,
-        resource,
+        dra: 0.0,
+        resource: resource.into(),
         utilization,
+    })
+}
+
+/// A device pool of a node, in its newest generation.
+struct Pool<'a> {
+    generation: i64,
+    /// The slices it should have.
+    expected: i64,
+    /// The slices it has.
+    found: usize,
+    devices: Vec<&'a str>,
+}
+
+/// A node with ResourceSlices (upstream's DRA utilization, every pod
+/// counted): for each pool of its newest generation, the devices its pods'
+/// claims hold over the pool's devices; the busiest pool decides, named
+/// `<driver>/<pool>`. A pool missing slices, or a pod's claim not
+/// allocated, is an error (the node is not removable).
+pub fn dra_utilization(node: &NodeInfo, dra: &DraObjects) -> Result<Utilization, UtilizationError> {
+    // driver → pool → devices held.
+    let mut held: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    for p in &node.pods {
+        let Ok(claims) = predicates::dynamicresources::pod_claims(&p.pod) else {
+            continue;
+        };
+        for c in claims {
+            if !seen.insert(c.key.clone()) {
+                continue;
+            }
+            let Some(claim) = dra.claims.get(&c.key) else {
+                continue;
+            };
+            let allocation = claim.status.allocation.as_ref().ok_or_else(|| {
+                UtilizationError::ClaimNotAllocated {
+                    claim: c.key.clone(),
+                }
+            })?;
+            for r in &allocation.devices.results {
+                held.entry((r.driver.as_str(), r.pool.as_str()))
+                    .or_default()
+                    .insert(r.device.as_str());
+            }
+        }
+    }
+    let mut pools: BTreeMap<(&str, &str), Pool<'_>> = BTreeMap::new();
+    for s in &node.slices {
+        let p = &s.spec.pool;
+        let fresh = || Pool {
+            generation: p.generation,
+            expected: p.resource_slice_count,
+            found: 0,
+            devices: Vec::new(),
+        };
+        let e = pools
+            .entry((s.spec.driver.as_str(), p.name.as_str()))
+            .or_insert_with(fresh);
+        if p.generation > e.generation {
+            *e = fresh();
+        }
+        if p.generation == e.generation {
+            e.found += 1;
+            e.devices
+                .extend(s.spec.devices.iter().map(|d| d.name.as_str()));
+        }
+    }
+    let mut best: Option<(f64, String)> = None;
+    for ((driver, pool), p) in pools {
+        let Pool {
+            generation,
+            expected,
+            found,
+            devices,
+        } = p;
+        if usize::try_from(expected).ok() != Some(found) {
+            return Err(UtilizationError::IncompletePool {
+                pool: pool.to_string(),
+                generation,
+                expected,
+                found,
+            });
+        }
+        let taken = held.get(&(driver, pool));
+        let used = devices
+            .iter()
+            .filter(|d| taken.is_some_and(|t| t.contains(*d)))
+            .count();
+        let u = if devices.is_empty() {
+            0.0
+        } else {
+            used as f64 / devices.len() as f64
+        };
+        if best.as_ref().is_none_or(|(b, _)| u >= *b) {
+            best = Some((u, format!("{driver}/{pool}")));
+        }
+    }
+    let (u, resource) = best.unwrap_or((0.0, String::new()));
+    Ok(Utilization {
+        cpu: 0.0,
+        memory: 0.0,
+        gpu: 0.0,
+        dra: u,
+        resource,
+        utilization: u,
     })
 }

@@ -8,22 +8,43 @@
 //! entries back to it; commit forgets the mark and keeps the changes. Nodes
 //! are addressed by index; a node taken out of the simulation (being
 //! removed) stays in place as a topology domain but is no destination.
+//!
+//! Pods with ResourceClaims reserve them where they are placed (claims not
+//! allocated yet are allocated from the node's devices) and release them
+//! when taken off; the claim changes are journaled like the rest
+//! ([`dynamicresources`]).
 
 pub mod drainability;
+pub mod dynamicresources;
 pub mod fake;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use predicates::dynamicresources::api::ResourceClaim;
 use predicates::filters::Reason;
-use predicates::{FilterPlugins, NodeInfo, PodInfo, PreFilter, VolumeObjects};
+use predicates::{DraObjects, FilterPlugins, NodeInfo, PodInfo, PreFilter, VolumeObjects};
 
 enum Undo {
-    AddedPod { node: usize, key: String },
-    RemovedPod { node: usize, pod: PodInfo },
+    AddedPod {
+        node: usize,
+        key: String,
+    },
+    RemovedPod {
+        node: usize,
+        pod: PodInfo,
+    },
     AddedNode,
-    Disabled { node: usize },
+    Disabled {
+        node: usize,
+    },
+    /// A claim changed (allocated, reserved, released): its key and how it
+    /// was (`None`: it did not exist).
+    Claim {
+        key: String,
+        before: Option<Arc<ResourceClaim>>,
+    },
 }
 
 /// A forkable cluster snapshot.
@@ -43,6 +64,9 @@ pub struct Snapshot {
     /// The claims and volumes NodeVolumeLimits reads (`None`: it does not
     /// run).
     volumes: Option<Arc<VolumeObjects>>,
+    /// DeviceClasses, ResourceClaims and shared slices (DynamicResources;
+    /// copied on the first change).
+    dra: Arc<DraObjects>,
 }
 
 impl Snapshot {
@@ -57,6 +81,18 @@ impl Snapshot {
     pub fn with_volumes(mut self, volumes: Arc<VolumeObjects>) -> Self {
         self.volumes = Some(volumes);
         self
+    }
+
+    /// DynamicResources allocates the pods' claims from these classes,
+    /// claims and shared slices, and the nodes' own slices.
+    pub fn with_dra(mut self, dra: Arc<DraObjects>) -> Self {
+        self.dra = dra;
+        self
+    }
+
+    /// The DRA objects as the simulation has changed them.
+    pub fn dra(&self) -> &DraObjects {
+        &self.dra
     }
 
     /// A snapshot of these nodes (with their pods).
@@ -75,6 +111,7 @@ impl Snapshot {
             marks: Vec::new(),
             plugins: FilterPlugins::default(),
             volumes: None,
+            dra: Arc::default(),
         }
     }
 
@@ -122,6 +159,15 @@ impl Snapshot {
                     self.disabled.pop();
                 }
                 Some(Undo::Disabled { node }) => self.disabled[node] = false,
+                Some(Undo::Claim { key, before }) => {
+                    let dra = Arc::make_mut(&mut self.dra);
+                    match before {
+                        Some(c) => dra.insert_claim(c),
+                        None => {
+                            dra.remove_claim(&key);
+                        }
+                    }
+                }
                 None => break,
             }
         }
@@ -147,21 +193,45 @@ impl Snapshot {
         i
     }
 
-    /// Places a pod on a node.
+    /// Places a pod on a node (a pod with claims reserves them there,
+    /// allocating those not allocated yet: the scheduler's Reserve).
     pub fn add_pod(&mut self, node: usize, pod: PodInfo) {
         let key = pod.key.clone();
+        if predicates::dynamicresources::has_claims(&pod.pod) {
+            let changes = dynamicresources::reserve(&self.dra, &pod.pod, &self.nodes[node]);
+            self.change_claims(changes);
+        }
         self.place(node, pod);
         self.journal.push(Undo::AddedPod { node, key });
     }
 
-    /// Takes a pod off a node.
+    /// Takes a pod off a node (its claims no longer reserved for it, and
+    /// deallocated when it owned them or nobody else uses them).
     pub fn remove_pod(&mut self, node: usize, key: &str) -> Option<PodInfo> {
         let pod = self.take(node, key)?;
+        if predicates::dynamicresources::has_claims(&pod.pod) {
+            let changes = dynamicresources::unreserve(&self.dra, &pod.pod);
+            self.change_claims(changes);
+        }
         self.journal.push(Undo::RemovedPod {
             node,
             pod: pod.clone(),
         });
         Some(pod)
+    }
+
+    /// Replaces claims, journaled.
+    fn change_claims(&mut self, claims: Vec<ResourceClaim>) {
+        if claims.is_empty() {
+            return;
+        }
+        let dra = Arc::make_mut(&mut self.dra);
+        for c in claims {
+            let key = c.key();
+            let before = dra.claims.get(&key).cloned();
+            dra.insert_claim(Arc::new(c));
+            self.journal.push(Undo::Claim { key, before });
+        }
     }
 
     /// Puts a pod on a node (replacing one with its key), keeping the count
@@ -196,7 +266,8 @@ impl Snapshot {
     fn prefilter<'a>(&'a self, pod: &'a PodInfo) -> PreFilter<'a> {
         let pre =
             PreFilter::with_existing_anti_affinity(pod, &self.nodes, self.anti_affinity_pods > 0)
-                .with_plugins(self.plugins);
+                .with_plugins(self.plugins)
+                .with_dra(&self.dra);
         match &self.volumes {
             Some(v) => pre.with_volumes(v),
             None => pre,
@@ -224,7 +295,8 @@ impl Snapshot {
 
 /// A node built for simulation from a template (scale-up estimates,
 /// upcoming nodes): named `name`, hostname label updated, its CSINode's
-/// drivers (a template has them with `--enable-csi-node-aware-scheduling`), with the
+/// drivers (a template has them with `--enable-csi-node-aware-scheduling`),
+/// its ResourceSlices made its own (renamed, pools of its own), with the
 /// template's pods (DaemonSet and mirror pods) renamed to stay unique.
 pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
     let mut node: Node = (*template.node).clone();
@@ -236,6 +308,7 @@ pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
         .insert("kubernetes.io/hostname".into(), name.to_string());
     let mut info = NodeInfo::new(Arc::new(node));
     info.csi = template.csi.clone();
+    info.slices = dynamicresources::slices_for_node(&template.slices, name);
     for p in &template.pods {
         let mut pod = (*p.pod).clone();
         let base = pod.metadata.name.clone().unwrap_or_default();

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::NodeSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 
 /// Object metadata the allocator needs.
@@ -24,6 +25,9 @@ pub struct Meta {
     /// Set once it is being deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<String>,
+    /// Its owners (a claim made from a template: its pod).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_references: Vec<OwnerReference>,
 }
 
 /// A DeviceClass.
@@ -84,6 +88,15 @@ impl ResourceClaim {
             self.metadata.namespace.as_deref().unwrap_or("default"),
             self.metadata.name
         )
+    }
+
+    /// Whether the pod of this uid owns it (made from the pod's template:
+    /// it goes with the pod).
+    pub fn owned_by(&self, uid: &str) -> bool {
+        self.metadata
+            .owner_references
+            .iter()
+            .any(|o| o.uid == uid && o.controller == Some(true))
     }
 
     /// Whether it is reserved for the pod of this uid.

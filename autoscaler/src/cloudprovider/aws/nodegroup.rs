@@ -278,6 +278,7 @@ impl NodeGroup for AwsNodeGroup {
             node,
             pods: vec![crate::cloudprovider::kube_proxy_pod(&self.name)],
             csi: None,
+            slices: Vec::new(),
         })
     }
 

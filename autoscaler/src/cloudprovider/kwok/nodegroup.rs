@@ -2,6 +2,7 @@
 //! instance creates a fake Node, deleting one deletes it; the target size
 //! lives here.
 
+use predicates::dynamicresources::api::ResourceSlice;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -314,8 +315,32 @@ impl NodeGroup for KwokNodeGroup {
         let node = self.with_state(|g| g.template.clone())?;
         Ok(TemplateNodeInfo {
             pods: vec![kube_proxy_pod(&self.id)],
+            slices: template_slices(&node),
             node,
             csi: None,
         })
     }
+}
+
+/// The devices a template node declares for kwok's fake DRA driver
+/// (`kwok.x-k8s.io/dra-devices`): the slices its nodes will publish. An
+/// extension of upstream's kwok provider, whose templates have no slices;
+/// a malformed annotation gives none (kwok logs it on the nodes).
+fn template_slices(node: &k8s_openapi::api::core::v1::Node) -> Vec<ResourceSlice> {
+    let Some(annotation) = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(kwok::DRA_DEVICES_ANNOTATION))
+    else {
+        return Vec::new();
+    };
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    let Ok(groups) = kwok::controller::dra::parse(annotation) else {
+        return Vec::new();
+    };
+    kwok::controller::dra::slices(name, "", &groups, 1)
+        .into_iter()
+        .filter_map(|s| serde_json::from_value(s).ok())
+        .collect()
 }
