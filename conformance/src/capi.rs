@@ -97,6 +97,10 @@ pub fn template(g: &GroupSpec) -> Value {
         Value::Object(labels(g)),
         json!(g.taints),
     );
+    if let Some(d) = &g.devices {
+        t["spec"]["template"]["spec"]["annotations"] =
+            json!({kwok::DRA_DEVICES_ANNOTATION: d.annotation()});
+    }
     if matches!(
         g.zero_capacity,
         ZeroCapacity::TemplateStatus | ZeroCapacity::Both
@@ -162,7 +166,12 @@ fn capacity_annotations(g: &GroupSpec) -> Vec<(String, String)> {
     if !taints.is_empty() {
         out.push(("taints".into(), taints.join(",")));
     }
-    if let Some((resource, count)) = g.resources.iter().next() {
+    if let Some(d) = &g.devices {
+        // Upstream's scale from zero with DRA: one slice of `gpu-count`
+        // devices of the `dra-driver`.
+        out.push(("dra-driver".into(), d.driver.clone()));
+        out.push(("gpu-count".into(), d.count.to_string()));
+    } else if let Some((resource, count)) = g.resources.iter().next() {
         out.push(("gpu-type".into(), resource.clone()));
         out.push((
             "gpu-count".into(),

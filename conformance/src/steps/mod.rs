@@ -28,6 +28,8 @@
 //!   quotas and the conditions and status CA writes on them;
 //! - [`storage`]: CSI drivers on the nodes and their volume limits,
 //!   StorageClasses, pods that claim volumes;
+//! - [`dra`]: devices on a group's nodes, DeviceClasses, ResourceClaims and
+//!   their templates, where claims are allocated;
 //! - [`replicas`]: the autoscaler as replicas with leader election, the
 //!   leader killed, which replicas acted and whether one at a time.
 //!
@@ -37,6 +39,7 @@ pub mod assertions;
 pub mod capacity;
 pub mod cluster;
 pub mod clusterapi;
+pub mod dra;
 pub mod faults;
 pub mod provisioning;
 pub mod replicas;

@@ -36,6 +36,10 @@ pub(super) struct PodShape {
     spec: Map<String, Value>,
     requests: Map<String, Value>,
     container: Map<String, Value>,
+    /// `spec.resourceClaims` entries (each container uses them all).
+    claims: Vec<Value>,
+    /// Objects the pods need first (a ResourceClaimTemplate).
+    prerequisites: Vec<Value>,
 }
 
 static CLAUSES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
@@ -65,6 +69,12 @@ static CLAUSES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         ("namespace", r#"^ in namespace "([^"]+)""#),
         ("scheduler", r#"^ with scheduler "([^"]+)""#),
         ("memory", r"^ and (\S+) memory"),
+        (
+            "device claim",
+            r#"^ with a claim for (\d+) "([^"]+)" devices?"#,
+        ),
+        ("claim template", r#"^ with the claim template "([^"]+)""#),
+        ("shared claim", r#"^ sharing the claim "([^"]+)""#),
         ("resource", r#"^ and (\d+) "([^"]+)""#),
         (
             "scale-up delay",
@@ -92,6 +102,8 @@ impl PodShape {
                 ("memory".to_string(), json!("100Mi")),
             ]),
             container: Map::new(),
+            claims: Vec::new(),
+            prerequisites: Vec::new(),
         };
         let mut rest = clauses;
         while !rest.is_empty() {
@@ -184,6 +196,27 @@ impl PodShape {
             "resource" => {
                 self.requests.insert(b.into(), json!(a));
             }
+            "device claim" => {
+                let template = format!("{app}-{b}");
+                let count: i64 = a.parse().map_err(|e| format!("{a}: {e}"))?;
+                self.prerequisites.push(super::dra::claim_template(
+                    &template,
+                    &self.namespace,
+                    count,
+                    b,
+                    None,
+                ));
+                self.claims
+                    .push(json!({"name": "devices", "resourceClaimTemplateName": template}));
+            }
+            "claim template" => {
+                self.claims
+                    .push(json!({"name": "devices", "resourceClaimTemplateName": a}));
+            }
+            "shared claim" => {
+                self.claims
+                    .push(json!({"name": "shared", "resourceClaimName": a}));
+            }
             "scale-up delay" => {
                 // Scenario minutes, in the autoscaler's (possibly scaled) time.
                 let minutes: f64 = a.parse().map_err(|e| format!("{a}: {e}"))?;
@@ -212,13 +245,32 @@ impl PodShape {
         let mut container = self.container.clone();
         container.insert("name".into(), json!("main"));
         container.insert("image".into(), json!("registry.k8s.io/pause:3.10"));
-        container.insert(
-            "resources".into(),
-            json!({"requests": self.requests, "limits": self.extended_limits()}),
-        );
+        let mut resources = json!({"requests": self.requests, "limits": self.extended_limits()});
         let mut spec = self.spec.clone();
+        if !self.claims.is_empty() {
+            let names: Vec<Value> = self
+                .claims
+                .iter()
+                .map(|c| json!({"name": c["name"]}))
+                .collect();
+            resources["claims"] = json!(names);
+            spec.insert("resourceClaims".into(), json!(self.claims));
+        }
+        container.insert("resources".into(), resources);
         spec.insert("containers".into(), json!([container]));
         json!({"metadata": {"labels": self.labels, "annotations": self.annotations}, "spec": spec})
+    }
+
+    /// Creates what the pods need first (a claim's template), unless it
+    /// exists (several workloads may share one).
+    pub(super) async fn create_prerequisites(&self, w: &mut CaWorld) -> StepResult {
+        for o in &self.prerequisites {
+            match w.create(o.clone()).await {
+                Err(e) if e.contains("AlreadyExists") || e.contains("already exists") => {}
+                other => other?,
+            }
+        }
+        Ok(())
     }
 
     /// Extended resources need limits equal to requests.
@@ -241,6 +293,7 @@ async fn create_deployment(
     clauses: &str,
 ) -> StepResult {
     let shape = PodShape::new(name, cpu, clauses)?;
+    shape.create_prerequisites(w).await?;
     w.create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": shape.namespace},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": shape.template()}}))
@@ -261,6 +314,7 @@ async fn a_deployment(
 
 async fn create_pod(w: &mut CaWorld, name: &str, cpu: &str, clauses: &str) -> StepResult {
     let shape = PodShape::new(name, cpu, clauses)?;
+    shape.create_prerequisites(w).await?;
     let mut pod = shape.template();
     pod["apiVersion"] = json!("v1");
     pod["kind"] = json!("Pod");

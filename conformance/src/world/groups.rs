@@ -56,6 +56,32 @@ pub struct GroupSpec {
     pub zero_capacity: ZeroCapacity,
     /// Cluster API mode: the scenario's own MachineDeployment annotations.
     pub machine_deployment_annotations: serde_json::Map<String, Value>,
+    /// Devices each node publishes through kwok's fake DRA driver.
+    pub devices: Option<Devices>,
+}
+
+/// Alike devices on each node of a group (kwok's fake DRA driver).
+#[derive(Debug, Clone)]
+pub struct Devices {
+    /// The driver.
+    pub driver: String,
+    /// How many per node.
+    pub count: usize,
+    /// Their `model` attribute, if any.
+    pub model: Option<String>,
+}
+
+impl Devices {
+    /// The `kwok.x-k8s.io/dra-devices` annotation value.
+    pub fn annotation(&self) -> String {
+        let attributes = match &self.model {
+            Some(m) => json!({"model": {"string": m}}),
+            None => json!({}),
+        };
+        json!([{"driver": self.driver, "name": "device", "count": self.count,
+            "attributes": attributes}])
+        .to_string()
+    }
 }
 
 impl GroupSpec {
@@ -74,6 +100,7 @@ impl GroupSpec {
             resources: Default::default(),
             zero_capacity: Default::default(),
             machine_deployment_annotations: Default::default(),
+            devices: None,
         }
     }
 
@@ -94,6 +121,9 @@ impl GroupSpec {
         let mut labels = self.labels.clone();
         labels.insert("kwok-nodegroup".into(), json!(self.name));
         let mut annotations = self.annotations.clone();
+        if let Some(d) = &self.devices {
+            annotations.insert(kwok::DRA_DEVICES_ANNOTATION.into(), json!(d.annotation()));
+        }
         // The group's name as given: without it upstream's kwok provider
         // names the group `<label value>-<unix seconds>`.
         annotations.insert(

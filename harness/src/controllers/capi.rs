@@ -692,16 +692,26 @@ impl CapiController {
             .iter()
             .flatten()
             .find(|r| r.controller == Some(true));
+        let mut annotations = spec.get("annotations").cloned().unwrap_or(json!({}));
+        for (k, v) in [
+            (kwok::NODE_ANNOTATION, json!("fake")),
+            (MACHINE_ANNOTATION, json!(name)),
+            ("cluster.x-k8s.io/cluster-name", cluster),
+            ("cluster.x-k8s.io/cluster-namespace", json!(ns(m))),
+            (
+                "cluster.x-k8s.io/owner-kind",
+                json!(owner.map(|o| o.kind.clone())),
+            ),
+            (
+                "cluster.x-k8s.io/owner-name",
+                json!(owner.map(|o| o.name.clone())),
+            ),
+        ] {
+            annotations[k] = v;
+        }
         Some(json!({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {
-                kwok::NODE_ANNOTATION: "fake",
-                MACHINE_ANNOTATION: name,
-                "cluster.x-k8s.io/cluster-name": cluster,
-                "cluster.x-k8s.io/cluster-namespace": ns(m),
-                "cluster.x-k8s.io/owner-kind": owner.map(|o| o.kind.clone()),
-                "cluster.x-k8s.io/owner-name": owner.map(|o| o.name.clone()),
-            }},
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
             "spec": {"providerID": provider_id, "taints": spec.get("taints").cloned().unwrap_or(json!([]))},
             "status": {"capacity": capacity, "allocatable": capacity},
         }))
@@ -716,7 +726,9 @@ pub fn cluster_manifest(namespace: &str, name: &str) -> Value {
 
 /// A `KwokMachineTemplate` whose machines' nodes have this `capacity`
 /// (`{"cpu": "4", "memory": "16Gi", ...}`), `labels` and `taints` (Node
-/// taint objects). Its status is left for the caller to set.
+/// taint objects); `spec.template.spec.annotations`, when the caller adds
+/// them, go on the nodes too (kwok's `dra-devices`). Its status is left
+/// for the caller to set.
 pub fn template_manifest(
     namespace: &str,
     name: &str,
