@@ -25,7 +25,7 @@ Feature: Dynamic resource allocation
     And the claims of the pods of "train" are allocated on nodes of "gpu"
     And the pods of "train" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{gpu 1->2 (max: 5)}]"
 
-  @extension @kwok-only
+  @binary @extension @kwok-only
   Scenario: The kwok provider's template declares its devices, and the group scales from zero
     The kwok provider's templates ConfigMap carries the devices annotation its nodes will publish; upstream's
     kwok provider builds templates without slices and cannot scale a DRA group from zero.
@@ -72,6 +72,7 @@ Feature: Dynamic resource allocation
     And the node group "cpu" has 0 nodes
     And the pods of "big" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 2 cannot allocate all claims"
 
+  @binary
   Scenario: An idle device node goes, a node whose devices are in use stays
     "nodes with devices allocated to running pods are considered for scale-down" by their devices: a node
     with ResourceSlices is as utilized as its busiest pool, whatever its CPU.
@@ -103,6 +104,21 @@ Feature: Dynamic resource allocation
     And the node group "gpu" has 1 node
     And the pods of "odd" get a "NotTriggerScaleUp" event containing "CEL runtime error: no such key: vendor"
 
+  @binary
+  Scenario: A claim template whose selector does not compile is refused, and its pods wait without a scale-up
+    kube-apiserver compiles a new selector and refuses one that does not compile. A pod asking for a claim
+    from the missing template gets a FailedResourceClaimCreation warning; kube-scheduler does not try it
+    (PreEnqueue: its claim does not exist), so it is never marked unschedulable and the autoscaler leaves it.
+    Given the node group "gpu" starts with 1 node
+    Then the API server refuses a claim template "bad" for 1 "gpu" device, saying "compilation failed: ERROR: <input>:1:", selecting device.driver ==
+    When a deployment "bad" of 1 pod requesting 1 CPU with the claim template "bad" is created
+    Then 1 pod of "bad" stays pending for 5 minutes
+    And the pods of "bad" get a "FailedResourceClaimCreation" event containing "resourceclaimtemplate.resource.k8s.io \"bad\" not found"
+    And the pods of "bad" get no "NotTriggerScaleUp" event
+    And the node group "gpu" has 1 node
+    And the node group "cpu" has 0 nodes
+
+  @binary
   Scenario: A MachineDeployment with a DRA driver annotation scales from zero
     "capacity.cluster-autoscaler.kubernetes.io/dra-driver" with "gpu-count" gives the scale-from-zero
     template one slice of that many devices. (1.36.1 counts no slice in its pool, so its devices are never

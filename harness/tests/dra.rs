@@ -155,33 +155,47 @@ async fn a_missing_claim_and_a_failing_selector_are_reported_as_kube_scheduler_d
         .await
         .unwrap();
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    for (name, want) in [
-        (
-            "lost",
-            "0/1 nodes are available: could not find ResourceClaim \"default/nope\". \
-             preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
-        ),
-        (
-            "odd",
-            "running \"DynamicResources\" filter plugin: claim default/odd: selector #0: \
-             CEL runtime error: no such key: vendor",
-        ),
-    ] {
-        let message = cluster
-            .wait_until("the pod is unschedulable", MINUTE, |_| {
-                let pods = pods.clone();
-                async move {
-                    let p = pods.get(name).await.map_err(|e| e.to_string())?;
-                    match scheduled(&p) {
-                        Some((s, m)) if s == "False" => Ok(m),
-                        other => Err(format!("{other:?}")),
-                    }
+    let message = cluster
+        .wait_until("the pod is unschedulable", MINUTE, |_| {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get("odd").await.map_err(|e| e.to_string())?;
+                match scheduled(&p) {
+                    Some((s, m)) if s == "False" => Ok(m),
+                    other => Err(format!("{other:?}")),
                 }
-            })
-            .await
-            .unwrap();
-        assert_eq!(message, want, "{name}");
-    }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        message,
+        "running \"DynamicResources\" filter plugin: claim default/odd: selector #0: \
+         CEL runtime error: no such key: vendor"
+    );
+    // PreEnqueue: a pod whose claim does not exist is not tried at all.
+    cluster.advance(MINUTE).await;
+    let lost = pods.get("lost").await.unwrap();
+    assert_eq!(
+        scheduled(&lost),
+        None,
+        "no condition while its claim is missing"
+    );
+    cluster.create(claim("nope")).await.unwrap();
+    let node = cluster
+        .wait_until("pod lost is bound once its claim exists", MINUTE, |_| {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get("lost").await.map_err(|e| e.to_string())?;
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.clone())
+                    .ok_or_else(|| format!("{:?}", scheduled(&p)))
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(node, "node-0");
 }
 
 #[tokio::test(start_paused = true)]

@@ -102,6 +102,37 @@ async fn template(
         .await
 }
 
+/// The API server refuses the template (a selector that does not
+/// compile, say) with a message containing `saying`.
+#[then(
+    regex = r#"^the API server refuses a claim template "(\S+)" for (\d+) "(\S+)" devices?, saying "([^"]*)", selecting (.+)$"#
+)]
+async fn template_refused(
+    w: &mut CaWorld,
+    name: String,
+    count: i64,
+    class: String,
+    saying: String,
+    selector: String,
+) -> StepResult {
+    // The cluster runs (it starts here if need be): the API server answers.
+    w.running().await?;
+    match w
+        .create(claim_template(
+            &name,
+            "default",
+            count,
+            &class,
+            Some(&selector),
+        ))
+        .await
+    {
+        Ok(()) => Err(format!("the claim template {name} was accepted")),
+        Err(e) if e.contains(&saying) => Ok(()),
+        Err(e) => Err(format!("refused, but not saying {saying:?}: {e}")),
+    }
+}
+
 fn claims_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaim"),

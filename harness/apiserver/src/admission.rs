@@ -194,6 +194,7 @@ pub fn admit_create(
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             admit_crd(server, def, &name, obj)?
         }
+        ("resource.k8s.io", _) => crate::dra::admit(def, &name, obj, None)?,
         _ => {}
     }
     Ok(())
@@ -265,6 +266,7 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
         ("scheduling.k8s.io", "priorityclasses") if old.get("value") != new.get("value") => {
             return Err(forbid("value", "may not be changed in an update."));
         }
+        ("resource.k8s.io", _) => crate::dra::admit(def, &name, new, Some(old))?,
         _ => {}
     }
     Ok(())

@@ -33,6 +33,61 @@ impl Cause {
             field: field.into(),
         }
     }
+    /// A required field is missing, and why (`Required value: <detail>`).
+    pub fn required_because(field: impl Into<String>, detail: &str) -> Self {
+        Self {
+            reason: "FieldValueRequired",
+            message: format!("Required value: {detail}"),
+            field: field.into(),
+        }
+    }
+    /// A field has an invalid value shown as JSON (numbers and objects
+    /// bare, as kube-apiserver prints non-string values).
+    pub fn invalid_json(field: &str, value: &Value, detail: &str) -> Self {
+        Self {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {value}: {detail}"),
+            field: field.into(),
+        }
+    }
+    /// A value is not one of the supported ones.
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Self {
+            reason: "FieldValueNotSupported",
+            message: format!(
+                "Unsupported value: {value:?}: supported values: {}",
+                list.join(", ")
+            ),
+            field: field.into(),
+        }
+    }
+    /// A list entry repeats one before it.
+    pub fn duplicate(field: &str, value: &str) -> Self {
+        Self {
+            reason: "FieldValueDuplicate",
+            message: format!("Duplicate value: {value:?}"),
+            field: field.into(),
+        }
+    }
+    /// A list is longer than allowed.
+    pub fn too_many(field: &str, count: usize, max: usize) -> Self {
+        let items = if max == 1 { "item" } else { "items" };
+        Self {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {count}: must have at most {max} {items}"),
+            field: field.into(),
+        }
+    }
+    /// A string is longer than allowed.
+    pub fn too_long(field: &str, max: usize) -> Self {
+        let bytes = if max == 1 { "byte" } else { "bytes" };
+        Self {
+            reason: "FieldValueTooLong",
+            message: format!("Too long: may not be more than {max} {bytes}"),
+            field: field.into(),
+        }
+    }
     /// A field may not be changed.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self {

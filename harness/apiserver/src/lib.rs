@@ -24,6 +24,7 @@
 //!     │         (and patch) / apply / delete / scale
 //!     │  ├── admission.rs  defaults, Priority, DefaultTolerationSeconds, pods quota, validation
 //!     │  │                 (reads the server only through `AdmissionContext`)
+//!     │  ├── dra.rs        resource.k8s.io/v1 defaults and validation (selectors compiled)
 //!     │  ├── normalize.rs  typed k8s-openapi round trip, strict field validation
 //!     │  ├── patch.rs      JSON, merge and strategic merge patch
 //!     │  └── pdb.rs        PodDisruptionBudget status, eviction, binding
@@ -49,6 +50,7 @@
 pub mod admission;
 pub mod crd;
 pub mod discovery;
+pub mod dra;
 pub mod error;
 pub mod faults;
 pub mod gc;

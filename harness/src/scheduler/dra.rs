@@ -5,7 +5,8 @@
 //! and the pod in `status.reservedFor`, written before the pod is bound.
 //! Between the pass that allocates and the watch that brings the write
 //! back, the allocation is held in memory (in flight), so the next pods do
-//! not take the same devices.
+//! not take the same devices. A pod whose claims do not exist yet is not
+//! tried (PreEnqueue): it stays Pending without a condition.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -144,6 +145,22 @@ impl DraState {
         }
         shared.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         self.objects.shared_slices = shared;
+    }
+
+    /// PreEnqueue: why the pod may not be tried yet (a claim not created,
+    /// missing or being deleted), if so.
+    pub(super) fn waiting_for_claims(&self, pod: &Pod) -> Option<ClaimRefusal> {
+        if !predicates::dynamicresources::has_claims(pod) {
+            return None;
+        }
+        match self.objects.claims_of(pod) {
+            Err(
+                r @ (ClaimRefusal::NotCreatedYet(_)
+                | ClaimRefusal::NotFound(_)
+                | ClaimRefusal::BeingDeleted(_)),
+            ) => Some(r),
+            _ => None,
+        }
     }
 
     /// The local slices of a node that has just appeared.

@@ -531,6 +531,13 @@ impl Scheduler {
                 continue;
             };
             let pod = PodInfo::new(pending.pod.clone());
+            // PreEnqueue: a pod whose claims do not exist yet waits, not
+            // marked, until they do.
+            if let Some(why) = self.dra.waiting_for_claims(&pod.pod) {
+                tracing::debug!("scheduler: pod {key} waits: {why}");
+                self.park(&key);
+                continue;
+            }
             let reserved = with_nominated_pods(&key, &pod, &nominated, &infos);
             let class = pending.class.filter(|_| reserved.is_none());
             if let Some(message) = class.and_then(|c| failed.get(&c)) {
@@ -675,6 +682,14 @@ impl Scheduler {
                 Some((k.clone(), node, PodInfo::new(p.pod.clone())))
             })
             .collect()
+    }
+
+    /// Puts a pod aside until the cluster changes, without a condition.
+    fn park(&mut self, key: &str) {
+        self.backoff(key);
+        if let Some(p) = self.pending.get_mut(key) {
+            p.parked = true;
+        }
     }
 
     /// Counts a failed attempt, puts the pod's next try off by its backoff

@@ -189,6 +189,7 @@ impl Server {
                         }
                     }
                 }
+                crate::dra::admit_status(def, &name, old, &o)?;
                 o
             }
             Subresource::Finalize => {

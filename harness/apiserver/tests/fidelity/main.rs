@@ -4,6 +4,8 @@
 //!
 //! - [`crd`]: CRD schemas (validation, pruning, defaulting), CEL rules and
 //!   transition rules, subresources, CRDs refused for a bad schema or rule;
+//! - [`dra`]: `resource.k8s.io/v1` defaults and validation (requests,
+//!   selectors compiled, slices' node selection and pools, claim status);
 //! - [`limits`]: request body, etcd object and ConfigMap/Secret data sizes,
 //!   and the count of pods a ResourceQuota allows;
 //! - [`watch`]: the watch window (410 Gone), bookmarks, the streaming list
@@ -11,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod crd;
+mod dra;
 mod limits;
 mod watch;
 
