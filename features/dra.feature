@@ -29,6 +29,7 @@ Feature: Dynamic resource allocation
   Scenario: The kwok provider's template declares its devices, and the group scales from zero
     The kwok provider's templates ConfigMap carries the devices annotation its nodes will publish; upstream's
     kwok provider builds templates without slices and cannot scale a DRA group from zero.
+    Then the kwok template of "gpu" declares 2 devices of the driver "gpu.example.com"
     When a deployment "train" of 3 pods requesting 1 CPU with a claim for 1 "gpu" device is created
     Then all 3 pods of "train" are running within 10 minutes
     And the node group "gpu" has 2 nodes

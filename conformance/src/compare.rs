@@ -74,6 +74,12 @@ pub struct ScenarioArgs {
     /// every group (what `--parallel-scale-up` acts on).
     #[arg(long)]
     pub unpinned: bool,
+    /// This percentage of the backlog's pods ask for a device each through
+    /// a ResourceClaimTemplate (the Deployment `backlog-claims`); every node
+    /// publishes one device per pod slot (kwok's fake DRA driver), so the
+    /// same nodes are needed.
+    #[arg(long)]
+    pub claims_percentage: Option<usize>,
 }
 
 impl ScenarioArgs {
@@ -209,26 +215,9 @@ pub async fn measure(
     nodes: usize,
     scenario: &ScenarioArgs,
 ) -> Result<Row, String> {
-    let cpu = scenario.pods_per_node.to_string();
     let needed = scenario.nodes_needed(nodes);
-    let k = scenario.groups.max(1);
-    if k > 1 && (scenario.buffer_percentage.is_some() || !nodes.is_multiple_of(k)) {
-        return Err(format!(
-            "--groups {k}: the backlog's {nodes} nodes must split evenly, without a buffer"
-        ));
-    }
-    let groups: Vec<GroupSpec> = (0..k)
-        .map(|i| {
-            let name = if k == 1 {
-                "pool".to_string()
-            } else {
-                format!("pool-{i}")
-            };
-            let mut g = GroupSpec::new(&name, &cpu, "256Gi", usize::from(i == 0), needed / k);
-            g.initial = usize::from(i == 0);
-            g
-        })
-        .collect();
+    let groups = backlog_groups(scenario, nodes)?;
+    let k = groups.len();
     let cluster = Cluster::builder()
         .object(provider_config_map())
         .object(templates_config_map(&groups))
@@ -301,7 +290,11 @@ pub async fn measure(
     let requests_before = api.tls_requests();
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
-    create_backlog(&cluster, &groups, replicas, scenario.unpinned).await?;
+    match scenario.claims_percentage {
+        Some(p) if k == 1 => create_claims_backlog(&cluster, replicas, p).await?,
+        Some(_) => return Err("--claims-percentage takes one group".into()),
+        None => create_backlog(&cluster, &groups, replicas, scenario.unpinned).await?,
+    }
     let deadline = started + Duration::from_secs(scenario.timeout);
     let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
     while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
@@ -351,6 +344,90 @@ pub async fn measure(
         events,
         requests,
     })
+}
+
+/// The backlog's node groups: `pool`, or `pool-<i>` with `--groups`, the
+/// first with one Ready node, each with devices with `--claims-percentage`.
+fn backlog_groups(scenario: &ScenarioArgs, nodes: usize) -> Result<Vec<GroupSpec>, String> {
+    let cpu = scenario.pods_per_node.to_string();
+    let needed = scenario.nodes_needed(nodes);
+    let k = scenario.groups.max(1);
+    if k > 1 && (scenario.buffer_percentage.is_some() || !nodes.is_multiple_of(k)) {
+        return Err(format!(
+            "--groups {k}: the backlog's {nodes} nodes must split evenly, without a buffer"
+        ));
+    }
+    Ok((0..k)
+        .map(|i| {
+            let name = if k == 1 {
+                "pool".to_string()
+            } else {
+                format!("pool-{i}")
+            };
+            let mut g = GroupSpec::new(&name, &cpu, "256Gi", usize::from(i == 0), needed / k);
+            g.initial = usize::from(i == 0);
+            if scenario.claims_percentage.is_some() {
+                g.devices = Some(crate::world::groups::Devices {
+                    driver: DEVICE_DRIVER.into(),
+                    count: scenario.pods_per_node,
+                    model: None,
+                });
+            }
+            g
+        })
+        .collect())
+}
+
+/// The driver of the devices `--claims-percentage` gives the nodes.
+const DEVICE_DRIVER: &str = "gpu.example.com";
+
+/// The backlog with `percentage` of its `replicas` pods asking for a device
+/// each: the Deployments `backlog` and `backlog-claims` (label
+/// `app: backlog` both), a DeviceClass and a ResourceClaimTemplate.
+async fn create_claims_backlog(
+    cluster: &Cluster,
+    replicas: usize,
+    percentage: usize,
+) -> Result<(), String> {
+    let with_claims = replicas * percentage / 100;
+    cluster
+        .create(json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{DEVICE_DRIVER}'")}}]}}))
+        .await
+        .map_err(|e| format!("creating the DeviceClass: {e}"))?;
+    cluster
+        .create(
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-device", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "device",
+                "exactly": {"deviceClassName": "gpu"}}]}}}}),
+        )
+        .await
+        .map_err(|e| format!("creating the ResourceClaimTemplate: {e}"))?;
+    for (name, count, claims) in [
+        ("backlog", replicas - with_claims, false),
+        ("backlog-claims", with_claims, true),
+    ] {
+        let mut container = json!({"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}});
+        let mut spec = json!({"containers": []});
+        if claims {
+            container["resources"]["claims"] = json!([{"name": "device"}]);
+            spec["resourceClaims"] =
+                json!([{"name": "device", "resourceClaimTemplateName": "one-device"}]);
+        }
+        spec["containers"] = json!([container]);
+        let labels = json!({"app": "backlog", "part": name});
+        cluster
+            .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": "default", "labels": {"app": "backlog"}},
+                "spec": {"replicas": count, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": spec}}}))
+            .await
+            .map_err(|e| format!("creating the Deployment {name}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// The backlog: `replicas` pods of 1 CPU, as the Deployment `backlog`

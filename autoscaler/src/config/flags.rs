@@ -253,7 +253,7 @@ pub struct Flags {
     #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     #[arg(help_heading = "Node groups")]
     pub force_delete_failed_nodes: bool,
-    /// Handle DRA (Dynamic Resource Allocation) objects, locked to true.
+    /// Handle DRA objects (locked to true).
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     #[arg(help_heading = "Node groups")]
     pub enable_dynamic_resource_allocation: bool,

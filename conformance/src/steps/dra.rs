@@ -133,6 +133,54 @@ async fn template_refused(
     }
 }
 
+/// The kwok provider's templates ConfigMap (in the cluster) gives the
+/// group's template the devices annotation kwok's fake driver reads; our
+/// kwok provider makes the template's slices of it.
+#[then(regex = r#"^the kwok template of "(\S+)" declares (\d+) devices? of the driver "(\S+)"$"#)]
+async fn kwok_template_devices(
+    w: &mut CaWorld,
+    group: String,
+    count: usize,
+    driver: String,
+) -> StepResult {
+    let r = w.running().await?;
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(r.cluster.client(), "kube-system");
+    let cm = api
+        .get(crate::world::TEMPLATES_CONFIG_MAP)
+        .await
+        .map_err(|e| format!("reading the kwok provider's templates: {e}"))?;
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("templates"))
+        .ok_or("the templates ConfigMap has no templates")?;
+    let list: Value =
+        serde_json::from_str(text).map_err(|e| format!("the templates are not JSON: {e}"))?;
+    let template = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["metadata"]["labels"]["kwok-nodegroup"] == group.as_str())
+        .ok_or_else(|| format!("no template for {group}"))?;
+    let annotation = template["metadata"]["annotations"][kwok::DRA_DEVICES_ANNOTATION]
+        .as_str()
+        .ok_or_else(|| format!("the template of {group} declares no devices"))?;
+    let groups = kwok::controller::dra::parse(annotation)?;
+    let declared: usize = groups
+        .iter()
+        .filter(|g| g.driver == driver)
+        .map(|g| g.count)
+        .sum();
+    if declared == count {
+        Ok(())
+    } else {
+        Err(format!(
+            "the template of {group} declares {declared} devices of {driver}: {annotation}"
+        ))
+    }
+}
+
 fn claims_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaim"),

@@ -77,6 +77,9 @@ const EXTENSION_STEPS: &[&str] = &[
     "\"ScaleFromZeroUnavailable\"",
     // With --frequent-loops-enabled ours does not wait for very new pods.
     "without upstream's wait for very new pods",
+    // Our kwok provider gives a template the devices its annotation
+    // declares (upstream's templates have no ResourceSlices).
+    "the kwok template of",
 ];
 
 /// Whether a step needs an extension of ours ([`EXTENSION_TAG`]).

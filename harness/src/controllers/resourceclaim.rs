@@ -65,6 +65,12 @@ pub struct ResourceClaimController {
     templates: HashMap<String, Value>,
     /// Claims created for (pod uid, entry) whose watch event has not come.
     made: HashMap<(String, String), String>,
+    /// Claims by (owner pod uid, entry), from the watch.
+    owned: HashMap<(String, String), String>,
+    /// Pods changed since the last reconcile.
+    dirty: HashSet<String>,
+    /// A pod went or finished, or a claim changed, since the last release.
+    release: bool,
     /// Pod and claim watches that have listed.
     synced: HashSet<&'static str>,
 }
@@ -79,6 +85,9 @@ impl ResourceClaimController {
             claims: HashMap::new(),
             templates: HashMap::new(),
             made: HashMap::new(),
+            owned: HashMap::new(),
+            dirty: HashSet::new(),
+            release: true,
             synced: HashSet::new(),
         }
     }
@@ -115,29 +124,18 @@ impl ResourceClaimController {
     }
 
     fn apply(&mut self, change: Change) {
-        fn dynamic(map: &mut HashMap<String, Value>, ev: Event<DynamicObject>) -> bool {
-            match ev {
-                Event::Apply(o) | Event::InitApply(o) => {
-                    let key = key_of(o.metadata.namespace.as_deref(), &o.name_any());
-                    map.insert(key, serde_json::to_value(&o).unwrap_or(Value::Null));
-                }
-                Event::Delete(o) => {
-                    map.remove(&key_of(o.metadata.namespace.as_deref(), &o.name_any()));
-                }
-                Event::InitDone => return true,
-                Event::Init => {}
-            }
-            false
-        }
         match change {
             Change::Pod(ev) => match *ev {
                 Event::Apply(p) | Event::InitApply(p) => {
-                    self.pods
-                        .insert(key_of(p.metadata.namespace.as_deref(), &p.name_any()), p);
+                    let key = key_of(p.metadata.namespace.as_deref(), &p.name_any());
+                    self.release |= is_finished(&p);
+                    self.dirty.insert(key.clone());
+                    self.pods.insert(key, p);
                 }
                 Event::Delete(p) => {
                     self.pods
                         .remove(&key_of(p.metadata.namespace.as_deref(), &p.name_any()));
+                    self.release = true;
                 }
                 Event::InitDone => {
                     self.synced.insert("pods");
@@ -145,27 +143,57 @@ impl ResourceClaimController {
                 Event::Init => {}
             },
             Change::Claim(ev) => {
-                if dynamic(&mut self.claims, ev) {
-                    self.synced.insert("claims");
+                self.release = true;
+                match ev {
+                    Event::Apply(o) | Event::InitApply(o) => {
+                        let key = key_of(o.metadata.namespace.as_deref(), &o.name_any());
+                        let value = serde_json::to_value(&o).unwrap_or(Value::Null);
+                        if let Some(owner) = owner_entry(&value) {
+                            self.owned.insert(owner, o.name_any());
+                        }
+                        self.claims.insert(key, value);
+                    }
+                    Event::Delete(o) => {
+                        let key = key_of(o.metadata.namespace.as_deref(), &o.name_any());
+                        if let Some(old) = self.claims.remove(&key)
+                            && let Some(owner) = owner_entry(&old)
+                        {
+                            self.owned.remove(&owner);
+                        }
+                    }
+                    Event::InitDone => {
+                        self.synced.insert("claims");
+                    }
+                    Event::Init => {}
                 }
             }
-            Change::Template(ev) => {
-                dynamic(&mut self.templates, ev);
-            }
+            Change::Template(ev) => match ev {
+                Event::Apply(o) | Event::InitApply(o) => {
+                    let key = key_of(o.metadata.namespace.as_deref(), &o.name_any());
+                    self.templates
+                        .insert(key, serde_json::to_value(&o).unwrap_or(Value::Null));
+                }
+                Event::Delete(o) => {
+                    self.templates
+                        .remove(&key_of(o.metadata.namespace.as_deref(), &o.name_any()));
+                }
+                Event::Init | Event::InitDone => {}
+            },
         }
     }
 
     async fn reconcile(&mut self) {
-        let pods: Vec<Pod> = self
-            .pods
-            .values()
+        let dirty = std::mem::take(&mut self.dirty);
+        let pods: Vec<Pod> = dirty
+            .iter()
+            .filter_map(|k| self.pods.get(k))
             .filter(|p| wants_template_claims(p))
             .cloned()
             .collect();
         for p in pods {
             self.make_claims(&p).await;
         }
-        if self.synced.len() == 2 {
+        if self.synced.len() == 2 && std::mem::take(&mut self.release) {
             self.release_claims().await;
         }
     }
@@ -361,6 +389,17 @@ impl ResourceClaimController {
             tracing::debug!("resourceclaim: event on {ns}/{name}: {e}");
         }
     }
+}
+
+/// The (pod uid, entry) a claim was made for: its controller pod and its
+/// `pod-claim-name` annotation.
+fn owner_entry(claim: &Value) -> Option<(String, String)> {
+    let entry = claim["metadata"]["annotations"][POD_CLAIM_NAME_ANNOTATION].as_str()?;
+    let owner = claim["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["kind"] == "Pod" && r["controller"] == true)?;
+    Some((owner["uid"].as_str()?.to_string(), entry.to_string()))
 }
 
 /// A pod the controller makes claims for: one with a template entry, not

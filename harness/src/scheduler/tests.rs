@@ -1,0 +1,54 @@
+//! The scheduler's queue order and equivalence classes.
+use super::*;
+
+fn pod(name: &str, cpu: &str, extra: serde_json::Value) -> Pod {
+    let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "pause",
+            "resources": {"requests": {"cpu": cpu}}}]}});
+    if let (Some(spec), Some(extra)) = (p["spec"].as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(p).expect("a pod")
+}
+
+#[test]
+fn pods_of_one_shape_share_a_class_and_others_do_not() {
+    let a = equivalence_class(&pod("a", "1", json!({})));
+    let b = equivalence_class(&pod("b", "1", json!({})));
+    let bigger = equivalence_class(&pod("c", "2", json!({})));
+    assert!(a.is_some());
+    assert_eq!(a, b, "the name is not part of the class");
+    assert_ne!(a, bigger);
+    let mut other_labels = pod("d", "1", json!({}));
+    other_labels.metadata.labels = Some([("app".into(), "db".into())].into());
+    assert_ne!(a, equivalence_class(&other_labels));
+}
+
+#[test]
+fn pods_with_required_pod_affinity_have_no_class() {
+    let affine = pod(
+        "a",
+        "1",
+        json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+    );
+    assert_eq!(equivalence_class(&affine), None);
+}
+
+#[test]
+fn the_queue_puts_higher_priority_first_then_the_earlier_entry() {
+    let mut entries = Entries::default();
+    let old = entries.enter(0);
+    let new = entries.enter(0);
+    let high = entries.enter(100);
+    let mut order = [new, old, high];
+    order.sort();
+    assert_eq!(order, [high, old, new]);
+    // The old pod failed an attempt: it goes behind the new one, and
+    // still ahead of nothing of higher priority.
+    let retried = entries.reenter(old);
+    let mut order = [retried, new, high];
+    order.sort();
+    assert_eq!(order, [high, new, retried]);
+}
