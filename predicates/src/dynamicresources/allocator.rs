@@ -169,7 +169,7 @@ impl<'a> Allocator<'a> {
                     (None, false) => r
                         .first_available
                         .iter()
-                        .map(|s| (format!("{}/{}", r.name, s.name), s.as_exact()))
+                        .map(|s| (format!("{}/{}", r.name, s.name), s.request.clone()))
                         .collect(),
                     (None, true) => continue,
                 };

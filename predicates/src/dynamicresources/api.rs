@@ -157,37 +157,16 @@ pub struct ExactDeviceRequest {
     pub count: Option<i64>,
 }
 
-/// One alternative of `firstAvailable`.
+/// One alternative of `firstAvailable`: a name and the fields of an
+/// `exactly` request.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub struct DeviceSubRequest {
     /// Its name.
     #[serde(default)]
     pub name: String,
-    /// The DeviceClass.
-    #[serde(default)]
-    pub device_class_name: String,
-    /// CEL selectors; every one must hold.
-    #[serde(default)]
-    pub selectors: Vec<DeviceSelector>,
-    /// `ExactCount` (the default) or `All`.
-    #[serde(default)]
-    pub allocation_mode: Option<String>,
-    /// For `ExactCount`; 1 when unset.
-    #[serde(default)]
-    pub count: Option<i64>,
-}
-
-impl DeviceSubRequest {
-    /// As an `exactly` request.
-    pub fn as_exact(&self) -> ExactDeviceRequest {
-        ExactDeviceRequest {
-            device_class_name: self.device_class_name.clone(),
-            selectors: self.selectors.clone(),
-            allocation_mode: self.allocation_mode.clone(),
-            count: self.count,
-        }
-    }
+    /// The class, selectors, mode and count.
+    #[serde(flatten)]
+    pub request: ExactDeviceRequest,
 }
 
 /// A constraint over the devices of some requests.

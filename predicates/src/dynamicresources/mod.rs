@@ -161,11 +161,12 @@ impl DraObjects {
                 .exactly
                 .iter()
                 .map(|e| (r.name.clone(), &e.device_class_name))
-                .chain(
-                    r.first_available
-                        .iter()
-                        .map(|s| (format!("{}/{}", r.name, s.name), &s.device_class_name)),
-                );
+                .chain(r.first_available.iter().map(|s| {
+                    (
+                        format!("{}/{}", r.name, s.name),
+                        &s.request.device_class_name,
+                    )
+                }));
             for (request, class) in named {
                 if !self.classes.contains_key(class) {
                     return Err(ClaimRefusal::Allocation(AllocationError::ClassNotFound {
