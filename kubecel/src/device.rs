@@ -107,7 +107,7 @@ impl Selector {
                 "expected bool, got {}",
                 type_name(&other).unwrap_or("dyn")
             )),
-            Err(e) => Err(runtime_error(&e)),
+            Err(e) => Err(crate::runtime_error(&e)),
         }
     }
 
@@ -186,26 +186,6 @@ struct Vars<'a>(&'a (dyn Val + 'a));
 impl VariableResolver for Vars<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         (variable == "device").then_some(CowVal::Borrowed(self.0))
-    }
-}
-
-/// A runtime error in cel-go's words.
-fn runtime_error(error: &ExecutionError) -> String {
-    match error {
-        ExecutionError::NoSuchOverload(_)
-        | ExecutionError::UnsupportedBinaryOperator(..)
-        | ExecutionError::ValuesNotComparable(..)
-        | ExecutionError::UnexpectedType { .. }
-        | ExecutionError::UnsupportedTargetType { .. }
-        | ExecutionError::NotSupportedAsMethod { .. }
-        | ExecutionError::UnsupportedIndex(..) => "no such overload".into(),
-        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-        ExecutionError::DivisionByZero(_) => "division by zero".into(),
-        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
-        ExecutionError::Overflow(..) => "integer overflow".into(),
-        ExecutionError::FunctionError { message, .. } => message.clone(),
-        ExecutionError::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
-        other => other.to_string(),
     }
 }
 

@@ -17,4 +17,4 @@ pub mod library;
 pub mod quantity;
 pub mod semver;
 
-pub use library::{ENV, compile, render};
+pub use library::{ENV, compile, is_no_such_overload, render, runtime_error};

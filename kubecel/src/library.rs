@@ -47,6 +47,45 @@ pub fn compile(source: &str) -> Result<cel::Program, String> {
     })
 }
 
+/// Whether a runtime error is cel-go's "no such overload" (arguments of
+/// types no operator or function takes).
+pub fn is_no_such_overload(error: &ExecutionError) -> bool {
+    matches!(
+        error,
+        ExecutionError::NoSuchOverload(_)
+            | ExecutionError::UnsupportedBinaryOperator(..)
+            | ExecutionError::ValuesNotComparable(..)
+            | ExecutionError::UnexpectedType { .. }
+            | ExecutionError::UnsupportedTargetType { .. }
+            | ExecutionError::NotSupportedAsMethod { .. }
+            | ExecutionError::UnsupportedIndex(..)
+    )
+}
+
+/// A runtime error in cel-go's words (`no such key: model`, `division by
+/// zero`, ...).
+pub fn runtime_error(error: &ExecutionError) -> String {
+    match error {
+        e if is_no_such_overload(e) => "no such overload".into(),
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        ExecutionError::IndexOutOfBounds(index) => {
+            let index = match index {
+                Value::Int(i) => i.to_string(),
+                Value::UInt(u) => u.to_string(),
+                Value::Float(f) => f.to_string(),
+                other => format!("{other:?}"),
+            };
+            format!("index out of bounds: {index}")
+        }
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        ExecutionError::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
+        other => other.to_string(),
+    }
+}
+
 /// cel-go's `Error.ToDisplayString` for an issue at byte `offset` of
 /// `source`: the message with its location, the source line and a caret
 /// under the column.

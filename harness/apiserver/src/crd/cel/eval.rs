@@ -238,40 +238,17 @@ fn failure(rule: &Rule, path: &str, type_name: &str, detail: String) -> Cause {
 
 /// The detail of an evaluation error, in cel-go's words.
 fn evaluation_error(error: &ExecutionError, rule: &Rule) -> String {
-    let text = match error {
-        ExecutionError::NoSuchOverload(_)
-        | ExecutionError::UnsupportedBinaryOperator(..)
-        | ExecutionError::ValuesNotComparable(..)
-        | ExecutionError::UnexpectedType { .. }
-        | ExecutionError::UnsupportedTargetType { .. }
-        | ExecutionError::NotSupportedAsMethod { .. }
-        | ExecutionError::UnsupportedIndex(..) => {
-            return format!(
-                "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
-                rule.describe()
-            );
-        }
-        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-        ExecutionError::IndexOutOfBounds(index) => {
-            format!("index out of bounds: {}", cel_text(index))
-        }
-        ExecutionError::DivisionByZero(_) => "division by zero".into(),
-        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
-        ExecutionError::Overflow(..) => "integer overflow".into(),
-        ExecutionError::FunctionError { message, .. } => message.clone(),
-        ExecutionError::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
-        other => other.to_string(),
-    };
-    format!("{text} evaluating rule: {}", rule.describe())
-}
-
-fn cel_text(value: &CelValue) -> String {
-    match value {
-        CelValue::Int(i) => i.to_string(),
-        CelValue::UInt(u) => u.to_string(),
-        CelValue::Float(f) => f.to_string(),
-        other => format!("{other:?}"),
+    if kubecel::is_no_such_overload(error) {
+        return format!(
+            "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+            rule.describe()
+        );
     }
+    format!(
+        "{} evaluating rule: {}",
+        kubecel::runtime_error(error),
+        rule.describe()
+    )
 }
 
 /// The old item of a list of type map with the same keys as `item`.
