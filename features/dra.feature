@@ -15,8 +15,10 @@ Feature: Dynamic resource allocation
 
   Scenario: Pods asking for a GPU through a claim template scale up the group whose nodes have the device
     The node of "gpu" takes two of the four pods; the other two fit a new node of "gpu" only: the template
-    made from the group's node has its two devices. The bigger "cpu" nodes have none.
+    made from the group's node has its two devices. The bigger "cpu" nodes have none. The scale-up is
+    counted with the template's drivers, those upstream does not name being "custom.driver".
     Given the node group "gpu" starts with 1 node
+    And the autoscaler runs with "--scale-down-enabled=false"
     When the nodes of "gpu" have been ready long enough to be its template
     And a deployment "train" of 4 pods requesting 1 CPU with a claim for 1 "gpu" device is created
     Then all 4 pods of "train" are running within 10 minutes
@@ -24,6 +26,7 @@ Feature: Dynamic resource allocation
     And the node group "cpu" has 0 nodes
     And the claims of the pods of "train" are allocated on nodes of "gpu"
     And the pods of "train" get a "TriggeredScaleUp" event saying "pod triggered scale-up: [{gpu 1->2 (max: 5)}]"
+    And the autoscaler's metrics show "cluster_autoscaler_scaled_up_nodes_total{dra_drivers="custom.driver"} 1"
 
   @binary @extension @kwok-only
   Scenario: The kwok provider's template declares its devices, and the group scales from zero
@@ -43,6 +46,7 @@ Feature: Dynamic resource allocation
     And the nodes of "snug" have 2 devices of the driver "gpu.example.com" of model "a100"
     And the node group "gpu" starts with 1 node
     And the node group "snug" starts with 1 node
+    And the autoscaler runs with "--scale-down-enabled=false"
     When the nodes of "snug" have been ready long enough to be its template
     And a deployment "train" of 8 pods requesting 900m CPU with a claim for 1 "gpu" device is created
     Then all 8 pods of "train" are running within 10 minutes
@@ -55,6 +59,7 @@ Feature: Dynamic resource allocation
     land on it.
     Given the node group "gpu" starts with 1 node
     And a claim "shared" for 1 "gpu" device
+    And the autoscaler runs with "--scale-down-enabled=false"
     When the nodes of "gpu" have been ready long enough to be its template
     And a deployment "hog" of 2 pods requesting 100m CPU with a claim for 1 "gpu" device is created
     Then all 2 pods of "hog" are running within 5 minutes
@@ -66,6 +71,7 @@ Feature: Dynamic resource allocation
   Scenario: A pod whose claim no node can meet triggers no scale-up, and says why
     Each node of "gpu" has two devices; four fit no node, existing or new.
     Given the node group "gpu" starts with 1 node
+    And the autoscaler runs with "--scale-down-enabled=false"
     When the nodes of "gpu" have been ready long enough to be its template
     And a deployment "big" of 1 pod requesting 1 CPU with a claim for 4 "gpu" devices is created
     Then 1 pod of "big" stays pending for 5 minutes
@@ -94,16 +100,20 @@ Feature: Dynamic resource allocation
     And the node group "cpu" has 0 nodes
     And the pods of "lost" get a "NotTriggerScaleUp" event containing "request devices: device class tpu does not exist"
 
-  Scenario: A selector that fails on the devices triggers no scale-up
-    A selector reading an attribute the devices do not have fails when it runs ("no such key"); kube-scheduler
-    and the simulation both give up on the pod.
+  Scenario: A selector that fails on the devices is the scheduler's error, and triggers no scale-up
+    A selector reading an attribute the devices do not have fails when it runs ("no such key"). kube-scheduler
+    gives the attempt up with an error: the pod's condition says SchedulerError, not Unschedulable, and the
+    autoscaler, which helps Unschedulable pods only, leaves it alone.
     Given the node group "gpu" starts with 1 node
     And a claim template "odd" for 1 "gpu" device selecting device.attributes["gpu.example.com"].vendor == "acme"
+    And the autoscaler runs with "--scale-down-enabled=false"
     When the nodes of "gpu" have been ready long enough to be its template
     And a deployment "odd" of 1 pod requesting 1 CPU with the claim template "odd" is created
     Then 1 pod of "odd" stays pending for 5 minutes
     And the node group "gpu" has 1 node
-    And the pods of "odd" get a "NotTriggerScaleUp" event containing "CEL runtime error: no such key: vendor"
+    And the pods of "odd" get a "FailedScheduling" event containing "running "DynamicResources" filter plugin: claim default/odd-"
+    And the pods of "odd" get a "FailedScheduling" event containing "selector #0: CEL runtime error: no such key: vendor"
+    And the pods of "odd" get no "NotTriggerScaleUp" event
 
   @binary
   Scenario: A claim template whose selector does not compile is refused, and its pods wait without a scale-up
@@ -131,3 +141,30 @@ Feature: Dynamic resource allocation
     And the node group "gpu" has 2 nodes
     And the MachineDeployment "gpu" has 2 replicas
     And the claims of the pods of "train" are allocated on nodes of "gpu"
+
+  @binary
+  Scenario: A new node is not started until its driver publishes the template's devices, and its pods wait for it
+    The DRA readiness rule: a Ready node whose drivers have published fewer complete pools than its group's
+    template is unready (resource-not-ready). While the group's startup time lasts it is an upcoming node,
+    so the pods waiting for its devices trigger no second scale-up.
+    Given node groups are Cluster API MachineDeployments
+    And the MachineDeployment "gpu" gives its capacity in its annotations
+    And the DRA driver of the nodes of "gpu" publishes their devices 4 minutes after they start
+    When a deployment "train" of 2 pods requesting 1 CPU with a claim for 1 "gpu" device is created
+    Then the node group "gpu" reaches 1 node within 2 minutes
+    And the autoscaler's metrics show "cluster_autoscaler_nodes_count{state="notStarted"} 1"
+    And the node group "gpu" keeps 1 node for 2 minutes
+    And all 2 pods of "train" are running within 5 minutes
+    And the node group "gpu" has 1 node
+    And the claims of the pods of "train" are allocated on nodes of "gpu"
+
+  Scenario: A node whose devices differ from its group's template is counted as a mismatch
+    Each loop compares the devices of the ready nodes with their group's template, made from one of its
+    nodes: a node that publishes one of the template's two devices, or the template made from it, is a
+    "mismatch" of the driver.
+    Given the node group "gpu" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-enabled=false"
+    When the nodes of "gpu" have been ready long enough to be its template
+    And a node of "gpu" publishes 1 of its devices instead
+    Then the autoscaler's metrics show "cluster_autoscaler_dra_node_template_resources_mismatch{driver="gpu.example.com",mismatch_type="mismatch"} 1"
+    And the autoscaler's metrics show "cluster_autoscaler_dra_node_template_resources_mismatch{driver="gpu.example.com",mismatch_type="missing"} 0"

@@ -11,8 +11,8 @@
 //! | [`cache`] | informers and listers | nodes, pods, PDBs and controllers from watches |
 //! | [`cloudprovider`] | `cloudprovider` | node groups and the providers; `builder` re-exports the list of implemented providers |
 //! | [`clusterstate`] | `clusterstate` | readiness, unregistered instances, upcoming nodes, backoff, health; the notices and cluster gauges it reports |
-//! | [`simulator`] | `simulator` | the forkable snapshot and the drainability rules |
-//! | [`processors`] | `processors` (`nodeinfosprovider`, `pods`, `podinjection`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods; proactive scale-up's fake pods), node-group list processors, the scale-up status processors (the pods' events) |
+//! | [`simulator`] | `simulator` | the forkable snapshot (with DRA's slices and claims) and the drainability rules; template-versus-node device comparison |
+//! | [`processors`] | `processors` (`customresources`, `nodeinfosprovider`, `pods`, `podinjection`, `nodegroups`, `status`), `core/podlistprocessor` | the seams of the loop: nodes unready for their DRA devices or CSI drivers, template nodes of every group, the pod-list processor chain (expendable, draining nodes' pods, filter out schedulable, DaemonSet pods; proactive scale-up's fake pods), node-group list processors, the scale-up status processors (the pods' events) |
 //! | [`provisioningrequest`] | `provisioningrequest`, `processors/provreq` | ProvisioningRequests: the API, the classes (check-capacity, best-effort-atomic), the conditions, the injected and booked pods |
 //! | [`capacitybuffer`] | `capacitybuffer`, `processors/capacitybuffer` | CapacityBuffers: the API, the controller (status, managed PodTemplate, ResourceQuota cut), the fake pods |
 //! | [`resourcequotas`] | `resourcequotas` | CapacityQuotas: the API, the controller (`Valid`, `status.used`), the quotas scale-up enforces |

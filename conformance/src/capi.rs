@@ -98,8 +98,7 @@ pub fn template(g: &GroupSpec) -> Value {
         json!(g.taints),
     );
     if let Some(d) = &g.devices {
-        t["spec"]["template"]["spec"]["annotations"] =
-            json!({kwok::DRA_DEVICES_ANNOTATION: d.annotation()});
+        t["spec"]["template"]["spec"]["annotations"] = Value::Object(d.annotations());
     }
     if matches!(
         g.zero_capacity,

@@ -371,6 +371,7 @@ fn backlog_groups(scenario: &ScenarioArgs, nodes: usize) -> Result<Vec<GroupSpec
                     driver: DEVICE_DRIVER.into(),
                     count: scenario.pods_per_node,
                     model: None,
+                    publish_delay: None,
                 });
             }
             g

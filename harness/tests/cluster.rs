@@ -162,7 +162,7 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
     assert_eq!(
         message,
         "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. \
-         preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, \
+         no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, \
          2 No preemption victims found for incoming pod."
     );
     // Nothing changes for a while: it stays pending.

@@ -116,7 +116,7 @@ async fn a_claim_is_allocated_on_the_node_with_the_device_and_a_second_waits() {
     assert_eq!(
         message,
         "0/2 nodes are available: 2 cannot allocate all claims. \
-         preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+         still not schedulable, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     // A second device on node-1: b goes there.
     cluster.create(slice("node-1", 1)).await.unwrap();

@@ -27,7 +27,7 @@ pub mod jq;
 pub mod stage;
 pub mod template;
 
-pub use controller::dra::DRA_DEVICES_ANNOTATION;
+pub use controller::dra::{DRA_DEVICES_ANNOTATION, DRA_PUBLISH_DELAY_ANNOTATION};
 pub use controller::{Config, Controller, NODE_ANNOTATION, NodeSelection};
 pub use stage::{Compiled, StageError, parse_stages};
 

@@ -293,6 +293,20 @@ pub trait CloudProvider: Send + Sync {
     }
 }
 
+/// The `dra_drivers` metric label of a group, from the drivers of its
+/// provider template's slices, as upstream labels failed scale-ups and
+/// removed nodes; `""` when the template cannot be built (with upstream's
+/// warning).
+pub fn template_dra_drivers(g: &dyn NodeGroup) -> String {
+    match g.template_node_info() {
+        Ok(t) => crate::metrics::dra_drivers(t.slices.iter().map(|s| s.spec.driver.as_str())),
+        Err(e) => {
+            tracing::warn!("Failed to get template node info for a node group: {e}");
+            String::new()
+        }
+    }
+}
+
 /// A taint of a template node, as a provider's annotation or tag gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taint {

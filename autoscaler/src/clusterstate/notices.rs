@@ -33,8 +33,14 @@ pub enum Notice {
     },
 }
 
-/// Reports the notices of one update.
-pub fn report_notices(notices: Vec<Notice>, events: &EventRecorder, metrics: &Metrics) {
+/// Reports the notices of one update. `dra_drivers` gives a group's
+/// `dra_drivers` metric label (from its provider template).
+pub fn report_notices(
+    notices: Vec<Notice>,
+    events: &EventRecorder,
+    metrics: &Metrics,
+    dra_drivers: &dyn Fn(&str) -> String,
+) {
     for n in notices {
         match n {
             Notice::ScaleUpTimedOut {
@@ -42,7 +48,13 @@ pub fn report_notices(notices: Vec<Notice>, events: &EventRecorder, metrics: &Me
                 after,
                 increase,
             } => {
-                Metrics::inc_gpu(&metrics.failed_scale_ups, &[("reason", "timeout")], 1);
+                let drivers = dra_drivers(&group);
+                Metrics::inc_scale(
+                    &metrics.failed_scale_ups,
+                    &[("reason", "timeout")],
+                    &drivers,
+                    1,
+                );
                 Metrics::inc(
                     &metrics.failed_node_creations,
                     &[("reason", "timeout")],
@@ -72,7 +84,9 @@ pub fn report_notices(notices: Vec<Notice>, events: &EventRecorder, metrics: &Me
                 if messages.len() > 3 {
                     sources.push_str(", ...");
                 }
-                Metrics::inc_gpu(&metrics.failed_scale_ups, &[("reason", &error.code)], 1);
+                let drivers = dra_drivers(&group);
+                let reason = [("reason", error.code.as_str())];
+                Metrics::inc_scale(&metrics.failed_scale_ups, &reason, &drivers, 1);
                 Metrics::inc(
                     &metrics.failed_node_creations,
                     &[("reason", &error.code)],

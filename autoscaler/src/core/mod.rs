@@ -29,8 +29,8 @@ use predicates::{NodeInfo, PodInfo};
 
 use crate::cache::ClusterCache;
 use crate::capacitybuffer::{BufferController, BufferPodInjection};
-use crate::cloudprovider::{CloudError, CloudProvider, NodeGroupOptions, NodeLister};
-use crate::clusterstate::{self, Backoff, ClusterStateRegistry};
+use crate::cloudprovider::{self, CloudError, CloudProvider, NodeGroupOptions, NodeLister};
+use crate::clusterstate::{self, Backoff, ClusterStateRegistry, node_ready};
 use crate::config::{Flags, Validated};
 use crate::context::AutoscalingContext;
 use crate::debuggingsnapshot::DebuggingSnapshotter;
@@ -461,14 +461,16 @@ impl Autoscaler {
         }
         self.metrics.observe("cloudProviderRefresh", t.elapsed());
         let t = std::time::Instant::now();
-        if self.ctx.flags.enable_csi_node_aware_scheduling {
-            let live = self.ctx.cache.read().csi_nodes.clone();
-            let unready = customresources::csi_unready_nodes(&*self.ctx.provider, &nodes, &live);
-            self.registry.set_resource_unready(unready);
-        }
+        let unready = self.resource_unready_nodes(&nodes);
+        self.registry.set_resource_unready(unready);
         let notices = self.registry.update(&*self.ctx.provider, &nodes, now);
         self.metrics.observe("updateClusterState", t.elapsed());
-        clusterstate::report_notices(notices, &self.ctx.events, &self.metrics);
+        let provider = &*self.ctx.provider;
+        let dra_drivers = |id: &str| {
+            let group = provider.node_groups().into_iter().find(|g| g.id() == id);
+            group.map_or_else(String::new, |g| cloudprovider::template_dra_drivers(&*g))
+        };
+        clusterstate::report_notices(notices, &self.ctx.events, &self.metrics, &dra_drivers);
         clusterstate::update_cluster_metrics(&self.ctx, &self.registry, &nodes, now);
 
         self.metrics.activity("autoscaling", now);
@@ -669,6 +671,44 @@ impl Autoscaler {
             salvo.pods().len()
         );
         salvo::merge(outcomes).unwrap_or_else(|| ScaleUpOutcome::stopped(ScaleUpStatus::NotNeeded))
+    }
+
+    /// The nodes the custom-resources processors find unready although
+    /// Ready: DRA devices not published (always), CSI drivers not
+    /// registered (`--enable-csi-node-aware-scheduling`). Upstream's chain
+    /// runs after the GPU rule, so a node unready for its GPUs is not
+    /// judged again.
+    fn resource_unready_nodes(
+        &mut self,
+        nodes: &[Arc<Node>],
+    ) -> std::collections::BTreeSet<String> {
+        let gpu_label = self.ctx.provider.gpu_label();
+        let ready: Vec<&Arc<Node>> = nodes
+            .iter()
+            .filter(|n| node_ready(n, &self.ctx.taints) && !crate::gpu::unready(n, &gpu_label))
+            .collect();
+        let state = self.ctx.cache.read();
+        let mut unready = customresources::dra_unready_nodes(
+            &*self.ctx.provider,
+            &ready,
+            (&state.dra, &self.processors.template_nodes),
+            &mut self.processors.dra_comparator,
+            &self.metrics,
+        );
+        if self.ctx.flags.enable_csi_node_aware_scheduling {
+            let ready: Vec<Arc<Node>> = ready
+                .into_iter()
+                .filter(|n| !unready.contains(n.metadata.name.as_deref().unwrap_or("")))
+                .cloned()
+                .collect();
+            let live = &state.csi_nodes;
+            unready.extend(customresources::csi_unready_nodes(
+                &*self.ctx.provider,
+                &ready,
+                live,
+            ));
+        }
+        unready
     }
 
     /// The snapshot: nodes with their pods, nominated pods on their

@@ -21,14 +21,77 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
-fn gpu_labels(extra: &[(&str, &str)]) -> Labels {
+/// The labels of a scale counter: `extra`, the (empty) GPU labels and
+/// `dra_drivers`.
+fn scale_labels(extra: &[(&str, &str)], dra_drivers: &str) -> Labels {
     let mut l = labels(extra);
     l.extend(labels(&[
         ("gpu_resource_name", ""),
         ("gpu_name", ""),
-        ("dra_drivers", ""),
+        ("dra_drivers", dra_drivers),
     ]));
     l
+}
+
+/// The DRA drivers upstream names in the `dra_drivers` label; any other
+/// driver is [`CUSTOM_DRA_DRIVER`], to keep the label's values few.
+const REPORTED_DRA_DRIVERS: [&str; 4] = [
+    "compute-domain.nvidia.com",
+    "dra.net",
+    "gpu.nvidia.com",
+    "tpu.google.com",
+];
+
+/// What a driver not in [`REPORTED_DRA_DRIVERS`] is called in the label.
+const CUSTOM_DRA_DRIVER: &str = "custom.driver";
+
+/// The `dra_drivers` label of a node template with slices of these
+/// drivers (upstream's `GetDriverNamesForMetricsCompacted`): the known
+/// drivers by name, any other as `custom.driver`, sorted, each once,
+/// joined by commas; no slices, `""`.
+pub fn dra_drivers<'a>(drivers: impl IntoIterator<Item = &'a str>) -> String {
+    let names: std::collections::BTreeSet<&str> = drivers
+        .into_iter()
+        .map(|d| {
+            if REPORTED_DRA_DRIVERS.contains(&d) {
+                d
+            } else {
+                CUSTOM_DRA_DRIVER
+            }
+        })
+        .collect();
+    names.into_iter().collect::<Vec<_>>().join(",")
+}
+
+/// The kinds of difference between a ready node's devices and its
+/// template's, the `mismatch_type` label of
+/// `dra_node_template_resources_mismatch` (upstream's
+/// `ResourceMismatchType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResourceMismatchType {
+    /// A group of the template's devices the node does not have.
+    Missing,
+    /// A group of the node's devices the template does not have.
+    Extra,
+    /// Alike groups with other attributes or counts.
+    Mismatch,
+    /// A difference of neither side (never expected).
+    Unknown,
+}
+
+impl ResourceMismatchType {
+    /// All of them, in the order upstream sets them.
+    pub const ALL: [Self; 4] = [Self::Missing, Self::Extra, Self::Mismatch, Self::Unknown];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Extra => "extra",
+            Self::Mismatch => "mismatch",
+            Self::Unknown => "unknown",
+        }
+    }
 }
 
 /// 150 exponential buckets from 0.1 s to 1800 s, as upstream.
@@ -106,6 +169,8 @@ pub struct Metrics {
     /// `node_removal_latency_seconds{deleted}` (with
     /// `--node-removal-latency-tracking-enabled`).
     pub node_removal_latency: Family<Labels, Histogram>,
+    /// `dra_node_template_resources_mismatch{driver,mismatch_type}`.
+    pub dra_template_mismatch: Family<Labels, FGauge>,
 }
 
 impl Metrics {
@@ -157,6 +222,7 @@ impl Metrics {
             node_group_target: Family::default(),
             node_group_healthiness: Family::default(),
             node_removal_latency: Family::new_with_constructor(removal_latency_histogram),
+            dra_template_mismatch: Family::default(),
             registry: Registry::default(),
         }
     }
@@ -207,6 +273,11 @@ impl Metrics {
             "memory_limits_bytes",
             "Minimum and maximum number of bytes of memory in cluster.",
             self.memory_limits_bytes.clone(),
+        );
+        r.register(
+            "dra_node_template_resources_mismatch",
+            "Count of resource mismatches between ready nodes and node templates",
+            self.dra_template_mismatch.clone(),
         );
     }
 
@@ -346,7 +417,7 @@ impl Metrics {
         for reason in ["cloudProviderError", "apiCallError", "timeout"] {
             let _ = self
                 .failed_scale_ups
-                .get_or_create(&gpu_labels(&[("reason", reason)]));
+                .get_or_create(&scale_labels(&[("reason", reason)], ""));
             let _ = self
                 .failed_node_creations
                 .get_or_create(&labels(&[("reason", reason)]));
@@ -354,7 +425,7 @@ impl Metrics {
         for reason in ["underutilized", "empty", "unready"] {
             let _ = self
                 .scaled_down_nodes
-                .get_or_create(&gpu_labels(&[("reason", reason)]));
+                .get_or_create(&scale_labels(&[("reason", reason)], ""));
         }
         for result in ["succeeded", "failed"] {
             let _ = self
@@ -419,9 +490,18 @@ impl Metrics {
         family.get_or_create(&labels(pairs)).inc_by(by);
     }
 
-    /// Increments a counter that carries the empty GPU labels.
-    pub fn inc_gpu(family: &Family<Labels, Counter>, pairs: &[(&str, &str)], by: u64) {
-        family.get_or_create(&gpu_labels(pairs)).inc_by(by);
+    /// Increments a scale counter (`scaled_up_nodes`, `failed_scale_ups`,
+    /// `scaled_down_nodes`): `pairs`, the (empty) GPU labels, and the
+    /// [`dra_drivers`] label of the group's template.
+    pub fn inc_scale(
+        family: &Family<Labels, Counter>,
+        pairs: &[(&str, &str)],
+        dra_drivers: &str,
+        by: u64,
+    ) {
+        family
+            .get_or_create(&scale_labels(pairs, dra_drivers))
+            .inc_by(by);
     }
 
     /// Records a loop phase duration.
@@ -513,6 +593,29 @@ mod tests {
             with.encode()
                 .contains("cluster_autoscaler_node_group_min_count{node_group=\"g\"} 1.0")
         );
+    }
+
+    #[test]
+    fn dra_drivers_label_names_the_known_drivers_and_groups_the_rest() {
+        assert_eq!(dra_drivers([]), "");
+        assert_eq!(
+            dra_drivers([
+                "tpu.google.com",
+                "gpu.example.com",
+                "dra.net",
+                "nic.example.com"
+            ]),
+            "custom.driver,dra.net,tpu.google.com"
+        );
+        assert_eq!(
+            dra_drivers(["gpu.nvidia.com", "gpu.nvidia.com"]),
+            "gpu.nvidia.com"
+        );
+        let m = Metrics::new(false);
+        Metrics::inc_scale(&m.scaled_up_nodes, &[], "gpu.nvidia.com", 2);
+        assert!(m.encode().contains(
+            "cluster_autoscaler_scaled_up_nodes_total{gpu_resource_name=\"\",gpu_name=\"\",dra_drivers=\"gpu.nvidia.com\"} 2"
+        ));
     }
 
     #[test]

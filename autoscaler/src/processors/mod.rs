@@ -4,7 +4,9 @@
 //! (`crate::core`) runs them in this order:
 //!
 //! - [`customresources`]: before the cluster state is counted, the nodes
-//!   whose CSI drivers are not registered yet (unready);
+//!   whose DRA devices are not published yet, or whose CSI drivers are not
+//!   registered yet (unready), and how far ready nodes' devices are from
+//!   their templates';
 //! - [`nodeinfosprovider`]: the template node of every node group;
 //! - [`pods`]: the pod-list processors, from the unschedulable pods to the
 //!   pods scale-up should help; with `--enable-provisioning-requests`,
@@ -31,12 +33,16 @@ use status::{ScaleUpStatusProcessor, default_scale_up_status_processors};
 
 use crate::cache::ClusterCache;
 use crate::capacitybuffer::BufferPodInjection;
+use crate::simulator::dynamicresources::comparator::NodeResourcesComparator;
 
 /// Every processor of one autoscaler (upstream's `AutoscalingProcessors`).
 pub struct Processors {
     /// Template nodes per group (upstream's `TemplateNodeInfoProvider`),
     /// with the copies of real nodes it caches across loops.
     pub template_nodes: TemplateNodes,
+    /// Ready nodes' devices against their templates' (upstream's DRA
+    /// custom-resources processor's comparator).
+    pub dra_comparator: NodeResourcesComparator,
     /// From the unschedulable pods to the pods to help.
     pub pod_list: PodListProcessors,
     /// The node groups scale-up may consider.
@@ -80,6 +86,7 @@ impl Default for Processors {
     fn default() -> Self {
         Self {
             template_nodes: TemplateNodes::default(),
+            dra_comparator: NodeResourcesComparator::default(),
             pod_list: PodListProcessors::default(),
             node_group_list: Vec::new(),
             scale_up_status: default_scale_up_status_processors(),

@@ -42,9 +42,19 @@ fn ready_long_enough(node: &Node, now: SystemTime) -> bool {
 #[derive(Debug, Default)]
 pub struct TemplateNodes {
     cache: HashMap<String, (NodeInfo, SystemTime)>,
+    /// The node-local slices of the last loop's templates, by group
+    /// (upstream's `TemplateNodeInfoRegistry`, read by the DRA readiness
+    /// rule before this loop's templates are built).
+    last_slices: HashMap<String, Vec<Arc<ResourceSlice>>>,
 }
 
 impl TemplateNodes {
+    /// The slices of the group's template as the last loop built it;
+    /// `None` before its first template.
+    pub fn last_slices(&self, group: &str) -> Option<&[Arc<ResourceSlice>]> {
+        self.last_slices.get(group).map(Vec::as_slice)
+    }
+
     /// Template nodes per group (docs/compat.md §4.9): a good node of the group,
     /// else the cached template, else the provider's.
     pub fn build(
@@ -117,6 +127,10 @@ impl TemplateNodes {
                 out.insert(id, t);
             }
         }
+        self.last_slices = out
+            .iter()
+            .map(|(id, t)| (id.clone(), t.slices.clone()))
+            .collect();
         out
     }
 }

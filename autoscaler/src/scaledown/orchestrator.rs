@@ -236,7 +236,14 @@ impl ScaleDown {
             );
             match done.outcome {
                 Outcome::Removed(reason) => {
-                    Metrics::inc_gpu(&ctx.metrics.scaled_down_nodes, &[("reason", reason)], 1);
+                    let mut groups = ctx.provider.node_groups().into_iter();
+                    let drivers = groups
+                        .find(|g| g.id() == done.group)
+                        .map_or_else(String::new, |g| {
+                            crate::cloudprovider::template_dra_drivers(&*g)
+                        });
+                    let reason = [("reason", reason)];
+                    Metrics::inc_scale(&ctx.metrics.scaled_down_nodes, &reason, &drivers, 1);
                 }
                 Outcome::CloudDeleteFailed(_) => {
                     self.cooldown.cloud_deletion_failed(&done.group, now);

@@ -10,8 +10,10 @@
 //! increased at once and every failure is registered; the log line then
 //! combines the errors as upstream's `errors.Combine` does.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::SystemTime;
+
+use predicates::NodeInfo;
 
 use super::types::ScaleUpInfo;
 use crate::cloudprovider::{CloudError, NodeGroup};
@@ -19,6 +21,10 @@ use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::events::{EventReason, EventType};
 use crate::metrics::Metrics;
+
+/// One planned increase: its info, its group, and the template the
+/// scale-up used for it.
+type Planned<'a> = (&'a ScaleUpInfo, &'a dyn NodeGroup, Option<&'a NodeInfo>);
 
 /// What executing a scale-up did.
 #[derive(Debug, Clone, Default)]
@@ -39,32 +45,36 @@ pub async fn execute(
     ctx: &AutoscalingContext,
     registry: &mut ClusterStateRegistry,
     infos: &[ScaleUpInfo],
+    templates: &BTreeMap<String, NodeInfo>,
     now: SystemTime,
     atomic: bool,
 ) -> Executed {
     let groups = ctx.node_groups_by_id();
-    let planned: Vec<(&ScaleUpInfo, &Arc<dyn NodeGroup>)> = infos
+    let planned: Vec<Planned<'_>> = infos
         .iter()
-        .filter_map(|i| groups.get(&i.group).map(|g| (i, g)))
+        .filter_map(|i| {
+            let g = groups.get(&i.group)?;
+            Some((i, &**g, templates.get(&i.group)))
+        })
         .collect();
     let mut out = Executed::default();
     let mut errors = Vec::new();
     if ctx.flags.parallel_scale_up {
-        let increases = planned.iter().map(|&(info, g)| async move {
+        let increases = planned.iter().map(|&(info, g, _)| async move {
             announce(ctx, info);
-            increase(&**g, info, atomic).await
+            increase(g, info, atomic).await
         });
         let results = futures::future::join_all(increases).await;
-        for ((info, g), result) in planned.iter().zip(results) {
-            if let Err(e) = record(ctx, registry, info, &***g, result, now, &mut out) {
+        for (p, result) in planned.iter().zip(results) {
+            if let Err(e) = record(ctx, registry, *p, result, now, &mut out) {
                 errors.push(e);
             }
         }
     } else {
-        for (info, g) in &planned {
-            announce(ctx, info);
-            let result = increase(&***g, info, atomic).await;
-            if let Err(e) = record(ctx, registry, info, &***g, result, now, &mut out) {
+        for p in &planned {
+            announce(ctx, p.0);
+            let result = increase(p.1, p.0, atomic).await;
+            if let Err(e) = record(ctx, registry, *p, result, now, &mut out) {
                 errors.push(e);
                 break;
             }
@@ -102,13 +112,14 @@ async fn increase(g: &dyn NodeGroup, info: &ScaleUpInfo, atomic: bool) -> Result
 }
 
 /// Registers one increase's outcome: the event, the cluster state (a
-/// scale-up, or a failure that backs the group off) and the metrics.
-/// Returns the failure as upstream words it.
+/// scale-up, or a failure that backs the group off) and the metrics,
+/// labelled with the drivers of the template the scale-up used (a
+/// failure: of the provider's template, as upstream). Returns the failure
+/// as upstream words it.
 fn record(
     ctx: &AutoscalingContext,
     registry: &mut ClusterStateRegistry,
-    info: &ScaleUpInfo,
-    g: &dyn NodeGroup,
+    (info, g, template): Planned<'_>,
     result: Result<(), CloudError>,
     now: SystemTime,
     out: &mut Executed,
@@ -123,7 +134,11 @@ fn record(
             );
             let provision = ctx.options_for(g).max_node_provision_time;
             registry.register_scale_up(id, new - current, provision, now);
-            Metrics::inc_gpu(&ctx.metrics.scaled_up_nodes, &[], (new - current) as u64);
+            let drivers = template.map_or_else(String::new, |t| {
+                crate::metrics::dra_drivers(t.slices.iter().map(|s| s.spec.driver.as_str()))
+            });
+            let added = (new - current) as u64;
+            Metrics::inc_scale(&ctx.metrics.scaled_up_nodes, &[], &drivers, added);
             out.done.push(info.clone());
             Ok(())
         }
@@ -138,7 +153,13 @@ fn record(
                 other => ("cloudProviderError".to_string(), other.to_string()),
             };
             registry.register_failed_scale_up(id, &code, &message, now);
-            Metrics::inc_gpu(&ctx.metrics.failed_scale_ups, &[("reason", &code)], 1);
+            let drivers = crate::cloudprovider::template_dra_drivers(g);
+            Metrics::inc_scale(
+                &ctx.metrics.failed_scale_ups,
+                &[("reason", &code)],
+                &drivers,
+                1,
+            );
             Err(format!("failed to increase node group size: {e}"))
         }
     }

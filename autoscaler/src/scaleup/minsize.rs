@@ -48,7 +48,7 @@ pub async fn enforce_min_sizes(
             new: target + delta,
             max: g.max_size(),
         };
-        let executed = executor::execute(ctx, registry, &[info], now, false).await;
+        let executed = executor::execute(ctx, registry, &[info], templates, now, false).await;
         if !executed.done.is_empty() {
             total += delta;
             acted = true;

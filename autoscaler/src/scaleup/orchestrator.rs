@@ -140,7 +140,15 @@ pub async fn scale_up(
             ..ScaleUpOutcome::stopped(ScaleUpStatus::NoOptionsAvailable)
         };
     }
-    let executed = executor::execute(ctx, registry, &infos, now, inputs.all_or_nothing).await;
+    let executed = executor::execute(
+        ctx,
+        registry,
+        &infos,
+        inputs.templates,
+        now,
+        inputs.all_or_nothing,
+    )
+    .await;
     let mut triggered = Vec::new();
     if !executed.done.is_empty() {
         tracing::info!(

@@ -679,13 +679,73 @@ pub(super) async fn metrics_text(w: &mut CaWorld) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A metrics sample: its name, labels and number.
+type Sample<'a> = (&'a str, Vec<(String, String)>, Option<f64>);
+
+/// A metrics sample: `name{label="value",...} number`, the labels and
+/// the number optional. `None` for comments and lines of another form.
+fn parse_sample(line: &str) -> Option<Sample<'_>> {
+    if line.starts_with('#') {
+        return None;
+    }
+    let end = line.find(['{', ' ']).unwrap_or(line.len());
+    let (name, mut rest) = line.split_at(end);
+    let mut labels = Vec::new();
+    if let Some(inner) = rest.strip_prefix('{') {
+        let mut chars = inner.char_indices();
+        let mut key = String::new();
+        let close = loop {
+            let (i, c) = chars.next()?;
+            match c {
+                '}' => break i,
+                ',' | ' ' => {}
+                '=' => {
+                    if chars.next()?.1 != '"' {
+                        return None;
+                    }
+                    let mut value = String::new();
+                    loop {
+                        match chars.next()?.1 {
+                            '\\' => value.push(chars.next()?.1),
+                            '"' => break,
+                            c => value.push(c),
+                        }
+                    }
+                    labels.push((std::mem::take(&mut key), value));
+                }
+                c => key.push(c),
+            }
+        };
+        rest = &inner[close + 1..];
+    }
+    let rest = rest.trim();
+    let value = match rest {
+        "" => None,
+        v => Some(v.split(' ').next()?.parse().ok()?),
+    };
+    Some((name, labels, value))
+}
+
+/// Whether a metrics line has the wanted sample's name, each of its
+/// labels (in any order, among others) and its number if it gives one
+/// (`1` matches `1.0`).
+fn sample_matches(line: &str, want: &Sample<'_>) -> bool {
+    let Some((name, labels, value)) = parse_sample(line) else {
+        return false;
+    };
+    name == want.0
+        && want.1.iter().all(|l| labels.contains(l))
+        && want.2.is_none_or(|w| value == Some(w))
+}
+
 #[then(regex = r#"^the autoscaler's metrics show "(.*)"$"#)]
 async fn metrics_show(w: &mut CaWorld, line: String) -> StepResult {
+    let want = parse_sample(&line).ok_or_else(|| format!("{line:?} is not a metrics sample"))?;
     // Metrics change once per loop: wait up to a minute.
     let mut text = String::new();
     for _ in 0..12 {
         text = metrics_text(w).await?;
-        if text.lines().any(|l| l.starts_with(&line)) {
+        if text.lines().any(|l| sample_matches(l, &want)) {
             return Ok(());
         }
         w.pass(Duration::from_secs(5)).await?;
@@ -842,5 +902,43 @@ mod tests {
             !Message::Exactly("pod triggered scale-up: [a b]")
                 .matches("pod triggered scale-up: [b a]")
         );
+    }
+
+    #[test]
+    fn metrics_samples_match_by_name_labels_in_any_order_and_number() {
+        let want = |s| parse_sample(s).unwrap();
+        let ours = r#"cluster_autoscaler_scaled_up_nodes_total{gpu_resource_name="",gpu_name="",dra_drivers="custom.driver"} 1"#;
+        let go = r#"cluster_autoscaler_scaled_up_nodes_total{dra_drivers="custom.driver",gpu_name="",gpu_resource_name=""} 1.0"#;
+        for line in [ours, go] {
+            assert!(sample_matches(
+                line,
+                &want(r#"cluster_autoscaler_scaled_up_nodes_total{dra_drivers="custom.driver"} 1"#)
+            ));
+            assert!(sample_matches(
+                line,
+                &want("cluster_autoscaler_scaled_up_nodes_total")
+            ));
+            assert!(!sample_matches(
+                line,
+                &want(r#"cluster_autoscaler_scaled_up_nodes_total{dra_drivers=""}"#)
+            ));
+            assert!(!sample_matches(
+                line,
+                &want("cluster_autoscaler_scaled_up_nodes_total 10")
+            ));
+        }
+        assert!(!sample_matches(
+            ours,
+            &want("cluster_autoscaler_scaled_up_nodes")
+        ));
+        assert!(sample_matches(
+            r#"m{a="x\"y,z"} 2"#,
+            &want(r#"m{a="x\"y,z"} 2"#)
+        ));
+        assert!(sample_matches(
+            "cluster_autoscaler_cluster_safe_to_autoscale 1.0",
+            &want("cluster_autoscaler_cluster_safe_to_autoscale 1")
+        ));
+        assert!(parse_sample("# HELP m text").is_none());
     }
 }

@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use cucumber::{given, then};
+use cucumber::{given, then, when};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::world::groups::Devices;
@@ -68,7 +68,28 @@ fn node_devices(
         driver,
         count,
         model: (!model.is_empty()).then_some(model),
+        publish_delay: None,
     });
+    Ok(())
+}
+
+/// Kwok's fake driver publishes the devices of each node of the group
+/// this long (scenario time) after the node starts, as a driver's kubelet
+/// plugin that is slow to start.
+#[given(
+    regex = r#"^the DRA driver of the nodes of "(\S+)" publishes their devices (\d+) minutes? after they start$"#
+)]
+fn publish_delay(w: &mut CaWorld, group: String, delay: u64) -> StepResult {
+    if w.running.is_some() {
+        return Err("declare a group's devices before the cluster starts".into());
+    }
+    let devices =
+        w.group_mut(&group)?.devices.as_mut().ok_or_else(|| {
+            format!("the nodes of {group:?} have no devices yet: declare them first")
+        })?;
+    // Kwok runs on the cluster's clock: real time against a binary.
+    let scenario = std::time::Duration::from_secs(60 * delay);
+    devices.publish_delay = Some(scenario.div_f64(crate::world::time_scale()));
     Ok(())
 }
 
@@ -131,6 +152,33 @@ async fn template_refused(
         Err(e) if e.contains(&saying) => Ok(()),
         Err(e) => Err(format!("refused, but not saying {saying:?}: {e}")),
     }
+}
+
+/// One node of the group (the first by name) changes the devices its
+/// driver publishes: `count` of the group's devices (same driver and
+/// model) instead. Kwok's fake driver republishes them (the pool's next
+/// generation).
+#[when(regex = r#"^a node of "(\S+)" publishes (\d+) of its devices? instead$"#)]
+async fn node_publishes_fewer(w: &mut CaWorld, group: String, count: usize) -> StepResult {
+    let devices = w
+        .groups
+        .iter()
+        .find(|g| g.name == group)
+        .and_then(|g| g.devices.clone())
+        .ok_or_else(|| format!("the nodes of {group:?} have no devices"))?;
+    let mut nodes = w.group_nodes(&group).await?;
+    nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let name = nodes
+        .first()
+        .and_then(|n| n.metadata.name.clone())
+        .ok_or_else(|| format!("the node group {group:?} has no node"))?;
+    let annotation = Devices { count, ..devices }.annotation();
+    let patch = json!({"metadata": {"annotations": {kwok::DRA_DEVICES_ANNOTATION: annotation}}});
+    let api: Api<Node> = Api::all(w.running().await?.cluster.client());
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| format!("patching node {name}: {e}"))?;
+    Ok(())
 }
 
 /// The kwok provider's templates ConfigMap (in the cluster) gives the

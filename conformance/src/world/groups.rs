@@ -69,9 +69,28 @@ pub struct Devices {
     pub count: usize,
     /// Their `model` attribute, if any.
     pub model: Option<String>,
+    /// How long after a node starts the driver publishes them.
+    pub publish_delay: Option<std::time::Duration>,
 }
 
 impl Devices {
+    /// The node annotations kwok's fake driver reads: the devices, and
+    /// the publish delay when there is one.
+    pub fn annotations(&self) -> serde_json::Map<String, Value> {
+        let mut out = serde_json::Map::new();
+        out.insert(
+            kwok::DRA_DEVICES_ANNOTATION.into(),
+            json!(self.annotation()),
+        );
+        if let Some(d) = self.publish_delay {
+            out.insert(
+                kwok::DRA_PUBLISH_DELAY_ANNOTATION.into(),
+                json!(format!("{}ms", d.as_millis())),
+            );
+        }
+        out
+    }
+
     /// The `kwok.x-k8s.io/dra-devices` annotation value.
     pub fn annotation(&self) -> String {
         let attributes = match &self.model {
@@ -122,7 +141,7 @@ impl GroupSpec {
         labels.insert("kwok-nodegroup".into(), json!(self.name));
         let mut annotations = self.annotations.clone();
         if let Some(d) = &self.devices {
-            annotations.insert(kwok::DRA_DEVICES_ANNOTATION.into(), json!(d.annotation()));
+            annotations.extend(d.annotations());
         }
         // The group's name as given: without it upstream's kwok provider
         // names the group `<label value>-<unix seconds>`.

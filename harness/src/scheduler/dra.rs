@@ -241,3 +241,21 @@ pub(super) async fn prebind(client: &Client, writes: &[ClaimWrite]) -> bool {
     }
     true
 }
+
+/// What the DynamicResources PostFilter says of a pod no node fits, before
+/// preemption's part of the message: `no new claims to deallocate` for a
+/// pod without claims or one PreFilter turned away, else `still not
+/// schedulable` (kube-scheduler would first deallocate a claim allocated
+/// on a node the pod cannot use; the testbed does not).
+pub(super) fn post_filter_message(pod: &Pod, fit: &predicates::FitError) -> &'static str {
+    let refused_before_filter = fit
+        .failures
+        .iter()
+        .flat_map(|(_, reasons)| reasons)
+        .any(|r| matches!(r, predicates::Reason::Dra(d) if d.every_node()));
+    if !predicates::dynamicresources::has_claims(pod) || refused_before_filter {
+        "no new claims to deallocate"
+    } else {
+        "still not schedulable"
+    }
+}

@@ -128,14 +128,37 @@ fn priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
+/// Why an attempt failed, the reason of the pod's `PodScheduled=False`
+/// condition (kube-scheduler's `handleSchedulingFailure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailureReason {
+    /// No node fits (a plugin rejected every node): `Unschedulable`, the
+    /// pods the cluster autoscaler helps.
+    Unschedulable,
+    /// A plugin failed (a DRA selector's CEL runtime error):
+    /// `SchedulerError`; the pod is tried again after its backoff.
+    SchedulerError,
+}
+
+impl FailureReason {
+    /// The condition's reason.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Unschedulable => "Unschedulable",
+            Self::SchedulerError => "SchedulerError",
+        }
+    }
+}
+
 /// A status patch that marks a pod unschedulable, written after the pass.
-/// An Unschedulable condition to write; its time and its
+/// A `PodScheduled=False` condition to write; its time and its
 /// `FailedScheduling` event are taken when it is written, which is when
 /// the pod is marked for anyone watching.
 struct Mark {
     key: String,
     pod: Arc<Pod>,
     message: String,
+    reason: FailureReason,
     nominated: Option<String>,
 }
 
@@ -590,8 +613,12 @@ impl Scheduler {
                 }
                 Err(fit) if fit.plugin_error => {
                     // A plugin's error: the attempt fails as it is, with
-                    // no preemption.
-                    marks.extend(self.mark_unschedulable(&key, &fit.message, None));
+                    // no preemption, and the pod is not Unschedulable.
+                    marks.extend(self.mark_failed(
+                        &key,
+                        &fit.message,
+                        FailureReason::SchedulerError,
+                    ));
                 }
                 Err(fit) => {
                     let budgets: Vec<Budget> = self.budgets.values().cloned().collect();
@@ -608,8 +635,9 @@ impl Scheduler {
                         fit.message.clone()
                     } else {
                         format!(
-                            "{} preemption: 0/{} nodes are available: {}.",
+                            "{} {}, preemption: 0/{} nodes are available: {}.",
                             fit.message,
+                            dra::post_filter_message(&pod.pod, &fit),
                             infos.len(),
                             preemption_summary(&fit.failures, infos.len())
                         )
@@ -775,12 +803,30 @@ impl Scheduler {
         message: &str,
         nominated: Option<String>,
     ) -> Option<Mark> {
+        self.mark(key, message, FailureReason::Unschedulable, nominated)
+    }
+
+    /// Records that `key`'s attempt failed for `reason`, not nominated.
+    fn mark_failed(&mut self, key: &str, message: &str, reason: FailureReason) -> Option<Mark> {
+        self.mark(key, message, reason, None)
+    }
+
+    /// Records a failed attempt (backoff; an unschedulable pod is parked
+    /// until the cluster changes, a failed one only backs off) and returns
+    /// the status patch to write, if its condition changes.
+    fn mark(
+        &mut self,
+        key: &str,
+        message: &str,
+        reason: FailureReason,
+        nominated: Option<String>,
+    ) -> Option<Mark> {
         self.backoff(key);
         let p = self.pending.get_mut(key)?;
         if nominated.is_some() {
             p.nominated.clone_from(&nominated);
         }
-        p.parked = true;
+        p.parked = reason == FailureReason::Unschedulable;
         let already = p.last_message.as_deref() == Some(message) && nominated.is_none();
         let current = p
             .pod
@@ -790,7 +836,7 @@ impl Scheduler {
             .and_then(|c| {
                 c.iter().find(|c| c.type_ == "PodScheduled").map(|c| {
                     c.status == "False"
-                        && c.reason.as_deref() == Some("Unschedulable")
+                        && c.reason.as_deref() == Some(reason.as_str())
                         && c.message.as_deref() == Some(message)
                 })
             });
@@ -802,6 +848,7 @@ impl Scheduler {
             key: key.to_string(),
             pod: p.pod.clone(),
             message: message.to_string(),
+            reason,
             nominated,
         })
     }
@@ -826,7 +873,7 @@ impl Scheduler {
                         .and_then(|c| c.last_transition_time.as_ref())
                         .map_or_else(|| self.clock.rfc3339(), |t| t.0.to_string());
                     let mut status = json!({"conditions": [{
-                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "type": "PodScheduled", "status": "False", "reason": m.reason.as_str(),
                         "message": m.message, "lastProbeTime": null,
                         "lastTransitionTime": since,
                     }]});

@@ -20,6 +20,10 @@
 //! a malformed one is logged against the node and publishes nothing.
 //! Because node groups' template nodes carry the annotation, nodes an
 //! autoscaler adds publish the same devices.
+//!
+//! A real driver's kubelet plugin publishes some time after the node is
+//! up; [`DRA_PUBLISH_DELAY_ANNOTATION`] (a Go duration such as `2m`) makes
+//! the fake driver wait that long before a node's first publication.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,6 +37,10 @@ use super::shared::Shared;
 
 /// The node annotation listing the devices the fake driver publishes.
 pub const DRA_DEVICES_ANNOTATION: &str = "kwok.x-k8s.io/dra-devices";
+
+/// The node annotation delaying the fake driver's first publication of
+/// the node's devices (a Go duration).
+pub const DRA_PUBLISH_DELAY_ANNOTATION: &str = "kwok.x-k8s.io/dra-publish-delay";
 
 /// One group of alike devices.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -98,8 +106,18 @@ fn resource() -> ApiResource {
     )
 }
 
-/// Publishes (creates or replaces) the node's slices for `annotation`.
-pub(super) async fn publish(shared: Arc<Shared>, node: String, uid: String, annotation: String) {
+/// Publishes (creates or replaces) the node's slices for `annotation`,
+/// after `delay`.
+pub(super) async fn publish(
+    shared: Arc<Shared>,
+    node: String,
+    uid: String,
+    annotation: String,
+    delay: std::time::Duration,
+) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let groups = match parse(&annotation) {
         Ok(g) => g,
         Err(e) => {

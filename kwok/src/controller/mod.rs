@@ -297,7 +297,7 @@ impl Controller {
     }
 
     /// The fake DRA driver: publishes the node's devices when its
-    /// annotation is new or changed.
+    /// annotation is new (after the node's publish delay) or changed.
     fn publish_devices(&mut self, node: &Node) {
         let name = node.metadata.name.clone().unwrap_or_default();
         let Some(annotation) = node
@@ -308,16 +308,34 @@ impl Controller {
         else {
             return;
         };
-        if self.devices.get(&name) == Some(annotation) {
-            return;
-        }
+        let first = match self.devices.get(&name) {
+            Some(published) if published == annotation => return,
+            Some(_) => false,
+            None => true,
+        };
         self.devices.insert(name.clone(), annotation.clone());
+        let delay = match node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(dra::DRA_PUBLISH_DELAY_ANNOTATION))
+        {
+            Some(d) if first => simclock::parse_go_duration(d).unwrap_or_else(|| {
+                tracing::warn!(
+                    "node {name}: annotation {} is not a duration: {d:?}",
+                    dra::DRA_PUBLISH_DELAY_ANNOTATION
+                );
+                std::time::Duration::ZERO
+            }),
+            _ => std::time::Duration::ZERO,
+        };
         let uid = node.metadata.uid.clone().unwrap_or_default();
         simclock::busy::spawn(dra::publish(
             self.shared.clone(),
             name,
             uid,
             annotation.clone(),
+            delay,
         ));
     }
 

@@ -14,9 +14,13 @@
 //!   template's node-local slices as its own: renamed after it, with pools
 //!   of its own (`<pool>-<node>`), so its devices are not the template's
 //!   nor another copy's.
+//! - [`comparator`]: how far ready nodes' devices are from their
+//!   templates' (a metric and a warning).
 //!
 //! Not simulated: the claims of a template's DaemonSet pods (a template's
 //! devices start free; upstream copies pod-owned allocated claims).
+
+pub mod comparator;
 
 use std::sync::Arc;
 
