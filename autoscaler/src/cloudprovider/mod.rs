@@ -307,6 +307,13 @@ pub fn template_dra_drivers(g: &dyn NodeGroup) -> String {
     }
 }
 
+/// [`template_dra_drivers`] of the provider's group `id`; `""` when the
+/// provider has no such group any more.
+pub fn group_dra_drivers(provider: &dyn CloudProvider, id: &str) -> String {
+    let group = provider.node_groups().into_iter().find(|g| g.id() == id);
+    group.map_or_else(String::new, |g| template_dra_drivers(&*g))
+}
+
 /// A taint of a template node, as a provider's annotation or tag gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taint {

@@ -466,10 +466,7 @@ impl Autoscaler {
         let notices = self.registry.update(&*self.ctx.provider, &nodes, now);
         self.metrics.observe("updateClusterState", t.elapsed());
         let provider = &*self.ctx.provider;
-        let dra_drivers = |id: &str| {
-            let group = provider.node_groups().into_iter().find(|g| g.id() == id);
-            group.map_or_else(String::new, |g| cloudprovider::template_dra_drivers(&*g))
-        };
+        let dra_drivers = |id: &str| cloudprovider::group_dra_drivers(provider, id);
         clusterstate::report_notices(notices, &self.ctx.events, &self.metrics, &dra_drivers);
         clusterstate::update_cluster_metrics(&self.ctx, &self.registry, &nodes, now);
 

@@ -92,6 +92,16 @@ impl ResourceMismatchType {
             Self::Unknown => "unknown",
         }
     }
+
+    /// Its name in upstream's discrepancy log (`ResourceDelta{Type="…"`).
+    pub fn log_name(self) -> &'static str {
+        match self {
+            Self::Missing => "Missing",
+            Self::Extra => "Extra",
+            Self::Mismatch => "Mismatch",
+            Self::Unknown => "Unknown",
+        }
+    }
 }
 
 /// 150 exponential buckets from 0.1 s to 1800 s, as upstream.

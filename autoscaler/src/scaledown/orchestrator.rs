@@ -236,12 +236,8 @@ impl ScaleDown {
             );
             match done.outcome {
                 Outcome::Removed(reason) => {
-                    let mut groups = ctx.provider.node_groups().into_iter();
-                    let drivers = groups
-                        .find(|g| g.id() == done.group)
-                        .map_or_else(String::new, |g| {
-                            crate::cloudprovider::template_dra_drivers(&*g)
-                        });
+                    let provider = &*ctx.provider;
+                    let drivers = crate::cloudprovider::group_dra_drivers(provider, &done.group);
                     let reason = [("reason", reason)];
                     Metrics::inc_scale(&ctx.metrics.scaled_down_nodes, &reason, &drivers, 1);
                 }

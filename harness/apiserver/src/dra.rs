@@ -172,12 +172,7 @@ fn validate_claim_devices(devices: Option<&Value>, path: &str, causes: &mut Vec<
     let mut names = BTreeSet::new();
     for (i, r) in requests.iter().enumerate() {
         let at = format!("{path}.requests[{i}]");
-        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            causes.push(Cause::required(format!("{at}.name")));
-        } else if !names.insert(name.to_string()) {
-            causes.push(Cause::duplicate(&at, name));
-        }
+        unique_name(r, &at, &mut names, causes);
         let exactly = r.get("exactly").filter(|e| !e.is_null());
         let first = r
             .get("firstAvailable")
@@ -340,12 +335,7 @@ fn validate_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut names = BTreeSet::new();
     for (i, d) in devices.iter().enumerate() {
         let at = format!("spec.devices[{i}]");
-        let name = d.get("name").and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            causes.push(Cause::required(format!("{at}.name")));
-        } else if !names.insert(name.to_string()) {
-            causes.push(Cause::duplicate(&at, name));
-        }
+        unique_name(d, &at, &mut names, &mut causes);
         let attributes = d
             .get("attributes")
             .and_then(Value::as_object)
@@ -419,5 +409,15 @@ fn validate_node_selection(spec: &Value, causes: &mut Vec<Cause>) {
             &format!("{{{}}}", set.join(", ")),
             format!("{ONE_OF}, but multiple fields are set"),
         )),
+    }
+}
+
+/// A list item's `name` (at `at`): required, and not one already `seen`.
+fn unique_name(item: &Value, at: &str, seen: &mut BTreeSet<String>, causes: &mut Vec<Cause>) {
+    let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+    if name.is_empty() {
+        causes.push(Cause::required(format!("{at}.name")));
+    } else if !seen.insert(name.to_string()) {
+        causes.push(Cause::duplicate(at, name));
     }
 }

@@ -614,10 +614,11 @@ impl Scheduler {
                 Err(fit) if fit.plugin_error => {
                     // A plugin's error: the attempt fails as it is, with
                     // no preemption, and the pod is not Unschedulable.
-                    marks.extend(self.mark_failed(
+                    marks.extend(self.mark(
                         &key,
                         &fit.message,
                         FailureReason::SchedulerError,
+                        None,
                     ));
                 }
                 Err(fit) => {
@@ -804,11 +805,6 @@ impl Scheduler {
         nominated: Option<String>,
     ) -> Option<Mark> {
         self.mark(key, message, FailureReason::Unschedulable, nominated)
-    }
-
-    /// Records that `key`'s attempt failed for `reason`, not nominated.
-    fn mark_failed(&mut self, key: &str, message: &str, reason: FailureReason) -> Option<Mark> {
-        self.mark(key, message, reason, None)
     }
 
     /// Records a failed attempt (backoff; an unschedulable pod is parked

@@ -57,12 +57,7 @@ impl fmt::Display for ResourceDelta {
         let join = |s: &mut dyn Iterator<Item = &String>| {
             s.map(String::as_str).collect::<Vec<_>>().join(";")
         };
-        let kind = match self.kind {
-            ResourceMismatchType::Missing => "Missing",
-            ResourceMismatchType::Extra => "Extra",
-            ResourceMismatchType::Mismatch => "Mismatch",
-            ResourceMismatchType::Unknown => "Unknown",
-        };
+        let kind = self.kind.log_name();
         let (t, n) = (&self.template_attributes, &self.node_attributes);
         write!(
             f,
