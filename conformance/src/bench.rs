@@ -4,7 +4,9 @@
 //! an SVG plot under `target/bench/`: time until every node is requested
 //! and every pod runs, the FAQ's per-pod latency (p50, p99), the main
 //! loop's mean duration, and the autoscaler's CPU time and peak memory, per
-//! scale.
+//! scale; then the testbed's own figures (how long after the last pod's
+//! creation its scheduler marked the last pod, and its peak memory) and
+//! which of issue 44's targets each scale meets ([`targets`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -62,7 +64,9 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
         let row = compare::measure(&info, nodes, &args.scenario).await?;
         points.push(Point { nodes, row });
     }
-    let table = table(&points, args.scenario.pods_per_node);
+    let mut table = table(&points, args.scenario.pods_per_node);
+    table.push('\n');
+    table.push_str(&targets(&points));
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
     for (name, text) in [
@@ -79,17 +83,99 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
 /// The Markdown table: a row per scale.
 pub fn table(points: &[Point], pods_per_node: usize) -> String {
     let mut out = String::from(
-        "| nodes | pods | all pods created | all nodes | all running | latency p50 / p99 | loop mean (loops) | CPU | peak RSS |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| nodes | pods | all pods created | all nodes | all running | latency p50 / p99 | loop mean (loops) | CPU | peak RSS | last pod marked | testbed peak RSS |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for p in points {
         let _ = writeln!(
             out,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} | {} MiB |",
             p.nodes,
             p.nodes * pods_per_node,
-            measured_cells(&p.row)
+            measured_cells(&p.row),
+            p.row
+                .marks
+                .map_or_else(|| "-".into(), |m| format!("{} s", m.lag().as_secs())),
+            p.row.testbed_peak_rss_kib / 1024
         );
+    }
+    out
+}
+
+/// One target of issue 44 at a scale: what, the bound, the measure.
+struct Target {
+    what: &'static str,
+    bound: f64,
+    unit: &'static str,
+    measured: Option<f64>,
+}
+
+/// Issue 44's targets, per scale: the testbed holds at most 8 GiB and its
+/// scheduler marks the last pod within 5 s of its creation up to 1,000
+/// nodes, 20 s above; the autoscaler's loop mean is at most 0.5 s, its
+/// peak memory 1.5 GiB, the pods' latency p99 2 s, and it requests the
+/// last node within 10 s of the last mark. A line per scale, each target
+/// `met` or `MISSED` (`no figure` when the run gave none).
+pub fn targets(points: &[Point]) -> String {
+    let mut out = String::new();
+    for p in points {
+        let r = &p.row;
+        let gib = |kib: u64| kib as f64 / (1024.0 * 1024.0);
+        let list = [
+            Target {
+                what: "testbed peak RSS",
+                bound: 8.0,
+                unit: "GiB",
+                measured: (r.testbed_peak_rss_kib > 0).then(|| gib(r.testbed_peak_rss_kib)),
+            },
+            Target {
+                what: "last pod marked after its creation",
+                bound: if p.nodes <= 1000 { 5.0 } else { 20.0 },
+                unit: "s",
+                measured: r.marks.map(|m| m.lag().as_secs_f64()),
+            },
+            Target {
+                what: "loop mean",
+                bound: 0.5,
+                unit: "s",
+                measured: r.loops.map(|l| l.mean.as_secs_f64()),
+            },
+            Target {
+                what: "autoscaler peak RSS",
+                bound: 1.5,
+                unit: "GiB",
+                measured: (r.peak_rss_kib > 0).then(|| gib(r.peak_rss_kib)),
+            },
+            Target {
+                what: "latency p99",
+                bound: 2.0,
+                unit: "s",
+                measured: r.latency.map(|l| l.1.as_secs_f64()),
+            },
+            Target {
+                what: "all nodes after the last mark",
+                bound: 10.0,
+                unit: "s",
+                measured: r
+                    .all_nodes
+                    .zip(r.marks)
+                    .map(|(n, m)| n.as_secs_f64() - m.last_marked.as_secs_f64()),
+            },
+        ];
+        let cells: Vec<String> = list
+            .iter()
+            .map(|t| match t.measured {
+                Some(v) => format!(
+                    "{} {v:.2} {u} (≤ {} {u}) {}",
+                    t.what,
+                    t.bound,
+                    if v <= t.bound { "met" } else { "MISSED" },
+                    u = t.unit
+                ),
+                None => format!("{} (≤ {} {}) no figure", t.what, t.bound, t.unit),
+            })
+            .collect();
+        let _ = writeln!(out, "- {} nodes: {}", p.nodes, cells.join("; "));
     }
     out
 }
@@ -283,6 +369,11 @@ mod tests {
                 }),
                 events: 0,
                 requests: 0,
+                testbed_peak_rss_kib: 2048 * 1024,
+                marks: Some(compare::MarkTimes {
+                    last_created: Duration::from_secs(1),
+                    last_marked: Duration::from_secs(3),
+                }),
             },
         }
     }
@@ -291,7 +382,7 @@ mod tests {
     fn the_table_has_a_row_per_scale() {
         let t = table(&[point(100, 4, 50), point(1000, 31, 251)], 30);
         assert!(t.contains(
-            "| 100 | 3000 | 1.0 s | 4.0 s | 9.0 s | 1 s / 3 s | 0.50 s (7) | 2.0 s | 50 MiB |"
+            "| 100 | 3000 | 1.0 s | 4.0 s | 9.0 s | 1 s / 3 s | 0.50 s (7) | 2.0 s | 50 MiB | 2 s | 2048 MiB |"
         ));
         assert!(t.contains("| 1000 | 30000 | 1.0 s | 31.0 s | 36.0 s |"));
     }
@@ -308,6 +399,37 @@ mod tests {
         assert!(s.contains("main loop mean: 0.5"), "{s}");
         assert_eq!(s.matches("<polyline").count(), 6);
         assert!(s.contains("1000 nodes"));
+    }
+
+    #[test]
+    fn targets_say_which_are_met() {
+        let t = targets(&[point(1000, 31, 251), point(10000, 9, 2000)]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("- 1000 nodes: testbed peak RSS 2.00 GiB (≤ 8 GiB) met"),
+            "{t}"
+        );
+        assert!(
+            lines[0].contains("last pod marked after its creation 2.00 s (≤ 5 s) met"),
+            "{t}"
+        );
+        // 31 s to all nodes, the last mark at 3 s: 28 s after it.
+        assert!(
+            lines[0].contains("all nodes after the last mark 28.00 s (≤ 10 s) MISSED"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("autoscaler peak RSS 1.95 GiB (≤ 1.5 GiB) MISSED"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("latency p99 3.00 s (≤ 2 s) MISSED"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("all nodes after the last mark 6.00 s (≤ 10 s) met"),
+            "{t}"
+        );
     }
 
     #[test]

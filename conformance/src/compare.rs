@@ -136,6 +136,31 @@ pub struct Row {
     pub events: usize,
     /// API requests the binary made.
     pub requests: u64,
+    /// Peak resident memory of this process (the embedded cluster) from
+    /// the backlog's creation on, KiB (0 where `/proc` cannot say).
+    pub testbed_peak_rss_kib: u64,
+    /// The scheduler's pace: when the last pod was created and when the
+    /// last pod was first marked unschedulable, from the Deployment's
+    /// creation (the API's timestamps).
+    pub marks: Option<MarkTimes>,
+}
+
+/// When the backlog's last pod was created and its last pod first marked
+/// unschedulable, from the Deployment's creation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MarkTimes {
+    /// The last pod's creation.
+    pub last_created: Duration,
+    /// The last first mark.
+    pub last_marked: Duration,
+}
+
+impl MarkTimes {
+    /// How long after the last pod's creation the scheduler marked the
+    /// last pod: its lag behind the burst.
+    pub fn lag(&self) -> Duration {
+        self.last_marked.saturating_sub(self.last_created)
+    }
 }
 
 /// The main loop's count and mean duration.
@@ -288,6 +313,7 @@ pub async fn measure(
     tokio::time::sleep(Duration::from_secs(5)).await;
     let replicas = nodes * scenario.pods_per_node;
     let requests_before = api.tls_requests();
+    reset_peak_rss();
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
     match scenario.claims_percentage {
@@ -318,6 +344,7 @@ pub async fn measure(
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let (cpu, peak_rss_kib) = process_usage(pid);
+    let (_, testbed_peak_rss_kib) = process_usage(std::process::id());
     let requests = api.tls_requests() - requests_before;
     let loops = match harness::http_get(port, "/metrics").await {
         Ok((200, text)) => LoopTime::from_metrics(&text),
@@ -325,7 +352,7 @@ pub async fn measure(
     };
     let _ = child.kill().await;
     let events = count_events(&cluster, &logs.join(format!("{name}.events.csv"))).await?;
-    let latency = pod_latencies(
+    let (latency, marks) = pod_latencies(
         &cluster,
         &logs.join(format!("{name}.latency.csv")),
         started_at,
@@ -343,7 +370,15 @@ pub async fn measure(
         loops,
         events,
         requests,
+        testbed_peak_rss_kib,
+        marks,
     })
+}
+
+/// Resets this process's peak resident memory (`VmHWM`) to its current
+/// size, so that a scale's figure is its own (Linux; elsewhere nothing).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// The backlog's node groups: `pool`, or `pool-<i>` with `--groups`, the
@@ -470,14 +505,15 @@ async fn create_backlog(
     Ok(())
 }
 
-/// p50 and p99 of the pods' scale-up latency ([`crate::latency`]); each
-/// pod's creation, mark (empty if never marked) and its node's creation, in seconds
-/// from the Deployment's creation, go to `csv` for reading afterwards.
+/// p50 and p99 of the pods' scale-up latency ([`crate::latency`]), and
+/// the scheduler's [`MarkTimes`]; each pod's creation, mark (empty if
+/// never marked) and its node's creation, in seconds from the
+/// Deployment's creation, go to `csv` for reading afterwards.
 async fn pod_latencies(
     cluster: &Cluster,
     csv: &std::path::Path,
     started: std::time::SystemTime,
-) -> Result<Option<(Duration, Duration)>, String> {
+) -> Result<(Option<(Duration, Duration)>, Option<MarkTimes>), String> {
     let pods = workload_pods(&cluster.client(), "app=backlog").await?;
     let origin = started
         .duration_since(std::time::UNIX_EPOCH)
@@ -491,7 +527,19 @@ async fn pod_latencies(
         text.push_str(&format!("{},{created},{marked},{node}\n", p.pod));
     }
     std::fs::write(csv, text).map_err(|e| format!("writing {}: {e}", csv.display()))?;
-    Ok(LatencySummary::of(Latencies::of(&pods).measured).map(|s| (s.p50, s.p99)))
+    let since = |ms: i64| Duration::from_millis(u64::try_from(ms - origin).unwrap_or(0));
+    let last = |f: fn(&crate::latency::WorkloadPod) -> Option<i64>| pods.iter().filter_map(f).max();
+    let marks = match (last(|p| p.created_ms), last(|p| p.marked_ms)) {
+        (Some(c), Some(m)) => Some(MarkTimes {
+            last_created: since(c),
+            last_marked: since(m),
+        }),
+        _ => None,
+    };
+    Ok((
+        LatencySummary::of(Latencies::of(&pods).measured).map(|s| (s.p50, s.p99)),
+        marks,
+    ))
 }
 
 async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {
@@ -671,6 +719,8 @@ mod tests {
             }),
             events,
             requests: 10,
+            testbed_peak_rss_kib: 0,
+            marks: None,
         }
     }
 

@@ -89,6 +89,7 @@ fn main() {
         autoscaler_args: Vec::new(),
         cloud_provider,
         time_scale: 60.0,
+        max_example_minutes: conformance::runner::pace::DEFAULT_MAX_EXAMPLE_MINUTES,
         cluster: "embedded".into(),
         cluster_image: None,
         report_dir: None,

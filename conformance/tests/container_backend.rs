@@ -67,6 +67,7 @@ fn main() {
         autoscaler_args: Vec::new(),
         cloud_provider: Provider::Kwok,
         time_scale: 60.0,
+        max_example_minutes: conformance::runner::pace::DEFAULT_MAX_EXAMPLE_MINUTES,
         cluster: "testbed".into(),
         cluster_image: Some(image),
         report_dir: None,

@@ -33,6 +33,7 @@ fn a_scenario_reading_decisions_untagged_fails_the_tag_check() {
         autoscaler_args: vec![],
         cloud_provider: Default::default(),
         time_scale: 60.0,
+        max_example_minutes: conformance::runner::pace::DEFAULT_MAX_EXAMPLE_MINUTES,
         cluster: "embedded".into(),
         cluster_image: None,
         report_dir: None,

@@ -11,6 +11,7 @@
 //! matches no step definition fails its scenario; so does a failing hook or
 //! a feature file that does not parse.
 
+pub mod pace;
 mod progress;
 pub mod records;
 pub mod report;
@@ -58,7 +59,8 @@ pub struct RunArgs {
     /// Run only the scenarios whose tags (with their feature's) match this
     /// expression, e.g. `@binary and not @slow` [default: `not @known-gap`:
     /// scenarios that show a known gap of our autoscaler are listed, not
-    /// run].
+    /// run; so are the examples over 100 nodes (`@scale-1000`), with the
+    /// `--tags` that runs them].
     #[arg(long)]
     pub tags: Option<String>,
     /// Test this CA-compatible executable (started with
@@ -76,8 +78,15 @@ pub struct RunArgs {
     /// Binary mode: scenario time per real time (60: a scenario minute
     /// lasts one real second). Step durations and the autoscaler's timing
     /// flags are divided by it.
+    /// Examples over 100 nodes (`@scale-N`) run slower, at the scale
+    /// where a binary's computation fits their windows ([`pace`]).
     #[arg(long, default_value_t = 60.0)]
     pub time_scale: f64,
+    /// Binary mode: skip an example that would last longer than this many
+    /// real minutes at its pace (examples over 100 nodes run slower than
+    /// `--time-scale`; [`pace`]).
+    #[arg(long, value_name = "MINUTES", default_value_t = pace::DEFAULT_MAX_EXAMPLE_MINUTES)]
+    pub max_example_minutes: f64,
     /// The node groups' provider: kwok template nodes, Cluster API
     /// MachineDeployments served by the testbed (the autoscaler runs with
     /// `--cloud-provider=clusterapi`), or Auto Scaling groups of an AWS
@@ -162,6 +171,9 @@ pub enum RunError {
     /// `--time-scale` is not a positive number.
     #[error("--time-scale {0}: must be a positive number")]
     TimeScale(f64),
+    /// `--max-example-minutes` is not a positive number.
+    #[error("--max-example-minutes {0}: must be a positive number")]
+    MaxExampleMinutes(f64),
     /// `--autoscaler-binary` names no file.
     #[error("--autoscaler-binary {}: no such file", .0.display())]
     NoBinary(PathBuf),
@@ -276,6 +288,9 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, RunErr
             UnderTest::Binary { info, .. } => Some(info.clone()),
             UnderTest::InProcess => None,
         },
+        leave_out_large: args.tags.is_none(),
+        time_scale: args.time_scale,
+        max_example_minutes: args.max_example_minutes,
         state: state.clone(),
     };
     for path in &paths {
@@ -283,6 +298,7 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, RunErr
             return Err(RunError::NoFeatures(path.clone()));
         }
         runtime.block_on(run_features(path, &state, &selection, args.verbose));
+        world::set_example_time_scale(None);
     }
     let mut summary = state
         .lock()
@@ -309,6 +325,9 @@ fn under_test(args: &RunArgs) -> Result<UnderTest, RunError> {
     };
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(RunError::TimeScale(args.time_scale));
+    }
+    if !(args.max_example_minutes.is_finite() && args.max_example_minutes > 0.0) {
+        return Err(RunError::MaxExampleMinutes(args.max_example_minutes));
     }
     if !path.is_file() {
         return Err(RunError::NoBinary(path.clone()));
@@ -407,11 +426,25 @@ async fn run_features(
         verbose,
     };
     let after_state = state.clone();
+    let pacing = selection.clone();
+    let before_state = state.clone();
     let selection = selection.clone();
     CaWorld::cucumber()
         .with_writer(report.assert_normalized())
         .with_cli(cli::Opts::<_, _, _, cli::Empty>::default())
         .max_concurrent_scenarios(1)
+        .before(move |feature, rule, scenario, _world| {
+            // The example's own time scale, before its cluster starts.
+            let scale = match pacing.pace(feature, rule, scenario) {
+                Some(pace::Pace::Run { scale }) => Some(scale),
+                _ => None,
+            };
+            world::set_example_time_scale(scale);
+            if let Ok(mut s) = before_state.lock() {
+                s.time_scale = scale;
+            }
+            Box::pin(async {})
+        })
         .after(move |feature, rule, scenario, finished, world| {
             if let Some(w) = world {
                 let failed = !matches!(finished, event::ScenarioFinished::StepPassed);
@@ -459,6 +492,12 @@ struct Selection {
     selected: Arc<AtomicUsize>,
     shard: Option<Shard>,
     binary_info: Option<Box<BinaryInfo>>,
+    /// No `--tags`: the examples over 100 nodes are left out
+    /// ([`pace::is_large`]).
+    leave_out_large: bool,
+    /// `--time-scale` and `--max-example-minutes`, for [`pace::pace`].
+    time_scale: f64,
+    max_example_minutes: f64,
     state: Arc<Mutex<State>>,
 }
 
@@ -479,6 +518,12 @@ impl Selection {
             }
             return false;
         }
+        if self.leave_out_large && pace::is_large(pace::example_nodes(all.clone())) {
+            if let Ok(mut s) = self.state.lock() {
+                s.summary.left_out.push(name);
+            }
+            return false;
+        }
         let nth = self.selected.fetch_add(1, Ordering::Relaxed);
         if self.shard.is_some_and(|shard| !shard.holds(nth)) {
             // Another share runs it.
@@ -487,19 +532,22 @@ impl Selection {
         let Some(info) = &self.binary_info else {
             return true;
         };
-        let steps = feature
-            .background
-            .iter()
-            .chain(rule.iter().flat_map(|r| r.background.iter()))
-            .flat_map(|b| b.steps.iter())
-            .chain(scenario.steps.iter())
-            .map(|s| s.value.as_str());
-        let steps: Vec<&str> = steps.collect();
+        let steps = step_texts(feature, rule, scenario);
+        let scale = match self.pace(feature, rule, scenario) {
+            Some(pace::Pace::Run { scale }) => scale,
+            Some(pace::Pace::Skip(why)) => {
+                if let Ok(mut s) = self.state.lock() {
+                    s.summary.skipped.push((name, vec![why]));
+                }
+                return false;
+            }
+            None => self.time_scale,
+        };
         let mut unmet = info.unmet(all, steps.iter().copied());
         unmet.extend(world::backend_unmet(steps.iter().copied()));
         unmet.extend(crate::binary::fixed_wait_unmet(
             steps.iter().copied(),
-            world::time_scale(),
+            scale,
         ));
         if unmet.is_empty() {
             return true;
@@ -511,17 +559,47 @@ impl Selection {
     }
 }
 
+impl Selection {
+    /// The example's pace in binary mode ([`pace::pace`]); `None`
+    /// in-process (virtual time).
+    fn pace(
+        &self,
+        feature: &cucumber::gherkin::Feature,
+        rule: Option<&cucumber::gherkin::Rule>,
+        scenario: &cucumber::gherkin::Scenario,
+    ) -> Option<pace::Pace> {
+        self.binary_info.as_ref()?;
+        Some(pace::pace(
+            pace::example_nodes(all_tags(feature, rule, scenario)),
+            &pace::step_durations(step_texts(feature, rule, scenario)),
+            self.time_scale,
+            self.max_example_minutes,
+        ))
+    }
+}
+
 /// Prints the summary table, then the scenarios skipped and those the tag
 /// filter `expr` left out.
 fn print_summary(summary: &Summary, expr: &str) {
     print!("{}", table(summary));
     if !summary.skipped.is_empty() {
         println!(
-            "Skipped ({} scenarios: the autoscaler under test lacks what they need):",
+            "Skipped ({} scenarios: the autoscaler under test lacks what they need, or they would last too long at their time scale):",
             summary.skipped.len()
         );
         for (name, why) in &summary.skipped {
             println!("  - {name}: {}", why.join("; "));
+        }
+    }
+    if !summary.left_out.is_empty() {
+        println!(
+            "Left out ({} examples over {} nodes; `testbed run --tags {:?}` runs them, as the conformance test does):",
+            summary.left_out.len(),
+            pace::SMALL_EXAMPLE_NODES,
+            pace::LARGE_EXAMPLES_TAGS
+        );
+        for name in &summary.left_out {
+            println!("  - {name}");
         }
     }
     if !summary.filtered_out.is_empty() {
@@ -533,6 +611,22 @@ fn print_summary(summary: &Summary, expr: &str) {
             println!("  - {name}");
         }
     }
+}
+
+/// The texts of a scenario's steps, its backgrounds' first.
+fn step_texts<'a>(
+    feature: &'a cucumber::gherkin::Feature,
+    rule: Option<&'a cucumber::gherkin::Rule>,
+    scenario: &'a cucumber::gherkin::Scenario,
+) -> Vec<&'a str> {
+    feature
+        .background
+        .iter()
+        .chain(rule.iter().flat_map(|r| r.background.iter()))
+        .flat_map(|b| b.steps.iter())
+        .chain(scenario.steps.iter())
+        .map(|s| s.value.as_str())
+        .collect()
 }
 
 /// A scenario's tags with those of its feature and rule.

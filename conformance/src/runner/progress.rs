@@ -20,6 +20,8 @@ pub(super) struct State {
     step_started: Option<Instant>,
     /// Set by the after hook, read when the scenario finishes.
     pub(super) scenario_time: Duration,
+    /// Set by the before hook in binary mode: the example's time scale.
+    pub(super) time_scale: Option<f64>,
     /// The autoscaler binary's log, when the scenario failed.
     pub(super) log: Option<PathBuf>,
     /// Set by the after hook when the scenario used an extension of ours
@@ -100,6 +102,7 @@ impl Report {
                     tags: scenario.tags.clone(),
                     steps: Vec::new(),
                     scenario_time: Duration::ZERO,
+                    time_scale: None,
                     wall: Duration::ZERO,
                     failure: None,
                 };
@@ -164,6 +167,7 @@ impl Report {
                 };
                 record.wall = started.elapsed();
                 record.scenario_time = state.scenario_time;
+                record.time_scale = state.time_scale.take();
                 if let Some(violation) = state.extension_violation.take() {
                     record.failure = Some(match record.failure.take() {
                         Some(step) => format!("{violation}\n{step}"),
@@ -182,8 +186,11 @@ impl Report {
                         wall: Duration::ZERO,
                     });
                 }
+                let scale = record
+                    .time_scale
+                    .map_or_else(String::new, |s| format!(" at time scale {s}"));
                 let times = format!(
-                    "{} scenario time, {:.2}s wall",
+                    "{} scenario time{scale}, {:.2}s wall",
                     format_duration(record.scenario_time),
                     record.wall.as_secs_f64()
                 );

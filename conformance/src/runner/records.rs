@@ -53,6 +53,8 @@ pub struct ScenarioRecord {
     /// Scenario time simulated (virtual in-process, scaled real in binary
     /// mode).
     pub scenario_time: Duration,
+    /// Binary mode: the time scale it ran at ([`super::pace`]).
+    pub time_scale: Option<f64>,
     /// Wall time.
     pub wall: Duration,
     /// Why the scenario failed, if it did.
@@ -68,6 +70,9 @@ pub struct Summary {
     pub parse_errors: Vec<String>,
     /// Scenarios the tag filter left out.
     pub filtered_out: Vec<String>,
+    /// Examples over 100 nodes that a run without `--tags` leaves out
+    /// ([`super::pace`]).
+    pub left_out: Vec<String>,
     /// Scenarios left out because the binary under test lacks a flag or
     /// a version they need, with the reasons.
     pub skipped: Vec<(String, Vec<String>)>,

@@ -53,7 +53,7 @@ pub use self::served::{Served, serve_for_binary};
 pub use self::stages::{
     GRACEFUL_TERMINATION_LABEL, NOT_READY_LABEL, graceful_termination_stage, not_ready_stage,
 };
-pub use self::under_test::{UnderTest, configure, time_scale};
+pub use self::under_test::{UnderTest, configure, set_example_time_scale, time_scale};
 
 /// The cucumber world.
 #[derive(Default, cucumber::World)]

@@ -61,15 +61,12 @@ impl CaWorld {
                 let autoscaler = self.start_in_process(&cluster, &clock, provider).await?;
                 (autoscaler, 1.0)
             }
-            UnderTest::Binary {
-                info,
-                args,
-                time_scale,
-            } => {
+            UnderTest::Binary { info, args, .. } => {
+                let scale = time_scale();
                 let autoscaler = self
-                    .start_binaries(&cluster, &info, &args, time_scale, provider)
+                    .start_binaries(&cluster, &info, &args, scale, provider)
                     .await?;
-                (autoscaler, time_scale)
+                (autoscaler, scale)
             }
         };
         self.create_expander_priorities(&cluster).await?;

@@ -1,8 +1,10 @@
 //! The autoscaler under test, chosen once per run ([`configure`]):
 //! in-process on the cluster's virtual clock, or a CA-compatible binary in
-//! real time scaled by [`UnderTest::Binary::time_scale`].
+//! real time scaled by [`UnderTest::Binary::time_scale`], or by the
+//! example's own scale ([`set_example_time_scale`], chosen by the runner
+//! from the example's size: `crate::runner::pace`).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::binary::BinaryInfo;
 
@@ -38,10 +40,27 @@ pub fn under_test() -> UnderTest {
     UNDER_TEST.get().cloned().unwrap_or_default()
 }
 
-/// Scenario time per real time of this run (1 in-process).
+/// The time scale of the example running now, when the runner chose one
+/// other than the run's.
+static EXAMPLE_TIME_SCALE: Mutex<Option<f64>> = Mutex::new(None);
+
+/// Sets the time scale of the examples that start from now on (`None`:
+/// the run's). Scenarios run one at a time, so one value serves.
+pub fn set_example_time_scale(scale: Option<f64>) {
+    if let Ok(mut s) = EXAMPLE_TIME_SCALE.lock() {
+        *s = scale;
+    }
+}
+
+/// Scenario time per real time of the example running now (1
+/// in-process): its own scale if the runner set one, else the run's.
 pub fn time_scale() -> f64 {
     match under_test() {
         UnderTest::InProcess => 1.0,
-        UnderTest::Binary { time_scale, .. } => time_scale,
+        UnderTest::Binary { time_scale, .. } => EXAMPLE_TIME_SCALE
+            .lock()
+            .ok()
+            .and_then(|s| *s)
+            .unwrap_or(time_scale),
     }
 }

@@ -128,6 +128,13 @@ impl ResourceClaimController {
             Change::Pod(ev) => match *ev {
                 Event::Apply(p) | Event::InitApply(p) => {
                     let key = key_of(p.metadata.namespace.as_deref(), &p.name_any());
+                    // Only a pod that references claims makes claims or
+                    // is in a claim's reservedFor: the others (most, at
+                    // scale) are not kept.
+                    if !predicates::dynamicresources::has_claims(&p) {
+                        self.pods.remove(&key);
+                        return;
+                    }
                     self.release |= is_finished(&p);
                     self.dirty.insert(key.clone());
                     self.pods.insert(key, p);

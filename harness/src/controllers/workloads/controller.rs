@@ -17,7 +17,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use simclock::Clock;
 
-use super::pods::{controller_of, is_active, is_ready, key};
+use super::pods::{controller_of, is_active, is_ready, key, slim};
 
 /// Which owner a change concerns.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -208,7 +208,8 @@ impl Controllers {
         }
     }
 
-    fn insert_pod(&mut self, p: Pod) {
+    fn insert_pod(&mut self, mut p: Pod) {
+        slim(&mut p);
         let k = key(&p);
         self.remove_pod(&k);
         if let Some(o) = controller_of(&p) {
