@@ -557,9 +557,7 @@ impl Selection {
         }
         false
     }
-}
 
-impl Selection {
     /// The example's pace in binary mode ([`pace::pace`]); `None`
     /// in-process (virtual time).
     fn pace(
