@@ -17,7 +17,9 @@
 //!   the devices of ResourceSlices (selectors in CEL, from `kubecel`).
 //! - [`preemption`]: victims and node choice for a high-priority pod.
 //!
-//! [`find_node`] runs one scheduling cycle for a pod over a set of nodes.
+//! [`find_node`] runs one scheduling cycle for a pod over a set of nodes;
+//! [`find_node_from`] runs it over kube-scheduler's sample of them
+//! (`percentageOfNodesToScore`, [`Sample`]), as the embedded scheduler does.
 //!
 //! Upstream names: `filters` and `score` are kube-scheduler's
 //! `framework/plugins` (NodeResourcesFit, NodeAffinity, TaintToleration,
@@ -86,6 +88,9 @@ pub struct Objects<'a> {
     pub volumes: Option<&'a VolumeObjects>,
     /// DynamicResources: claims, classes and slices.
     pub dra: Option<&'a DraObjects>,
+    /// Whether any node holds a pod with required anti-affinity, when the
+    /// caller keeps count (`None`: each cycle looks at every node).
+    pub existing_anti_affinity: Option<bool>,
 }
 
 /// One scheduling cycle: filters every node, scores the feasible ones and
@@ -101,34 +106,117 @@ pub fn find_node_with(
     nodes: &[NodeInfo],
     objects: Objects<'_>,
 ) -> Result<usize, FitError> {
-    let mut pre = PreFilter::new(pod, nodes);
+    find_node_from(pod, nodes, objects, Sample::every_node(nodes.len())).result
+}
+
+/// kube-scheduler's `minFeasibleNodesToFind`: below this many nodes a
+/// cycle filters them all.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube-scheduler's `minFeasibleNodesPercentageToFind`.
+const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// Which nodes a scheduling cycle filters: kube-scheduler's
+/// `percentageOfNodesToScore`. The cycle starts at node `start` (kube-
+/// scheduler's `nextStartNodeIndex`, which moves on by the nodes each
+/// cycle examined, so that cycles spread over the cluster) and stops once
+/// `to_find` nodes passed the filters; only those are scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// The first node examined (wrapping around).
+    pub start: usize,
+    /// How many feasible nodes end the search.
+    pub to_find: usize,
+}
+
+impl Sample {
+    /// Every node, from the first.
+    pub fn every_node(num_nodes: usize) -> Self {
+        Self {
+            start: 0,
+            to_find: num_nodes,
+        }
+    }
+
+    /// kube-scheduler's default (adaptive) `percentageOfNodesToScore`
+    /// from `start`: every node below 100 nodes, else 50% less 1% per 125
+    /// nodes, at least 5% and at least 100 nodes (`numFeasibleNodesToFind`).
+    pub fn adaptive(num_nodes: usize, start: usize) -> Self {
+        let to_find = if num_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+            num_nodes
+        } else {
+            let percentage = 50usize
+                .saturating_sub(num_nodes / 125)
+                .max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+            (num_nodes * percentage / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+        };
+        Self { start, to_find }
+    }
+}
+
+/// What a sampled cycle ([`find_node_from`]) found, and how many nodes it
+/// examined (the caller's next start moves on by this many).
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The chosen node's index, or why none fits (every node examined).
+    pub result: Result<usize, FitError>,
+    /// Nodes filtered: the feasible ones found and the ones that failed.
+    pub examined: usize,
+}
+
+/// One scheduling cycle over the nodes `sample` picks: filters from
+/// `sample.start` until `sample.to_find` nodes pass, then scores those and
+/// returns the best (the first examined among equals). A pod that fits
+/// nowhere has examined every node, and its failures are in node order.
+pub fn find_node_from(
+    pod: &PodInfo,
+    nodes: &[NodeInfo],
+    objects: Objects<'_>,
+    sample: Sample,
+) -> Found {
+    let mut pre = match objects.existing_anti_affinity {
+        Some(existing) => PreFilter::with_existing_anti_affinity(pod, nodes, existing),
+        None => PreFilter::new(pod, nodes),
+    };
     if let Some(v) = objects.volumes {
         pre = pre.with_volumes(v);
     }
     if let Some(d) = objects.dra {
         pre = pre.with_dra(d);
     }
+    let n = nodes.len();
+    let to_find = sample.to_find.clamp(1, n.max(1));
     let mut feasible = Vec::new();
     let mut failures = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        match pre.filter(n) {
-            Ok(()) => feasible.push(i),
+    for k in 0..n {
+        let i = (sample.start + k) % n;
+        match pre.filter(&nodes[i]) {
+            Ok(()) => {
+                feasible.push(i);
+                if feasible.len() == to_find {
+                    break;
+                }
+            }
             Err(r) => failures.push((i, r)),
         }
     }
-    if feasible.is_empty() {
-        return Err(fit_error(nodes.len(), failures));
-    }
-    if feasible.len() == 1 {
-        return Ok(feasible[0]);
-    }
-    let refs: Vec<&NodeInfo> = feasible.iter().map(|i| &nodes[*i]).collect();
-    let scores = score::score(&pre, &refs);
-    let mut best = 0;
-    for (k, s) in scores.iter().enumerate() {
-        if *s > scores[best] {
-            best = k;
+    let examined = feasible.len() + failures.len();
+    let result = match feasible.len() {
+        0 => {
+            failures.sort_by_key(|(i, _)| *i);
+            Err(fit_error(n, failures))
         }
-    }
-    Ok(feasible[best])
+        1 => Ok(feasible[0]),
+        _ => {
+            let refs: Vec<&NodeInfo> = feasible.iter().map(|i| &nodes[*i]).collect();
+            let scores = score::score(&pre, &refs);
+            let mut best = 0;
+            for (k, s) in scores.iter().enumerate() {
+                if *s > scores[best] {
+                    best = k;
+                }
+            }
+            Ok(feasible[best])
+        }
+    };
+    Found { result, examined }
 }

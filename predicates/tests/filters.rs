@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use predicates::preemption::{Budget, preempt};
-use predicates::{NodeInfo, PodInfo, PreFilter, Reason, find_node};
+use predicates::{
+    NodeInfo, Objects, PodInfo, PreFilter, Reason, Sample, find_node, find_node_from,
+};
 use serde_json::{Value, json};
 
 fn node(name: &str, cpu: &str, extra: Value) -> NodeInfo {
@@ -308,6 +310,71 @@ fn fit_error_message_in_scheduler_style() {
     assert_eq!(
         err.message,
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {k: v}."
+    );
+}
+
+#[test]
+fn the_adaptive_share_of_nodes_a_cycle_filters() {
+    // kube-scheduler's numFeasibleNodesToFind with percentageOfNodesToScore
+    // unset: every node below 100, 50% less 1% per 125 nodes, at least 5%
+    // and at least 100 nodes.
+    let to_find = |n| Sample::adaptive(n, 0).to_find;
+    assert_eq!(to_find(0), 0);
+    assert_eq!(to_find(99), 99);
+    assert_eq!(to_find(100), 100);
+    assert_eq!(to_find(1000), 420);
+    assert_eq!(to_find(5000), 500);
+    assert_eq!(to_find(10_000), 500);
+    assert_eq!(to_find(30_000), 1500);
+}
+
+#[test]
+fn a_sampled_cycle_stops_at_enough_feasible_nodes_and_moves_on() {
+    // Ten nodes, the first three too small: from node 0, looking for two
+    // feasible nodes, it examines five and picks among nodes 3 and 4 (the
+    // emptier, 4).
+    let mut nodes: Vec<NodeInfo> = (0..10)
+        .map(|i| node(&format!("n{i}"), if i < 3 { "1" } else { "4" }, json!({})))
+        .collect();
+    nodes[3].add_pod(pod("x", "2", json!({})));
+    let p = pod("p", "2", json!({}));
+    let sample = Sample {
+        start: 0,
+        to_find: 2,
+    };
+    let found = find_node_from(&p, &nodes, Objects::default(), sample);
+    assert_eq!(found.examined, 5);
+    assert_eq!(found.result.unwrap(), 4);
+    // From node 8 it wraps: 8 and 9 are enough.
+    let found = find_node_from(
+        &p,
+        &nodes,
+        Objects::default(),
+        Sample {
+            start: 8,
+            to_find: 2,
+        },
+    );
+    assert_eq!(found.examined, 2);
+    assert!(matches!(found.result, Ok(8 | 9)));
+    // A pod that fits nowhere examines every node, failures in node order.
+    let big = pod("big", "8", json!({}));
+    let found = find_node_from(
+        &big,
+        &nodes,
+        Objects::default(),
+        Sample {
+            start: 6,
+            to_find: 2,
+        },
+    );
+    assert_eq!(found.examined, 10);
+    let err = found.result.unwrap_err();
+    let order: Vec<usize> = err.failures.iter().map(|(i, _)| *i).collect();
+    assert_eq!(order, (0..10).collect::<Vec<_>>());
+    assert_eq!(
+        err.message,
+        "0/10 nodes are available: 10 Insufficient cpu."
     );
 }
 

@@ -5,7 +5,9 @@
 //! pending pods ordered as kube-scheduler's `PrioritySort`: by priority,
 //! then by when the pod entered the queue, which a failed attempt renews
 //! (a retried pod goes behind the pods that arrived meanwhile). Each pod gets one scheduling
-//! cycle ([`predicates::find_node`]); a pod that fits is bound through
+//! cycle ([`predicates::find_node_from`]) over kube-scheduler's adaptive
+//! `percentageOfNodesToScore` of the nodes, each cycle starting where the
+//! last one stopped ([`predicates::Sample`]); a pod that fits is bound through
 //! `pods/binding` and assumed on its node at once; a pod that fits nowhere
 //! may preempt lower-priority pods (victims deleted, `nominatedNodeName`
 //! set; the room stays reserved for it against pods of lower priority), and gets `PodScheduled=False, reason Unschedulable` with
@@ -18,6 +20,8 @@
 //! timing flags are divided by the same factor) these waits are divided too.
 
 mod dra;
+mod events;
+mod writes;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -27,14 +31,13 @@ use futures::{FutureExt, StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::DeleteParams;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
 use predicates::dynamicresources::has_claims;
 use predicates::preemption::{Budget, preempt};
-use predicates::{CsiNode, NodeInfo, Objects, PodInfo, VolumeObjects, find_node_with};
-use serde_json::json;
+use predicates::{CsiNode, NodeInfo, Objects, PodInfo, Sample, VolumeObjects, find_node_from};
 use simclock::Clock;
 use tokio::time::Instant;
 
@@ -46,9 +49,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
 /// The least time between two scheduling passes.
 const PASS_GAP: Duration = Duration::from_millis(20);
-/// How many bindings, and how many Unschedulable status patches, are in
-/// flight at once.
-const WRITE_CONCURRENCY: usize = 32;
 
 enum Change {
     Pod(Box<Event<Pod>>),
@@ -175,7 +175,8 @@ struct Bind {
 /// The scheduler's state.
 pub struct Scheduler {
     client: Client,
-    clock: Clock,
+    /// Its bindings, conditions and events.
+    writer: writes::Writer,
     /// Nodes by name (sorted: a deterministic order for scoring ties).
     nodes: BTreeMap<String, NodeInfo>,
     /// Bound pods whose node is not (yet) known, by node name.
@@ -198,14 +199,17 @@ pub struct Scheduler {
     volumes: VolumeObjects,
     /// DRA classes, claims and slices.
     dra: dra::DraState,
+    /// Where the next cycle starts filtering (kube-scheduler's
+    /// `nextStartNodeIndex`, see [`Sample`]).
+    next_start: usize,
 }
 
 impl Scheduler {
     /// A scheduler talking to the API server through `client`.
     pub fn new(client: Client, clock: Clock) -> Self {
         Self {
+            writer: writes::Writer::new(client.clone(), clock),
             client,
-            clock,
             nodes: BTreeMap::new(),
             orphans: HashMap::new(),
             bound: HashMap::new(),
@@ -218,6 +222,7 @@ impl Scheduler {
             csi_nodes: HashMap::new(),
             volumes: VolumeObjects::default(),
             dra: dra::DraState::default(),
+            next_start: 0,
         }
     }
 
@@ -549,6 +554,9 @@ impl Scheduler {
         let mut marks = Vec::new();
         let mut binds = Vec::new();
         let mut nominated = self.nominated_pods(&nodes_vec);
+        // Kept as pods are assumed: a cycle then need not look at every
+        // node to know that no pod on them has required anti-affinity.
+        let mut existing_anti_affinity = infos.iter().any(|n| n.anti_affinity_pods > 0);
         for (_, key) in ready {
             let Some(pending) = self.pending.get(&key) else {
                 continue;
@@ -569,14 +577,8 @@ impl Scheduler {
                 continue;
             }
             let nodes = reserved.as_deref().unwrap_or(&infos);
-            match find_node_with(
-                &pod,
-                nodes,
-                Objects {
-                    volumes: Some(&self.volumes),
-                    dra: Some(&self.dra.objects),
-                },
-            ) {
+            let existing = reserved.is_none().then_some(existing_anti_affinity);
+            match self.cycle(&pod, nodes, existing) {
                 Ok(i) => {
                     // Reserve: the claims' allocations, held in memory
                     // until PreBind writes them.
@@ -604,6 +606,7 @@ impl Scheduler {
                         spec.node_name = Some(node.clone());
                     }
                     infos[i].add_pod(PodInfo::new(Arc::new(assumed)));
+                    existing_anti_affinity |= infos[i].anti_affinity_pods > 0;
                     binds.push(Bind {
                         key,
                         node,
@@ -660,30 +663,35 @@ impl Scheduler {
             }
         }
         self.nodes = nodes_vec.into_iter().zip(infos).collect();
-        let (failed_binds, ()) = futures::join!(self.write_binds(binds), self.write_marks(marks));
+        let (failed_binds, ()) = futures::join!(self.writer.binds(binds), self.writer.marks(marks));
         for b in failed_binds {
             self.unassume(b);
         }
     }
 
-    /// Binds a pass's pods, `WRITE_CONCURRENCY` at a time (kube-scheduler
-    /// binds in goroutines of their own, after the scheduling cycle), and
-    /// returns the binds that failed.
-    async fn write_binds(&self, binds: Vec<Bind>) -> Vec<Bind> {
-        futures::stream::iter(binds)
-            .map(|b| async move {
-                if dra::prebind(&self.client, &b.claims).await && self.bind(&b.key, &b.node).await {
-                    let message = format!("Successfully assigned {} to {}", b.key, b.node);
-                    self.record_event(&b.entry.pod, "Normal", "Scheduled", message);
-                    None
-                } else {
-                    Some(b)
-                }
-            })
-            .buffer_unordered(WRITE_CONCURRENCY)
-            .filter_map(|failed| async move { failed })
-            .collect()
-            .await
+    /// One scheduling cycle for `pod` over kube-scheduler's sample of
+    /// `nodes`, starting where the last cycle stopped.
+    fn cycle(
+        &mut self,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        existing_anti_affinity: Option<bool>,
+    ) -> Result<usize, predicates::FitError> {
+        let objects = Objects {
+            volumes: Some(&self.volumes),
+            dra: Some(&self.dra.objects),
+            existing_anti_affinity,
+        };
+        let found = find_node_from(
+            pod,
+            nodes,
+            objects,
+            Sample::adaptive(nodes.len(), self.next_start),
+        );
+        if !nodes.is_empty() {
+            self.next_start = (self.next_start + found.examined) % nodes.len();
+        }
+        found.result
     }
 
     /// Takes back a pod whose binding failed: off its node, back in the
@@ -733,59 +741,6 @@ impl Scheduler {
             p.ready_at = Instant::now() + delay;
             p.order = self.entries.reenter(p.order);
         }
-    }
-
-    async fn bind(&self, key: &str, node: &str) -> bool {
-        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
-        let binding = json!({
-            "apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": name, "namespace": ns},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node}
-        });
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        match api
-            .create_subresource::<_, serde_json::Value>(
-                "binding",
-                name,
-                &PostParams::default(),
-                &binding,
-            )
-            .await
-        {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::debug!("binding pod {ns}/{name} to node {node} failed: {e}");
-                false
-            }
-        }
-    }
-
-    /// Records a core/v1 Event from `default-scheduler` on a pod, without
-    /// waiting for it (events never hold up scheduling).
-    fn record_event(&self, pod: &Pod, type_: &str, reason: &'static str, message: String) {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let now = self.clock.rfc3339();
-        let event = json!({
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": format!("{name}."), "namespace": ns},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name,
-                "namespace": ns, "uid": pod.metadata.uid},
-            "type": type_, "reason": reason, "message": message,
-            "source": {"component": "default-scheduler"},
-            "reportingComponent": "default-scheduler",
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        });
-        let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(self.client.clone(), &ns);
-        simclock::busy::spawn(async move {
-            let result = match serde_json::from_value(event) {
-                Ok(ev) => api.create(&PostParams::default(), &ev).await.map(|_| ()),
-                Err(e) => Err(kube::Error::SerdeError(e)),
-            };
-            if let Err(e) = result {
-                tracing::debug!("recording event {reason} on pod {ns}/{name}: {e}");
-            }
-        });
     }
 
     async fn delete_victim(&self, victim: &PodInfo) {
@@ -847,46 +802,6 @@ impl Scheduler {
             reason,
             nominated,
         })
-    }
-
-    /// Writes a pass's Unschedulable conditions, `WRITE_CONCURRENCY` at a
-    /// time (kube-scheduler writes them from its own goroutines too).
-    async fn write_marks(&self, marks: Vec<Mark>) {
-        futures::stream::iter(marks)
-            .for_each_concurrent(WRITE_CONCURRENCY, |m| {
-                async move {
-                    let (ns, name) = m.key.split_once('/').unwrap_or(("default", &m.key));
-                    self.record_event(&m.pod, "Warning", "FailedScheduling", m.message.clone());
-                    // As kube-scheduler: a new message keeps the time the
-                    // condition last changed status.
-                    let since = m
-                        .pod
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
-                        .filter(|c| c.status == "False")
-                        .and_then(|c| c.last_transition_time.as_ref())
-                        .map_or_else(|| self.clock.rfc3339(), |t| t.0.to_string());
-                    let mut status = json!({"conditions": [{
-                        "type": "PodScheduled", "status": "False", "reason": m.reason.as_str(),
-                        "message": m.message, "lastProbeTime": null,
-                        "lastTransitionTime": since,
-                    }]});
-                    if let Some(n) = &m.nominated {
-                        status["nominatedNodeName"] = json!(n);
-                    }
-                    let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-                    let patch = Patch::Strategic(json!({"status": status}));
-                    if let Err(e) = api
-                        .patch_status(name, &PatchParams::default(), &patch)
-                        .await
-                    {
-                        tracing::debug!("marking pod {} unschedulable failed: {e}", m.key);
-                    }
-                }
-            })
-            .await;
     }
 }
 

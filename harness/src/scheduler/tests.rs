@@ -1,5 +1,6 @@
 //! The scheduler's queue order and equivalence classes.
 use super::*;
+use serde_json::json;
 
 fn pod(name: &str, cpu: &str, extra: serde_json::Value) -> Pod {
     let mut p = json!({"apiVersion": "v1", "kind": "Pod",

@@ -342,8 +342,8 @@ fn the_filter_reports_claims_after_the_other_plugins() {
         &p,
         &nodes,
         crate::Objects {
-            volumes: None,
             dra: Some(&o),
+            ..Default::default()
         },
     );
     assert_eq!(err.ok(), Some(1));
@@ -352,8 +352,8 @@ fn the_filter_reports_claims_after_the_other_plugins() {
         &p,
         &none,
         crate::Objects {
-            volumes: None,
             dra: Some(&o),
+            ..Default::default()
         },
     )
     .unwrap_err();
