@@ -562,6 +562,15 @@ impl<'a> PreFilter<'a> {
         self
     }
 
+    /// Whether NodeResourcesFit (when on) rejects `node`, without the
+    /// reasons and without allocating: such a node is infeasible whatever
+    /// the other filters say, so a cycle over many full nodes can pass it
+    /// by and ask [`PreFilter::filter`] for its reasons only if no node
+    /// fits.
+    pub fn resources_rejected(&self, node: &NodeInfo) -> bool {
+        self.plugins.node_resources_fit && shortfalls(self.pod, node).next().is_some()
+    }
+
     /// Runs the filters on one node: `Ok` when the pod fits, else the
     /// reasons of the first failing plugin.
     pub fn filter(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {
@@ -714,29 +723,38 @@ impl<'a> PreFilter<'a> {
 /// NodeResourcesFit: every resource the pod requests must fit in what the
 /// node has left; all shortfalls are reported.
 pub fn resources_fit(pod: &PodInfo, node: &NodeInfo) -> Vec<Reason> {
+    shortfalls(pod, node)
+        .map(|s| match s {
+            Shortfall::Pods => Reason::TooManyPods,
+            Shortfall::Of(name) => Reason::Insufficient(name.to_string()),
+        })
+        .collect()
+}
+
+/// A resource the pod asks more of than the node has left.
+enum Shortfall<'a> {
+    Pods,
+    Of(&'a str),
+}
+
+/// NodeResourcesFit's shortfalls in its order (pods, cpu, memory,
+/// ephemeral-storage, then the scalar resources), computed as they are
+/// read: [`PreFilter::resources_rejected`] stops at the first.
+fn shortfalls<'a>(pod: &'a PodInfo, node: &'a NodeInfo) -> impl Iterator<Item = Shortfall<'a>> {
     let (a, u, r) = (&node.allocatable, &node.requested, &pod.requests);
-    let mut out = Vec::new();
-    if u.pods + 1 > a.pods {
-        out.push(Reason::TooManyPods);
-    }
-    if r.milli_cpu > 0 && r.milli_cpu > a.milli_cpu - u.milli_cpu {
-        out.push(Reason::Insufficient("cpu".into()));
-    }
-    if r.memory > 0 && r.memory > a.memory - u.memory {
-        out.push(Reason::Insufficient("memory".into()));
-    }
-    if r.ephemeral_storage > 0 && r.ephemeral_storage > a.ephemeral_storage - u.ephemeral_storage {
-        out.push(Reason::Insufficient("ephemeral-storage".into()));
-    }
-    for (name, want) in &r.scalar {
-        if *want == 0 {
-            continue;
-        }
+    let fixed = [
+        (u.pods + 1 > a.pods).then_some(Shortfall::Pods),
+        (r.milli_cpu > 0 && r.milli_cpu > a.milli_cpu - u.milli_cpu)
+            .then_some(Shortfall::Of("cpu")),
+        (r.memory > 0 && r.memory > a.memory - u.memory).then_some(Shortfall::Of("memory")),
+        (r.ephemeral_storage > 0
+            && r.ephemeral_storage > a.ephemeral_storage - u.ephemeral_storage)
+            .then_some(Shortfall::Of("ephemeral-storage")),
+    ];
+    let scalar = r.scalar.iter().filter_map(|(name, want)| {
         let have =
             a.scalar.get(name).copied().unwrap_or(0) - u.scalar.get(name).copied().unwrap_or(0);
-        if *want > have {
-            out.push(Reason::Insufficient(name.clone()));
-        }
-    }
-    out
+        (*want != 0 && *want > have).then_some(Shortfall::Of(name.as_str()))
+    });
+    fixed.into_iter().flatten().chain(scalar)
 }

@@ -20,6 +20,9 @@
 //! [`find_node`] runs one scheduling cycle for a pod over a set of nodes;
 //! [`find_node_from`] runs it over kube-scheduler's sample of them
 //! (`percentageOfNodesToScore`, [`Sample`]), as the embedded scheduler does.
+//! A node without room for the pod is passed by with NodeResourcesFit's
+//! allocation-free check and its reasons are computed only if no node fits
+//! (most nodes are full during a large scale-up).
 //!
 //! Upstream names: `filters` and `score` are kube-scheduler's
 //! `framework/plugins` (NodeResourcesFit, NodeAffinity, TaintToleration,
@@ -187,8 +190,15 @@ pub fn find_node_from(
     let to_find = sample.to_find.clamp(1, n.max(1));
     let mut feasible = Vec::new();
     let mut failures = Vec::new();
+    // Nodes without room for the pod: infeasible, their reasons found
+    // only if no node fits (most nodes are full in a large cluster).
+    let mut full = Vec::new();
     for k in 0..n {
         let i = (sample.start + k) % n;
+        if pre.resources_rejected(&nodes[i]) {
+            full.push(i);
+            continue;
+        }
         match pre.filter(&nodes[i]) {
             Ok(()) => {
                 feasible.push(i);
@@ -199,9 +209,13 @@ pub fn find_node_from(
             Err(r) => failures.push((i, r)),
         }
     }
-    let examined = feasible.len() + failures.len();
+    let examined = feasible.len() + failures.len() + full.len();
     let result = match feasible.len() {
         0 => {
+            failures.extend(
+                full.into_iter()
+                    .filter_map(|i| pre.filter(&nodes[i]).err().map(|r| (i, r))),
+            );
             failures.sort_by_key(|(i, _)| *i);
             Err(fit_error(n, failures))
         }

@@ -379,6 +379,42 @@ fn a_sampled_cycle_stops_at_enough_feasible_nodes_and_moves_on() {
 }
 
 #[test]
+fn a_full_node_is_passed_by_but_keeps_its_first_failing_plugin_as_reason() {
+    // Node 0 is full and tainted, node 1 full, node 2 has room: the pod
+    // lands on node 2, and examines all three.
+    let taint =
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}});
+    let mut nodes = vec![
+        node("n0", "1", taint),
+        node("n1", "1", json!({})),
+        node("n2", "4", json!({})),
+    ];
+    let p = pod("p", "2", json!({}));
+    let found = find_node_from(&p, &nodes, Objects::default(), Sample::every_node(3));
+    assert_eq!((found.result.unwrap(), found.examined), (2, 3));
+    // With node 2 full too, each node's reason is its first failing
+    // plugin in kube-scheduler's order: the taint before the room.
+    nodes[2].add_pod(pod("x", "3", json!({})));
+    let err = find_node_from(&p, &nodes, Objects::default(), Sample::every_node(3))
+        .result
+        .unwrap_err();
+    assert_eq!(
+        err.failures,
+        vec![
+            (
+                0,
+                vec![Reason::UntoleratedTaint {
+                    key: "dedicated".into(),
+                    value: "gpu".into()
+                }]
+            ),
+            (1, vec![Reason::Insufficient("cpu".into())]),
+            (2, vec![Reason::Insufficient("cpu".into())]),
+        ]
+    );
+}
+
+#[test]
 fn scoring_spreads_onto_the_least_allocated_node() {
     let mut nodes = vec![node("a", "4", json!({})), node("b", "4", json!({}))];
     nodes[0].add_pod(pod("x", "2", json!({})));

@@ -10,10 +10,11 @@
 //! keeps only what an event needs (a few hundred bytes each).
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::PostParams;
-use kube::{Api, Client};
-use serde_json::json;
+use kube::core::Request;
+use kube::{Client, Resource};
 use tokio::sync::mpsc;
 
 /// Event writes in flight at once.
@@ -27,8 +28,8 @@ struct PodEvent {
     type_: &'static str,
     reason: &'static str,
     message: String,
-    /// RFC 3339, the recording time.
-    at: String,
+    /// The recording time.
+    at: Time,
 }
 
 /// Records the scheduler's events: cheap to call, written in the
@@ -59,7 +60,7 @@ impl Recorder {
         type_: &'static str,
         reason: &'static str,
         message: String,
-        at: String,
+        at: Time,
     ) {
         let event = PodEvent {
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
@@ -86,22 +87,41 @@ async fn write_all(client: Client, events: mpsc::UnboundedReceiver<PodEvent>) {
 }
 
 async fn write(client: &Client, e: PodEvent) {
-    let event = json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"generateName": format!("{}.", e.name), "namespace": e.namespace},
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": e.name,
-            "namespace": e.namespace, "uid": e.uid},
-        "type": e.type_, "reason": e.reason, "message": e.message,
-        "source": {"component": "default-scheduler"},
-        "reportingComponent": "default-scheduler",
-        "firstTimestamp": e.at, "lastTimestamp": e.at, "count": 1,
-    });
-    let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
-    let result = match serde_json::from_value(event) {
-        Ok(ev) => api.create(&PostParams::default(), &ev).await.map(|_| ()),
-        Err(err) => Err(kube::Error::SerdeError(err)),
+    let event = Event {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{}.", e.name)),
+            namespace: Some(e.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(e.name.clone()),
+            namespace: Some(e.namespace.clone()),
+            uid: e.uid,
+            ..ObjectReference::default()
+        },
+        type_: Some(e.type_.into()),
+        reason: Some(e.reason.into()),
+        message: Some(e.message),
+        source: Some(EventSource {
+            component: Some("default-scheduler".into()),
+            host: None,
+        }),
+        reporting_component: Some("default-scheduler".into()),
+        first_timestamp: Some(e.at.clone()),
+        last_timestamp: Some(e.at),
+        count: Some(1),
+        ..Event::default()
     };
-    if let Err(err) = result {
+    let req = serde_json::to_vec(&event)
+        .map_err(kube::Error::SerdeError)
+        .and_then(|body| {
+            Request::new(Event::url_path(&(), Some(&e.namespace)))
+                .create(&PostParams::default(), body)
+                .map_err(kube::Error::BuildRequest)
+        });
+    if let Err(err) = super::writes::send(client, req).await {
         tracing::debug!(
             "recording event {} on pod {}/{}: {err}",
             e.reason,

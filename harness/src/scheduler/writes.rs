@@ -7,9 +7,12 @@
 //! they run on any of the runtime's threads. The pass still waits for its
 //! writes before the next one starts.
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::core::Request;
+use kube::{Client, Resource};
 use serde_json::json;
 use simclock::Clock;
 
@@ -38,64 +41,56 @@ impl Writer {
 
     /// Binds a pass's pods and returns the binds that failed.
     pub(super) async fn binds(&self, binds: Vec<Bind>) -> Vec<Bind> {
-        futures::stream::iter(binds)
-            .map(|b| {
-                let w = self.clone();
-                tokio::spawn(simclock::busy::timed("scheduler", async move {
-                    if dra::prebind(&w.client, &b.claims).await && w.bind(&b.key, &b.node).await {
-                        let message = format!("Successfully assigned {} to {}", b.key, b.node);
-                        w.event(&b.entry.pod, "Normal", "Scheduled", message);
-                        None
-                    } else {
-                        Some(b)
-                    }
-                }))
-            })
-            .buffer_unordered(CONCURRENCY)
-            .filter_map(|done| async move {
-                match done {
-                    Ok(failed) => failed,
-                    Err(e) => {
-                        tracing::warn!("scheduler: a binding task failed: {e}");
-                        None
-                    }
-                }
-            })
-            .collect()
-            .await
+        self.as_tasks(binds, "binding", |w, b| async move {
+            if dra::prebind(&w.client, &b.claims).await && w.bind(&b.key, &b.node).await {
+                let message = format!("Successfully assigned {} to {}", b.key, b.node);
+                w.event(&b.entry.pod, "Normal", "Scheduled", message);
+                None
+            } else {
+                Some(b)
+            }
+        })
+        .filter_map(|failed| async move { failed })
+        .collect()
+        .await
     }
 
     /// Writes a pass's `PodScheduled=False` conditions, each with its
     /// `FailedScheduling` event.
     pub(super) async fn marks(&self, marks: Vec<Mark>) {
-        futures::stream::iter(marks)
-            .map(|m| {
-                let w = self.clone();
-                tokio::spawn(simclock::busy::timed("scheduler", async move {
-                    w.mark(m).await;
-                }))
-            })
-            .buffer_unordered(CONCURRENCY)
-            .for_each(|done| async move {
-                if let Err(e) = done {
-                    tracing::warn!("scheduler: a status task failed: {e}");
-                }
-            })
+        self.as_tasks(marks, "status", |w, m| async move { w.mark(m).await })
+            .for_each(|()| async {})
             .await;
+    }
+
+    /// Runs `write` on each item, each a task of its own charged to the
+    /// scheduler, `CONCURRENCY` at a time, and yields the results; a task
+    /// that failed (panicked) is logged as a failed `what` task.
+    fn as_tasks<T, R, F>(
+        &self,
+        items: Vec<T>,
+        what: &'static str,
+        write: impl Fn(Writer, T) -> F,
+    ) -> impl Stream<Item = R>
+    where
+        F: Future<Output = R> + Send + 'static,
+        R: Send + 'static,
+    {
+        futures::stream::iter(items)
+            .map(move |item| simclock::busy::spawn(write(self.clone(), item)))
+            .buffer_unordered(CONCURRENCY)
+            .filter_map(move |done| async move {
+                done.map_err(|e| tracing::warn!("scheduler: a {what} task failed: {e}"))
+                    .ok()
+            })
     }
 
     /// Records a core/v1 Event from `default-scheduler` on a pod, stamped
     /// now and written in the background ([`events`]): events never hold
     /// up scheduling.
-    fn event(
-        &self,
-        pod: &k8s_openapi::api::core::v1::Pod,
-        type_: &'static str,
-        reason: &'static str,
-        message: String,
-    ) {
+    fn event(&self, pod: &Pod, type_: &'static str, reason: &'static str, message: String) {
         self.events
-            .record(pod, type_, reason, message, self.clock.rfc3339());
+            .record(pod, type_, reason, message, Time(self.clock.timestamp()));
     }
 
     async fn bind(&self, key: &str, node: &str) -> bool {
@@ -105,17 +100,15 @@ impl Writer {
             "metadata": {"name": name, "namespace": ns},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}
         });
-        let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), ns);
-        match api
-            .create_subresource::<_, serde_json::Value>(
-                "binding",
-                name,
-                &PostParams::default(),
-                &binding,
-            )
-            .await
-        {
-            Ok(_) => true,
+        let req = serde_json::to_vec(&binding)
+            .map_err(kube::Error::SerdeError)
+            .and_then(|body| {
+                pods(ns)
+                    .create_subresource("binding", name, &PostParams::default(), body)
+                    .map_err(kube::Error::BuildRequest)
+            });
+        match send(&self.client, req).await {
+            Ok(()) => true,
             Err(e) => {
                 tracing::debug!("binding pod {ns}/{name} to node {node} failed: {e}");
                 false
@@ -145,13 +138,27 @@ impl Writer {
         if let Some(n) = &m.nominated {
             status["nominatedNodeName"] = json!(n);
         }
-        let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), ns);
         let patch = Patch::Strategic(json!({"status": status}));
-        if let Err(e) = api
-            .patch_status(name, &PatchParams::default(), &patch)
-            .await
-        {
+        let req = pods(ns)
+            .patch_subresource("status", name, &PatchParams::default(), &patch)
+            .map_err(kube::Error::BuildRequest);
+        if let Err(e) = send(&self.client, req).await {
             tracing::debug!("marking pod {} unschedulable failed: {e}", m.key);
         }
     }
+}
+
+/// Requests on the pods of namespace `ns`.
+fn pods(ns: &str) -> Request {
+    Request::new(Pod::url_path(&(), Some(ns)))
+}
+
+/// Sends a write and checks its status, without decoding what it returns:
+/// the scheduler reads nothing of it, and a pod or event decoded for
+/// every write was a good part of a burst's cost.
+pub(super) async fn send(
+    client: &Client,
+    req: Result<http::Request<Vec<u8>>, kube::Error>,
+) -> Result<(), kube::Error> {
+    client.request_text(req?).await.map(drop)
 }

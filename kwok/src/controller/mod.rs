@@ -8,7 +8,9 @@
 //! from the cluster (when enabled), lease results from the lease task, and
 //! objects fed back by jobs (`immediateNextStage`, relists). Jobs run as
 //! their own tasks and never touch the state. Managed nodes that declare
-//! devices get ResourceSlices from the fake DRA driver ([`dra`]).
+//! devices get ResourceSlices from the fake DRA driver ([`dra`]). Pods bound
+//! to a node not managed yet wait by node (`waiting`) until its lease is
+//! taken.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -37,6 +39,7 @@ mod leases;
 mod shared;
 #[cfg(test)]
 mod tests;
+mod waiting;
 
 pub use config::{Config, NODE_ANNOTATION, NodeSelection};
 use ippool::IpPool;
@@ -69,7 +72,7 @@ pub struct Controller {
     ever_held: HashSet<String>,
     /// Bound pods whose node is not managed (yet), by `namespace/name`:
     /// they are run once their node becomes managed.
-    pods: HashMap<String, Value>,
+    pods: waiting::WaitingPods,
     jobs: HashMap<String, Job>,
     leases: Option<mpsc::UnboundedSender<LeaseMsg>>,
     /// The device annotation last published per node (the fake DRA
@@ -99,7 +102,7 @@ impl Controller {
             nodes: HashMap::new(),
             held: HashSet::new(),
             ever_held: HashSet::new(),
-            pods: HashMap::new(),
+            pods: waiting::WaitingPods::default(),
             jobs: HashMap::new(),
             leases: None,
             devices: HashMap::new(),
@@ -374,16 +377,8 @@ impl Controller {
     }
 
     fn run_waiting_pods(&mut self, node: &str) {
-        let waiting: Vec<String> = self
-            .pods
-            .iter()
-            .filter(|(_, p)| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in waiting {
-            if let Some(pod) = self.pods.remove(&key) {
-                self.evaluate("Pod", format!("Pod/{key}"), pod, false);
-            }
+        for (key, pod) in self.pods.take_node(node) {
+            self.evaluate("Pod", format!("Pod/{key}"), pod, false);
         }
     }
 
@@ -404,7 +399,7 @@ impl Controller {
             self.evaluate("Pod", format!("Pod/{key}"), value, false);
         } else {
             // Kept until its node is managed (kwok relists such pods then).
-            self.pods.insert(key, value);
+            self.pods.insert(key, node, value);
         }
     }
 
