@@ -70,8 +70,8 @@ pub struct Controller {
     /// Nodes held at some point, so that pods must be relisted when the
     /// lease comes back.
     ever_held: HashSet<String>,
-    /// Bound pods whose node is not managed (yet), by `namespace/name`:
-    /// they are run once their node becomes managed.
+    /// Bound pods whose node is not managed (yet), by node: they are run
+    /// once their node becomes managed.
     pods: waiting::WaitingPods,
     jobs: HashMap<String, Job>,
     leases: Option<mpsc::UnboundedSender<LeaseMsg>>,
