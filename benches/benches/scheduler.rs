@@ -6,13 +6,21 @@
 //! ratio of their times; then a pod that fits nowhere, which examines
 //! every node either way.
 //!
+//! Then the scheduling queue at 300,000 pending pods, all parked
+//! unschedulable, when a pass takes (and binds) 1,000 new pods: the queue
+//! ([`harness::scheduler::queue::Queue`], pods indexed by when they are
+//! due) against the pass before issue 44, reproduced here, which scanned
+//! every pending pod for the due ones and again for the next deadline.
+//!
 //! `cargo bench -p benches --bench scheduler`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
+use harness::scheduler::queue::Queue;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use predicates::{NodeInfo, Objects, PodInfo, Sample, find_node_from, find_node_with};
 use serde_json::json;
@@ -114,7 +122,119 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+const PENDING: usize = 300_000;
+const NEW_PER_PASS: usize = 1_000;
+
+/// A pending pod as the pass before issue 44 kept it: its place, when it
+/// is next due, and whether it waits for a cluster change.
+struct Scanned {
+    place: (i32, u64),
+    due: Instant,
+    parked: bool,
+}
+
+/// The pass before issue 44: every pending pod visited to find the due
+/// ones (sorted by place), then again for the next deadline. The new pods
+/// are bound (taken out).
+fn scan_pass(pending: &mut HashMap<String, Scanned>, entries: &mut u64, new: &[String]) {
+    for key in new {
+        *entries += 1;
+        let scanned = Scanned {
+            place: (0, *entries),
+            due: Instant::now(),
+            parked: false,
+        };
+        pending.insert(key.clone(), scanned);
+    }
+    let now = Instant::now();
+    let parked_for = Duration::from_secs(300);
+    let due_at = |p: &Scanned| if p.parked { p.due + parked_for } else { p.due };
+    let mut due: Vec<((i32, u64), String)> = pending
+        .iter()
+        .filter(|(_, p)| now >= due_at(p))
+        .map(|(k, p)| (p.place, k.clone()))
+        .collect();
+    due.sort();
+    assert_eq!(due.len(), new.len());
+    for (_, key) in due {
+        pending.remove(&key);
+    }
+    assert!(pending.values().map(due_at).min().is_some());
+}
+
+/// The same pass through the queue.
+fn queue_pass(queue: &mut Queue, new: &[String]) {
+    for key in new {
+        queue.add(key, 0);
+    }
+    let due = queue.pop_due(tokio::time::Instant::now());
+    assert_eq!(due.len(), new.len());
+    for key in &due {
+        queue.remove(key);
+    }
+    assert!(queue.next_due().is_some());
+}
+
+fn bench_queue(c: &mut Criterion) {
+    let parked: Vec<String> = (0..PENDING)
+        .map(|i| format!("default/parked-{i}"))
+        .collect();
+    let new: Vec<String> = (0..NEW_PER_PASS)
+        .map(|i| format!("default/new-{i}"))
+        .collect();
+    let mut queue = Queue::new(1.0);
+    for key in &parked {
+        queue.add(key, 0);
+    }
+    for key in queue.pop_due(tokio::time::Instant::now()) {
+        queue.failed(&key, true);
+    }
+    // Their backoff over, the parked pods wait for a cluster change.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert!(queue.pop_due(tokio::time::Instant::now()).is_empty());
+    let mut entries = 0;
+    let mut pending: HashMap<String, Scanned> = parked
+        .iter()
+        .map(|key| {
+            entries += 1;
+            let scanned = Scanned {
+                place: (0, entries),
+                due: Instant::now() + Duration::from_secs(1),
+                parked: true,
+            };
+            (key.clone(), scanned)
+        })
+        .collect();
+    let scan = mean(20, || scan_pass(&mut pending, &mut entries, &new));
+    let indexed = mean(20, || queue_pass(&mut queue, &new));
+    println!(
+        "\nscheduling queue, a pass binding {NEW_PER_PASS} new pods while {PENDING} wait parked:"
+    );
+    println!("| pass | mean |");
+    println!("|---|---|");
+    println!(
+        "| every pending pod scanned (before) | {:.2} ms |",
+        scan.as_secs_f64() * 1e3
+    );
+    println!(
+        "| the queue, pods indexed by when they are due | {:.2} ms |",
+        indexed.as_secs_f64() * 1e3
+    );
+    println!(
+        "| ratio, queue / scan | {:.3}x |",
+        indexed.as_secs_f64() / scan.as_secs_f64()
+    );
+
+    let mut g = c.benchmark_group("scheduler_queue_300k_pending");
+    g.sample_size(10);
+    g.bench_function("scan", |b| {
+        b.iter(|| scan_pass(&mut pending, &mut entries, &new))
+    });
+    g.bench_function("queue", |b| b.iter(|| queue_pass(&mut queue, &new)));
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_queue);
 
 fn main() {
     benches();

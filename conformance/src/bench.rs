@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::binary::BinaryInfo;
 use crate::compare::{self, Row, ScenarioArgs, measured_cells};
@@ -55,18 +56,27 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
     scales.sort_unstable();
     scales.dedup();
     let mut points = Vec::new();
+    let mut busy = String::new();
+    simclock::busy::enable();
     for nodes in scales {
         eprintln!(
             "bench: {} at {nodes} nodes x {} pods",
             args.binary.display(),
             args.scenario.pods_per_node
         );
+        let before = simclock::busy::totals();
         let row = compare::measure(&info, nodes, &args.scenario).await?;
+        let line = busy_line(nodes, &before, &simclock::busy::totals());
+        eprintln!("bench: {line}");
+        busy.push_str(&line);
+        busy.push('\n');
         points.push(Point { nodes, row });
     }
     let mut table = table(&points, args.scenario.pods_per_node);
     table.push('\n');
     table.push_str(&targets(&points));
+    table.push('\n');
+    table.push_str(&busy);
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
     for (name, text) in [
@@ -78,6 +88,30 @@ pub async fn run(args: &BenchArgs) -> Result<(Vec<Point>, String), String> {
         eprintln!("bench: wrote {}", path.display());
     }
     Ok((points, table))
+}
+
+/// Where the testbed's time went at one scale: each component's busy
+/// time ([`simclock::busy`], the time its tasks were being polled) between
+/// the `before` and `after` totals, most first.
+fn busy_line(
+    nodes: usize,
+    before: &[(&'static str, Duration)],
+    after: &[(&'static str, Duration)],
+) -> String {
+    let mut spent: Vec<(&str, Duration)> = after
+        .iter()
+        .map(|(label, total)| {
+            let earlier = before.iter().find(|(l, _)| l == label).map(|(_, d)| *d);
+            (*label, total.saturating_sub(earlier.unwrap_or_default()))
+        })
+        .filter(|(_, d)| !d.is_zero())
+        .collect();
+    spent.sort_by_key(|(_, d)| std::cmp::Reverse(*d));
+    let parts: Vec<String> = spent
+        .iter()
+        .map(|(label, d)| format!("{label} {:.1} s", d.as_secs_f64()))
+        .collect();
+    format!("- {nodes} nodes: testbed busy time {}", parts.join(", "))
 }
 
 /// The Markdown table: a row per scale.
@@ -187,7 +221,7 @@ type Series = (&'static str, &'static str, Vec<f64>);
 /// percentiles and the main loop's mean (seconds) on the left; peak memory (MiB) on the right; one
 /// column per scale.
 pub fn svg(points: &[Point], pods_per_node: usize) -> String {
-    let dur = |d: Option<std::time::Duration>| d.map_or(0.0, |d| d.as_secs_f64());
+    let dur = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64());
     let seconds: Vec<Series> = vec![
         (
             "all nodes requested",
@@ -347,9 +381,18 @@ fn trim(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
+
+    #[test]
+    fn busy_time_is_what_each_component_spent_at_that_scale_most_first() {
+        let s = Duration::from_secs;
+        let before = [("apiserver", s(10)), ("scheduler", s(5))];
+        let after = [("apiserver", s(12)), ("scheduler", s(9)), ("kwok", s(1))];
+        assert_eq!(
+            busy_line(1000, &before, &after),
+            "- 1000 nodes: testbed busy time scheduler 4.0 s, apiserver 2.0 s, kwok 1.0 s"
+        );
+    }
 
     fn point(nodes: usize, all_nodes: u64, rss_mib: u64) -> Point {
         Point {

@@ -71,15 +71,16 @@ impl Query {
         Ok(Self(segments))
     }
 
-    /// Runs the query on a value.
-    pub fn run(&self, input: &Value) -> Vec<Value> {
-        let mut current = vec![input.clone()];
+    /// Runs the query on a value: what it yields, borrowed from it (a
+    /// query runs on every pod and node event; nothing is copied).
+    pub fn run<'a>(&self, input: &'a Value) -> Vec<&'a Value> {
+        let mut current = vec![input];
         for seg in &self.0 {
             current = match seg {
-                Segment::Path(steps) => current.iter().flat_map(|v| walk(v, steps)).collect(),
+                Segment::Path(steps) => current.into_iter().flat_map(|v| walk(v, steps)).collect(),
                 Segment::Select { path, equal, value } => current
                     .into_iter()
-                    .filter(|v| walk(v, path).iter().any(|x| x == value) == *equal)
+                    .filter(|v| walk(v, path).into_iter().any(|x| x == value) == *equal)
                     .collect(),
             };
         }
@@ -87,12 +88,15 @@ impl Query {
     }
 }
 
-fn walk(v: &Value, steps: &[Step]) -> Vec<Value> {
+/// What a missing key yields.
+static NULL: Value = Value::Null;
+
+fn walk<'a>(v: &'a Value, steps: &[Step]) -> Vec<&'a Value> {
     let Some((first, rest)) = steps.split_first() else {
-        return vec![v.clone()];
+        return vec![v];
     };
     match first {
-        Step::Key(k) => walk(v.get(k).unwrap_or(&Value::Null), rest),
+        Step::Key(k) => walk(v.get(k.as_str()).unwrap_or(&NULL), rest),
         Step::Iterate => match v {
             Value::Array(a) => a.iter().flat_map(|x| walk(x, rest)).collect(),
             Value::Object(o) => o.values().flat_map(|x| walk(x, rest)).collect(),
@@ -141,7 +145,10 @@ mod tests {
             "metadata": {"labels": {"a/b": "x"}, "ownerReferences": [{"kind": "Job"}, {"kind": "Other"}]},
             "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "True"}]}
         });
-        let q = |s: &str| Query::parse(s).unwrap().run(&pod);
+        let q = |s: &str| -> Vec<Value> {
+            let found = Query::parse(s).unwrap().run(&pod).into_iter().cloned();
+            found.collect()
+        };
         assert_eq!(q(".status.phase"), vec![json!("Pending")]);
         assert_eq!(q(".metadata.deletionTimestamp"), Vec::<Value>::new());
         assert_eq!(

@@ -499,17 +499,16 @@ impl Compiled {
                 .and_then(|m| m.get(field))
                 .and_then(|l| l.get(k))
                 .and_then(Value::as_str)
-                .map(str::to_string)
         };
         sel.match_labels
             .iter()
-            .all(|(k, v)| meta("labels", k).as_deref() == Some(v))
+            .all(|(k, v)| meta("labels", k) == Some(v.as_str()))
             && sel
                 .match_annotations
                 .iter()
-                .all(|(k, v)| meta("annotations", k).as_deref() == Some(v))
+                .all(|(k, v)| meta("annotations", k) == Some(v.as_str()))
             && self.expressions.iter().all(|(q, op, values)| {
-                let found: Vec<String> = q.run(obj).iter().map(scalar_string).collect();
+                let found: Vec<String> = q.run(obj).into_iter().map(scalar_string).collect();
                 match op.as_str() {
                     "In" => found.iter().any(|f| values.contains(f)),
                     "NotIn" => !found.iter().any(|f| values.contains(f)),
@@ -524,7 +523,7 @@ impl Compiled {
         let delay = self.stage.spec.delay.clone().unwrap_or_default();
         let resolve = |q: &Option<Query>, ms: Option<u64>| -> Option<Duration> {
             if let Some(q) = q
-                && let Some(v) = q.run(obj).first()
+                && let Some(v) = q.run(obj).first().copied()
             {
                 let s = scalar_string(v);
                 if let Some(t) = simclock::parse_rfc3339(&s) {

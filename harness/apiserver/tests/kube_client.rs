@@ -234,20 +234,33 @@ async fn pagination_is_complete_and_ordered() {
         cms.create(&PostParams::default(), &cm).await.unwrap();
     }
     let mut names = Vec::new();
+    let mut remaining = Vec::new();
     let mut lp = ListParams::default().limit(10);
-    let mut pages = 0;
     loop {
         let page = cms.list(&lp).await.unwrap();
-        pages += 1;
         names.extend(page.items.iter().filter_map(|c| c.metadata.name.clone()));
+        remaining.push(page.metadata.remaining_item_count);
         match page.metadata.continue_ {
             Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
             _ => break,
         }
     }
-    assert_eq!(pages, 3);
+    // Each cut page says how many objects the next pages hold; the last
+    // says nothing, as kube-apiserver.
+    assert_eq!(remaining, [Some(15), Some(5), None]);
     let expected: Vec<String> = (0..25).map(|i| format!("cm-{i:02}")).collect();
     assert_eq!(names, expected);
+    // A count with a selector would cost a match of every object: none.
+    let selected = cms
+        .list(
+            &ListParams::default()
+                .limit(10)
+                .fields("metadata.namespace=kube-public"),
+        )
+        .await
+        .unwrap();
+    assert!(selected.metadata.continue_.is_some());
+    assert_eq!(selected.metadata.remaining_item_count, None);
 }
 
 #[tokio::test]

@@ -2,9 +2,9 @@
 //! `schedulerName` is `default-scheduler`, over the API server only.
 //!
 //! It keeps a cache of nodes and bound pods from watches, and a queue of
-//! pending pods ordered as kube-scheduler's `PrioritySort`: by priority,
-//! then by when the pod entered the queue, which a failed attempt renews
-//! (a retried pod goes behind the pods that arrived meanwhile). Each pod gets one scheduling
+//! pending pods ([`queue`]) ordered as kube-scheduler's `PrioritySort`: by
+//! priority, then by when the pod entered the queue, which a failed attempt
+//! renews (a retried pod goes behind the pods that arrived meanwhile). Each pod gets one scheduling
 //! cycle ([`predicates::find_node_from`]) over kube-scheduler's adaptive
 //! `percentageOfNodesToScore` of the nodes, each cycle starting where the
 //! last one stopped ([`predicates::Sample`]); a pod that fits is bound through
@@ -21,9 +21,10 @@
 
 mod dra;
 mod events;
+pub mod queue;
 mod writes;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,10 +44,6 @@ use tokio::time::Instant;
 
 /// The scheduler name this scheduler serves.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
-const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
-/// kube-scheduler's `podMaxInUnschedulablePodsDuration`.
-const MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
 /// The least time between two scheduling passes.
 const PASS_GAP: Duration = Duration::from_millis(20);
 
@@ -68,59 +65,15 @@ enum StorageEvent {
     Class(Event<StorageClass>),
 }
 
-/// A pod waiting to be scheduled.
+/// A pod waiting to be scheduled (when it is tried: [`queue::Queue`]).
 struct Pending {
     pod: Arc<Pod>,
-    attempts: u32,
-    /// Not before this instant (backoff).
-    ready_at: Instant,
-    /// Parked until a cluster change (or `MAX_UNSCHEDULABLE`).
-    parked: bool,
     /// The last Unschedulable message written, to skip identical patches.
     last_message: Option<String>,
     /// The node its preemption made room on (`status.nominatedNodeName`).
     nominated: Option<String>,
     /// Its scheduling equivalence class ([`equivalence_class`]).
     class: Option<u64>,
-    /// Its place in the queue.
-    order: QueueOrder,
-}
-
-/// A pod's place in the queue, as kube-scheduler's `PrioritySort`: higher
-/// priority first, then the earlier entry into the queue. kube-scheduler
-/// stamps a pod when it is added and again when a failed attempt puts it
-/// back, so a retried pod waits behind the pods that arrived meanwhile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct QueueOrder {
-    /// The pod's priority, negated (highest first).
-    neg_priority: i32,
-    /// When it (last) entered the queue, as a count of entries.
-    entered: u64,
-}
-
-/// Hands out queue places in the order pods enter.
-#[derive(Debug, Default)]
-struct Entries(u64);
-
-impl Entries {
-    /// The place of a pod of `priority` entering now.
-    fn enter(&mut self, priority: i32) -> QueueOrder {
-        self.0 += 1;
-        QueueOrder {
-            neg_priority: priority.saturating_neg(),
-            entered: self.0,
-        }
-    }
-
-    /// The place of a pod put back after a failed attempt: the same
-    /// priority, at the back.
-    fn reenter(&mut self, order: QueueOrder) -> QueueOrder {
-        self.0 += 1;
-        QueueOrder {
-            entered: self.0,
-            ..order
-        }
-    }
 }
 
 /// A pod's priority (`spec.priority`, 0 when unset).
@@ -168,6 +121,8 @@ struct Bind {
     node: String,
     /// Its queue entry, put back if the binding fails.
     entry: Pending,
+    /// Its place and backoff in the queue, put back with it.
+    slot: queue::Slot,
     /// Its claims' status writes (PreBind).
     claims: Vec<dra::ClaimWrite>,
 }
@@ -184,15 +139,13 @@ pub struct Scheduler {
     /// Where each bound pod is: key → node name.
     bound: HashMap<String, String>,
     pending: HashMap<String, Pending>,
+    /// When the pending pods are tried.
+    queue: queue::Queue,
+    /// Pending pods nominated to a node by their preemption.
+    nominated: BTreeSet<String>,
     budgets: HashMap<String, Budget>,
     /// Pods whose binding is in flight or done, until the watch confirms.
     assumed: HashSet<String>,
-    /// The scheduler's own waits are divided by this (1 normally).
-    time_scale: f64,
-    /// The cluster changed since the last pass: unpark the pending pods.
-    changed: bool,
-    /// Queue places, in order of entry.
-    entries: Entries,
     /// CSINodes by node name.
     csi_nodes: HashMap<String, Arc<CsiNode>>,
     /// Claims, volumes and classes.
@@ -214,11 +167,10 @@ impl Scheduler {
             orphans: HashMap::new(),
             bound: HashMap::new(),
             pending: HashMap::new(),
+            queue: queue::Queue::new(1.0),
+            nominated: BTreeSet::new(),
             budgets: HashMap::new(),
             assumed: HashSet::new(),
-            time_scale: 1.0,
-            changed: false,
-            entries: Entries::default(),
             csi_nodes: HashMap::new(),
             volumes: VolumeObjects::default(),
             dra: dra::DraState::default(),
@@ -229,19 +181,8 @@ impl Scheduler {
     /// Divides the scheduler's waits (backoff, the periodic retry of
     /// unschedulable pods) by `scale` (at least 1).
     pub fn with_time_scale(mut self, scale: f64) -> Self {
-        self.time_scale = scale.max(1.0);
+        self.queue = queue::Queue::new(scale);
         self
-    }
-
-    /// A wait of `d` at this scheduler's time scale.
-    fn scaled(&self, d: Duration) -> Duration {
-        d.div_f64(self.time_scale)
-    }
-
-    /// The backoff after `attempts` failed attempts.
-    fn backoff_after(&self, attempts: u32) -> Duration {
-        let exp = attempts.saturating_sub(1).min(4);
-        self.scaled((INITIAL_BACKOFF * 2u32.pow(exp)).min(MAX_BACKOFF))
     }
 
     /// Runs until the watches end (the API server goes away).
@@ -266,7 +207,7 @@ impl Scheduler {
         let mut changes = futures::stream::select_all(streams);
         let mut last_pass: Option<Instant> = None;
         loop {
-            let deadline = self.next_deadline();
+            let deadline = self.queue.next_due();
             tokio::select! {
                 c = changes.next() => match c {
                     Some(c) => self.apply(c),
@@ -286,21 +227,6 @@ impl Scheduler {
             self.schedule_ready().await;
             last_pass = Some(Instant::now());
         }
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
-        let changed = self.changed;
-        self.pending
-            .values()
-            .map(|p| {
-                if p.parked && !changed {
-                    p.ready_at + max_unschedulable
-                } else {
-                    p.ready_at
-                }
-            })
-            .min()
     }
 
     fn apply(&mut self, change: Change) {
@@ -446,6 +372,7 @@ impl Scheduler {
             }
             Some(node) => {
                 self.pending.remove(&key);
+                self.queue.remove(&key);
                 self.assumed.remove(&key);
                 let info = PodInfo::new(Arc::new(pod));
                 if let Some(old) = self.bound.insert(key.clone(), node.clone())
@@ -471,6 +398,7 @@ impl Scheduler {
                     || self.assumed.contains(&key)
                 {
                     self.pending.remove(&key);
+                    self.queue.remove(&key);
                     return;
                 }
                 match self.pending.get_mut(&key) {
@@ -479,25 +407,21 @@ impl Scheduler {
                         // priority follow from the spec and labels only.
                         if p.pod.spec != pod.spec || p.pod.metadata.labels != pod.metadata.labels {
                             p.class = equivalence_class(&pod);
-                            p.order.neg_priority = priority(&pod).saturating_neg();
+                            self.queue.set_priority(&key, priority(&pod));
                         }
                         p.pod = Arc::new(pod);
                     }
                     None => {
+                        self.queue.add(&key, priority(&pod));
                         let class = equivalence_class(&pod);
-                        let order = self.entries.enter(priority(&pod));
                         let pod = Arc::new(pod);
                         self.pending.insert(
                             key,
                             Pending {
                                 pod,
-                                attempts: 0,
-                                ready_at: Instant::now(),
-                                parked: false,
                                 last_message: None,
                                 nominated: None,
                                 class,
-                                order,
                             },
                         );
                     }
@@ -508,6 +432,7 @@ impl Scheduler {
 
     fn pod_gone(&mut self, key: &str) {
         self.pending.remove(key);
+        self.queue.remove(key);
         self.assumed.remove(key);
         if let Some(node) = self.bound.remove(key) {
             if let Some(n) = self.nodes.get_mut(&node) {
@@ -521,30 +446,11 @@ impl Scheduler {
     /// A change that may make unschedulable pods fit: the next pass
     /// unparks them (they still honour their backoff).
     fn cluster_changed(&mut self) {
-        self.changed = true;
+        self.queue.cluster_changed();
     }
 
     async fn schedule_ready(&mut self) {
-        if std::mem::take(&mut self.changed) {
-            for p in self.pending.values_mut() {
-                p.parked = false;
-            }
-        }
-        let now = Instant::now();
-        let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
-        let mut ready: Vec<(QueueOrder, String)> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| {
-                if p.parked {
-                    now >= p.ready_at + max_unschedulable
-                } else {
-                    now >= p.ready_at
-                }
-            })
-            .map(|(k, p)| (p.order, k.clone()))
-            .collect();
-        ready.sort();
+        let ready = self.queue.pop_due(Instant::now());
         let nodes_vec: Vec<String> = self.nodes.keys().cloned().collect();
         let mut infos: Vec<NodeInfo> = std::mem::take(&mut self.nodes).into_values().collect();
         // Within one pass nodes only gain pods, so a pod that fit nowhere
@@ -557,7 +463,7 @@ impl Scheduler {
         // Kept as pods are assumed: a cycle then need not look at every
         // node to know that no pod on them has required anti-affinity.
         let mut existing_anti_affinity = infos.iter().any(|n| n.anti_affinity_pods > 0);
-        for (_, key) in ready {
+        for key in ready {
             let Some(pending) = self.pending.get(&key) else {
                 continue;
             };
@@ -595,7 +501,9 @@ impl Scheduler {
                     };
                     // Assumed on its node at once; bound after the pass.
                     let node = nodes_vec[i].clone();
-                    let Some(entry) = self.pending.remove(&key) else {
+                    let (Some(entry), Some(slot)) =
+                        (self.pending.remove(&key), self.queue.remove(&key))
+                    else {
                         continue;
                     };
                     nominated.retain(|(k, _, _)| *k != key);
@@ -611,6 +519,7 @@ impl Scheduler {
                         key,
                         node,
                         entry,
+                        slot,
                         claims,
                     });
                 }
@@ -706,16 +615,29 @@ impl Scheduler {
             n.remove_pod(&b.key);
         }
         self.pending.insert(b.key.clone(), b.entry);
-        self.backoff(&b.key);
+        self.queue.restore(&b.key, b.slot);
+        self.queue.failed(&b.key, false);
     }
 
     /// The pending pods nominated to a node (after their preemption):
     /// (key, node index, pod).
-    fn nominated_pods(&self, names: &[String]) -> Vec<(String, usize, PodInfo)> {
-        self.pending
+    fn nominated_pods(&mut self, names: &[String]) -> Vec<(String, usize, PodInfo)> {
+        let pending = &self.pending;
+        self.nominated
+            .retain(|k| pending.get(k).is_some_and(|p| p.nominated.is_some()));
+        if self.nominated.is_empty() {
+            return Vec::new();
+        }
+        let index: HashMap<&str, usize> = names
             .iter()
-            .filter_map(|(k, p)| {
-                let node = names.iter().position(|n| Some(n) == p.nominated.as_ref())?;
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        self.nominated
+            .iter()
+            .filter_map(|k| {
+                let p = pending.get(k)?;
+                let node = *index.get(p.nominated.as_deref()?)?;
                 Some((k.clone(), node, PodInfo::new(p.pod.clone())))
             })
             .collect()
@@ -723,24 +645,7 @@ impl Scheduler {
 
     /// Puts a pod aside until the cluster changes, without a condition.
     fn park(&mut self, key: &str) {
-        self.backoff(key);
-        if let Some(p) = self.pending.get_mut(key) {
-            p.parked = true;
-        }
-    }
-
-    /// Counts a failed attempt, puts the pod's next try off by its backoff
-    /// and puts it back at the back of the queue.
-    fn backoff(&mut self, key: &str) {
-        let Some(attempts) = self.pending.get(key).map(|p| p.attempts + 1) else {
-            return;
-        };
-        let delay = self.backoff_after(attempts);
-        if let Some(p) = self.pending.get_mut(key) {
-            p.attempts = attempts;
-            p.ready_at = Instant::now() + delay;
-            p.order = self.entries.reenter(p.order);
-        }
+        self.queue.failed(key, true);
     }
 
     async fn delete_victim(&self, victim: &PodInfo) {
@@ -772,12 +677,13 @@ impl Scheduler {
         reason: FailureReason,
         nominated: Option<String>,
     ) -> Option<Mark> {
-        self.backoff(key);
+        self.queue
+            .failed(key, reason == FailureReason::Unschedulable);
         let p = self.pending.get_mut(key)?;
         if nominated.is_some() {
             p.nominated.clone_from(&nominated);
+            self.nominated.insert(key.to_string());
         }
-        p.parked = reason == FailureReason::Unschedulable;
         let already = p.last_message.as_deref() == Some(message) && nominated.is_none();
         let current = p
             .pod

@@ -1,4 +1,4 @@
-//! The scheduler's queue order and equivalence classes.
+//! The scheduler's equivalence classes.
 use super::*;
 use serde_json::json;
 
@@ -35,21 +35,4 @@ fn pods_with_required_pod_affinity_have_no_class() {
             {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
     );
     assert_eq!(equivalence_class(&affine), None);
-}
-
-#[test]
-fn the_queue_puts_higher_priority_first_then_the_earlier_entry() {
-    let mut entries = Entries::default();
-    let old = entries.enter(0);
-    let new = entries.enter(0);
-    let high = entries.enter(100);
-    let mut order = [new, old, high];
-    order.sort();
-    assert_eq!(order, [high, old, new]);
-    // The old pod failed an attempt: it goes behind the new one, and
-    // still ahead of nothing of higher priority.
-    let retried = entries.reenter(old);
-    let mut order = [retried, new, high];
-    order.sort();
-    assert_eq!(order, [high, new, retried]);
 }

@@ -101,6 +101,9 @@ impl Ctx {
         if let Some(c) = &page.continue_token {
             meta["continue"] = json!(c);
         }
+        if let Some(n) = page.remaining {
+            meta["remainingItemCount"] = json!(n);
+        }
         let api_version = if def.custom {
             crate::registry::api_version(&def.group, &self.version)
         } else {

@@ -129,6 +129,11 @@ impl Filter {
         Ok(Self { labels, fields })
     }
 
+    /// Whether it selects every object (no label or field requirement).
+    pub fn is_everything(&self) -> bool {
+        self.labels == LabelSelector::everything() && self.fields.reqs.is_empty()
+    }
+
     /// Whether a stored object matches.
     pub fn matches(&self, o: &Stored) -> bool {
         self.labels.matches(&o.labels) && self.fields.matches(&o.fields)
@@ -144,6 +149,10 @@ pub struct ListPage {
     pub items: Vec<Arc<Stored>>,
     /// Token for the next page.
     pub continue_token: Option<String>,
+    /// `metadata.remainingItemCount`: how many objects the following pages
+    /// hold, given (as kube-apiserver does) only for a cut list without
+    /// selectors.
+    pub remaining: Option<usize>,
 }
 
 /// The result of a delete.

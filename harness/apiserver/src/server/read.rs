@@ -41,9 +41,9 @@ impl Server {
         }
         let (rv, all) = self.store.list(&def.gr(), ns, after.as_ref());
         let mut items = Vec::new();
-        let mut continue_token = None;
-        for o in all {
-            if !filter.matches(&o) {
+        let (mut continue_token, mut remaining) = (None, None);
+        for (i, o) in all.iter().enumerate() {
+            if !filter.matches(o) {
                 continue;
             }
             if opts.limit > 0 && items.len() == opts.limit {
@@ -52,14 +52,16 @@ impl Server {
                     list_rv.unwrap_or(rv),
                     &(last.namespace.clone(), last.name.clone()),
                 ));
+                remaining = filter.is_everything().then(|| all.len() - i);
                 break;
             }
-            items.push(o);
+            items.push(o.clone());
         }
         Ok(ListPage {
             rv: list_rv.unwrap_or(rv),
             items,
             continue_token,
+            remaining,
         })
     }
 }
