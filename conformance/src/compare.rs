@@ -551,8 +551,17 @@ async fn count_nodes(cluster: &Cluster) -> Result<usize, String> {
         .list(&ListParams::default().limit(1))
         .await
         .map_err(|e| format!("counting the Nodes: {e}"))?;
-    let remaining = page.metadata.remaining_item_count.unwrap_or(0);
-    Ok(page.items.len() + usize::try_from(remaining).unwrap_or(0))
+    let more = page
+        .metadata
+        .continue_
+        .as_deref()
+        .is_some_and(|c| !c.is_empty());
+    match page.metadata.remaining_item_count {
+        Some(n) => Ok(page.items.len() + usize::try_from(n).unwrap_or(0)),
+        None if !more => Ok(page.items.len()),
+        // A server that does not count what is left: list them all.
+        None => Ok(list::<Node>(&cluster.client(), "").await?.len()),
+    }
 }
 
 /// The backlog Deployments' pods created so far, and those ready.

@@ -216,27 +216,34 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
         running[0].spec.as_ref().unwrap().node_name.as_deref(),
         Some("large-0")
     );
-    // The scheduler's events, as `kubectl describe pod` shows them.
+    // The scheduler's events, as `kubectl describe pod` shows them: the
+    // two failures fold into one series (client-go's recorder keys it on
+    // the pod, type and reason, not the message), which keeps the first
+    // message and counts 2; the condition has the latest.
+    assert!(message4.starts_with("0/4 nodes"));
     let events: Api<k8s_openapi::api::core::v1::Event> =
         Api::namespaced(cluster.client(), "default");
     let mut listed = events.list(&Default::default()).await.unwrap().items;
     listed.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
-    let mine: Vec<(String, String)> = listed
+    let mine: Vec<(String, String, Option<i32>)> = listed
         .into_iter()
         .filter(|e| e.involved_object.name.as_deref() == Some("big"))
         .filter(|e| {
             e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("default-scheduler")
         })
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .map(|e| {
+            let (reason, text) = (e.reason.unwrap_or_default(), e.message.unwrap_or_default());
+            (reason, text, e.count)
+        })
         .collect();
     assert_eq!(
         mine,
         [
-            ("FailedScheduling".to_string(), message),
-            ("FailedScheduling".to_string(), message4),
+            ("FailedScheduling".to_string(), message, Some(2)),
             (
                 "Scheduled".to_string(),
-                "Successfully assigned default/big to large-0".to_string()
+                "Successfully assigned default/big to large-0".to_string(),
+                Some(1)
             ),
         ]
     );

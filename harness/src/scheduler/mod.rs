@@ -451,6 +451,10 @@ impl Scheduler {
 
     async fn schedule_ready(&mut self) {
         let ready = self.queue.pop_due(Instant::now());
+        if ready.is_empty() {
+            // Nothing due (a parked pod's backoff ended): no pass.
+            return;
+        }
         let nodes_vec: Vec<String> = self.nodes.keys().cloned().collect();
         let mut infos: Vec<NodeInfo> = std::mem::take(&mut self.nodes).into_values().collect();
         // Within one pass nodes only gain pods, so a pod that fit nowhere

@@ -15,9 +15,11 @@
 //! pods are indexed by when they are due (`waiting`), and parked pods whose
 //! backoff is over wait apart (`idle`), so at 300,000 pending pods a pass
 //! that tries 100 of them touches those 100. A cluster change does not
-//! visit the parked pods: it starts a new generation, and a pod parked in
-//! an older one is no longer parked. Index entries of pods that were
-//! removed or rescheduled meanwhile are dropped when they come up.
+//! visit the parked pods still in their backoff: it starts a new
+//! generation, and a pod parked in an older one is no longer parked (the
+//! idle ones it frees are all tried at that pass). Index entries of pods
+//! that were removed or rescheduled meanwhile are dropped when they come
+//! up.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -168,15 +170,16 @@ impl Queue {
     /// The pods due at `now`, in the order they are tried.
     pub fn pop_due(&mut self, now: Instant) -> Vec<String> {
         let mut due: Vec<(Place, String)> = Vec::new();
+        let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
+        let idle_entry = |s: &Slot, at: Instant| s.due + max_unschedulable == at;
         if std::mem::take(&mut self.changed) {
             self.generation += 1;
-            for (_, key) in std::mem::take(&mut self.idle) {
-                if let Some(s) = self.slots.get(&key).filter(|s| s.due <= now) {
+            for (at, key) in std::mem::take(&mut self.idle) {
+                if let Some(s) = self.slots.get(&key).filter(|s| idle_entry(s, at)) {
                     due.push((s.place, key));
                 }
             }
         }
-        let max_unschedulable = self.scaled(MAX_UNSCHEDULABLE);
         while let Some((at, key)) = pop_until(&mut self.waiting, now) {
             let Some(s) = self.slots.get(&key).filter(|s| s.due == at) else {
                 continue;
@@ -188,11 +191,7 @@ impl Queue {
             }
         }
         while let Some((at, key)) = pop_until(&mut self.idle, now) {
-            if let Some(s) = self
-                .slots
-                .get(&key)
-                .filter(|s| s.due + max_unschedulable == at)
-            {
+            if let Some(s) = self.slots.get(&key).filter(|s| idle_entry(s, at)) {
                 due.push((s.place, key));
             }
         }
@@ -201,7 +200,9 @@ impl Queue {
         due.into_iter().map(|(_, key)| key).collect()
     }
 
-    /// When the next pod is due, if any is.
+    /// When the queue next needs a pass, if it does: a pod due, a parked
+    /// pod's backoff over (it is set aside then), or a parked pod freed by
+    /// a change or the 5-minute limit.
     pub fn next_due(&self) -> Option<Instant> {
         let waiting = self.waiting.first().map(|(at, _)| *at);
         let idle = if self.changed && !self.idle.is_empty() {
