@@ -22,6 +22,12 @@ use autoscaler::leaderelection::LeaderElection;
 use autoscaler::metrics::Metrics;
 use autoscaler::server::Endpoints;
 
+/// mimalloc instead of glibc's malloc: at 10,000 nodes (`testbed bench
+/// --nodes 10000`) the binary used 22% less CPU with it (106.8 s against
+/// 137.2 s) for 3% more peak memory, as the testbed found at 30,000 pods.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn init_logging(flags: &Flags) {
     let level = match flags.verbosity {
         0 | 1 => "info",

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::api::storage::v1::CSINode;
 
 use crate::dynamicresources::api::ResourceSlice;
@@ -158,6 +158,53 @@ impl PodInfo {
         }))
     }
 
+    /// The same facts over the pod without what nothing reads once they
+    /// are computed: its containers (their requests and ports are in the
+    /// facts), managed fields, the last-applied annotation, and of its
+    /// status all but the phase, the PodScheduled condition (the
+    /// scheduler's mark), the nominated node, reason and message, start
+    /// time (preemption's order) and claim statuses (no container
+    /// statuses, IPs or other conditions). The caches that hold every pod of a cluster (the
+    /// autoscaler's, the testbed scheduler's) keep pods so: a pod's
+    /// `Container`s alone are over 2 KB, and at 300,000 pods they were
+    /// most of what a cache held. What is kept is a fresh copy: left where
+    /// it was decoded, among the freed parts of the whole object, it kept
+    /// glibc's heap fragmented (the autoscaler's peak at 10,000 nodes was
+    /// 11% higher).
+    pub fn compact(self) -> Self {
+        let mut facts = Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone());
+        let mut pod = Arc::try_unwrap(facts.pod).unwrap_or_else(|shared| (*shared).clone());
+        pod.metadata.managed_fields = None;
+        if let Some(a) = pod.metadata.annotations.as_mut() {
+            a.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.containers = Vec::new();
+            spec.init_containers = None;
+            spec.ephemeral_containers = None;
+        }
+        if let Some(status) = pod.status.take() {
+            let scheduled: Vec<PodCondition> = status
+                .conditions
+                .into_iter()
+                .flatten()
+                .filter(|c| c.type_ == "PodScheduled")
+                .collect();
+            pod.status = Some(PodStatus {
+                phase: status.phase,
+                conditions: (!scheduled.is_empty()).then_some(scheduled),
+                nominated_node_name: status.nominated_node_name,
+                reason: status.reason,
+                message: status.message,
+                start_time: status.start_time,
+                resource_claim_statuses: status.resource_claim_statuses,
+                ..PodStatus::default()
+            });
+        }
+        facts.pod = Arc::new(pod.clone());
+        Self(Arc::new(facts))
+    }
+
     /// The pod's namespace.
     pub fn namespace(&self) -> &str {
         self.pod.metadata.namespace.as_deref().unwrap_or("default")
@@ -249,5 +296,69 @@ impl NodeInfo {
         self.non_zero.1 -= pod.non_zero.1;
         self.anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
         Some(pod)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn running_pod() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
+                "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"nodeName": "n1", "priority": 7,
+                "containers": [{"name": "c", "image": "i",
+                    "ports": [{"containerPort": 80, "hostPort": 8080}],
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+                "volumes": [{"name": "v", "emptyDir": {}}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}],
+                "podIP": "10.0.0.1", "startTime": "2026-01-01T00:00:00Z",
+                "containerStatuses": [{"name": "c", "image": "i", "imageID": "x", "ready": true, "restartCount": 0}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_compact_pod_keeps_its_facts_and_what_filters_read_and_drops_its_containers() {
+        let info = PodInfo::new(Arc::new(running_pod())).compact();
+        assert_eq!(info.key, "ns/p");
+        assert_eq!(info.requests.milli_cpu, 500);
+        assert_eq!(info.ports.len(), 1);
+        assert_eq!(info.priority, 7);
+        let pod = &info.pod;
+        let spec = pod.spec.as_ref().unwrap();
+        assert!(spec.containers.is_empty());
+        assert_eq!(spec.node_name.as_deref(), Some("n1"));
+        assert_eq!(
+            spec.volumes.as_ref().map(Vec::len),
+            Some(1),
+            "volume limits read them"
+        );
+        let status = pod.status.as_ref().unwrap();
+        assert!(status.container_statuses.is_none());
+        let conditions = status.conditions.as_ref().unwrap();
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0].type_, "PodScheduled");
+        assert!(status.pod_ip.is_none());
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert!(status.start_time.is_some(), "preemption's order");
+        assert!(pod.metadata.managed_fields.is_none());
+        let annotations = pod.metadata.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key("kubectl.kubernetes.io/last-applied-configuration"));
+        assert_eq!(annotations["keep"], "me");
+        assert_eq!(info.labels().get("app"), Some(&"a".to_string()));
+    }
+
+    #[test]
+    fn compacting_a_shared_pod_leaves_the_other_holders_copy_whole() {
+        let full = PodInfo::new(Arc::new(running_pod()));
+        let compact = full.clone().compact();
+        assert!(compact.pod.spec.as_ref().unwrap().containers.is_empty());
+        assert_eq!(full.pod.spec.as_ref().unwrap().containers.len(), 1);
     }
 }

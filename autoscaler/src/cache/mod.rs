@@ -26,7 +26,7 @@
 //! priority, anti-affinity) are computed once into a [`PodInfo`](predicates::PodInfo) when the
 //! pod changes, and the copy kept drops what CA never reads again
 //! (containers, container statuses, managed fields, the last-applied
-//! annotation; [`compact`]). A pending pod's `Container`s alone are over
+//! annotation; [`PodInfo::compact`](predicates::PodInfo::compact)). A pending pod's `Container`s alone are over
 //! 2 KB, at 150,000 pending pods a third of the autoscaler's memory; what
 //! scale-up needs of them is in the `PodInfo`.
 //!
@@ -44,7 +44,7 @@ mod state;
 mod storage;
 mod watch;
 
-pub use pod::{RECENT_UNSCHEDULABLE, compact, is_active, is_expendable, is_unschedulable};
+pub use pod::{RECENT_UNSCHEDULABLE, is_active, is_expendable, is_unschedulable};
 pub use state::{CachedController, State};
 pub use storage::StorageObject;
 pub use watch::{ClusterCache, Extra};

@@ -1,11 +1,10 @@
 //! What the cache asks of a single pod: whether CA lists it at all, whether
-//! the scheduler marked it Unschedulable (and how recently), its node, and
-//! the compact copy the cache keeps of it.
+//! the scheduler marked it Unschedulable (and how recently), and its node
+//! (the compact copy the cache keeps is [`predicates::PodInfo::compact`]).
 
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
-use predicates::PodInfo;
 
 /// Whether a pod is listed by CA at all (not Succeeded or Failed).
 pub fn is_active(pod: &Pod) -> bool {
@@ -52,27 +51,6 @@ pub fn node_name(pod: &Pod) -> Option<&str> {
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .filter(|n| !n.is_empty())
-}
-
-/// Keeps a pod's scheduling facts and drops the parts of the object that
-/// nothing reads once they are computed (the [cache](super) module's docs). Scale-up compares
-/// pods for equivalence by these facts and the rest of the spec.
-pub fn compact(info: PodInfo) -> PodInfo {
-    let mut pod = (*info.pod).clone();
-    if let Some(spec) = pod.spec.as_mut() {
-        spec.containers = Vec::new();
-        spec.init_containers = None;
-        spec.ephemeral_containers = None;
-    }
-    if let Some(status) = pod.status.as_mut() {
-        status.container_statuses = None;
-        status.init_container_statuses = None;
-        status.ephemeral_container_statuses = None;
-    }
-    if let Some(a) = pod.metadata.annotations.as_mut() {
-        a.remove("kubectl.kubernetes.io/last-applied-configuration");
-    }
-    info.with_pod(pod)
 }
 
 /// Whether a pod is expendable: priority below the cutoff (a pod without

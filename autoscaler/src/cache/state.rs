@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, PodTemplate};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use predicates::{CsiNode, NodeInfo, PodInfo, VolumeObjects};
 
-use super::pod::{compact, is_active, is_expendable, node_name};
+use super::pod::{is_active, is_expendable, node_name};
 use crate::provisioningrequest::types::ProvisioningRequest;
 use crate::simulator::drainability::{Budget, ControllerState, Controllers, controller_uid};
 
@@ -168,8 +168,7 @@ impl State {
 
     /// Keeps `pod` under `key` (its [`predicates::nodeinfo::pod_key`]), or
     /// forgets it if it is no longer active.
-    pub(super) fn put_pod(&mut self, key: String, mut pod: Pod) {
-        pod.metadata.managed_fields = None;
+    pub(super) fn put_pod(&mut self, key: String, pod: Pod) {
         self.drop_pod(&key);
         if !is_active(&pod) {
             return;
@@ -178,7 +177,7 @@ impl State {
             let uid = uid.to_string();
             self.by_owner.entry(uid).or_default().insert(key.clone());
         }
-        let info = compact(PodInfo::new(Arc::new(pod)));
+        let info = PodInfo::new(Arc::new(pod)).compact();
         match node_name(&info.pod).map(str::to_string) {
             Some(n) => {
                 self.by_node

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use predicates::PodInfo;
 
-use crate::cache::{compact, is_active, is_expendable};
+use crate::cache::{is_active, is_expendable};
 use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
 use crate::scaleup::equivalence::equivalent;
@@ -155,7 +155,7 @@ impl CurrentlyDrainedNodes {
                     if let Some(s) = p.spec.as_mut() {
                         s.node_name = None;
                     }
-                    out.push(compact(PodInfo::new(Arc::new(p))));
+                    out.push(PodInfo::new(Arc::new(p)).compact());
                 }
             }
         }
@@ -265,7 +265,7 @@ mod tests {
                 p[k][kk] = vv.clone();
             }
         }
-        compact(PodInfo::new(Arc::new(serde_json::from_value(p).unwrap())))
+        PodInfo::new(Arc::new(serde_json::from_value(p).unwrap())).compact()
     }
 
     fn node(name: &str, cpu: &str) -> NodeInfo {

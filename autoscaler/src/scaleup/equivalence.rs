@@ -57,7 +57,7 @@ fn sanitized_spec(pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodSpec> {
 /// labels, the same requests and host ports, and specs equal after
 /// sanitising (compared directly first, which is the common case and
 /// allocates nothing). The requests and ports stand for the containers,
-/// which compact pods ([`crate::cache::compact`]) no longer have.
+/// which compact pods ([`PodInfo::compact`](predicates::PodInfo::compact)) no longer have.
 pub fn equivalent(a: &PodInfo, b: &PodInfo) -> bool {
     let (pa, pb) = (&a.pod, &b.pod);
     controller_uid(pa).is_some()

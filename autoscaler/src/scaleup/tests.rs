@@ -25,7 +25,7 @@ fn raw_pod(name: &str, owner: Option<&str>, cpu: &str) -> Pod {
 
 /// A pod as the cache keeps it (compact, its facts computed).
 fn info(pod: Pod) -> PodInfo {
-    crate::cache::compact(PodInfo::new(Arc::new(pod)))
+    PodInfo::new(Arc::new(pod)).compact()
 }
 
 fn pod(name: &str, owner: Option<&str>, cpu: &str) -> PodInfo {

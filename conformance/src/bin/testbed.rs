@@ -34,6 +34,9 @@ use harness::{Clock, EmbeddedApiServer};
 
 /// mimalloc instead of glibc's malloc: at 30,000 pods, allocation was a
 /// third of the testbed's CPU (perf), much of it contended arena locks.
+/// The `system-allocator` feature keeps glibc's, for a heap profiler
+/// (`heaptrack`) that sees only what goes through `malloc`.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -514,6 +514,14 @@ impl Inner {
         prev: Option<&Arc<Stored>>,
         next: Option<&Arc<Stored>>,
     ) {
+        // Most updates keep the uid and the owners (a status write): then
+        // the index already holds the entries.
+        if let (Some(p), Some(n)) = (prev, next)
+            && p.uid == n.uid
+            && p.owners == n.owners
+        {
+            return;
+        }
         if let Some(p) = prev {
             self.uids.remove(&p.uid);
             for o in &p.owners {
@@ -555,6 +563,11 @@ fn set_rv(value: &mut Value, rv: u64) {
     }
 }
 
+thread_local! {
+    /// [`make_stored`]'s serialization buffer.
+    static SERIALIZED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, StoreError> {
     set_rv(value, rv);
     let (namespace, name) = key_of(value)?;
@@ -584,8 +597,15 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
         .unwrap_or_default();
     let deleting = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
     let fields = def.field_values(value);
-    let json =
-        Bytes::from(serde_json::to_vec(value).map_err(|e| StoreError::Malformed(e.to_string()))?);
+    // Serialized into a reused buffer and copied out at its exact length:
+    // a `Vec` grown by doubling keeps up to twice the object's size, and
+    // the store holds every object of the cluster.
+    let json = SERIALIZED.with_borrow_mut(|buf| {
+        buf.clear();
+        serde_json::to_writer(&mut *buf, value)
+            .map(|()| Bytes::copy_from_slice(buf))
+            .map_err(|e| StoreError::Malformed(e.to_string()))
+    })?;
     if json.len() > crate::limits::ETCD_MAX_REQUEST_BYTES {
         return Err(StoreError::TooLarge);
     }

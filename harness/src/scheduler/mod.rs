@@ -1,7 +1,8 @@
 //! The embedded scheduler: kube-scheduler's behaviour for pods whose
 //! `schedulerName` is `default-scheduler`, over the API server only.
 //!
-//! It keeps a cache of nodes and bound pods from watches, and a queue of
+//! It keeps a cache of nodes and bound pods from watches (bound pods
+//! compact: [`predicates::PodInfo::compact`]), and a queue of
 //! pending pods ([`queue`]) ordered as kube-scheduler's `PrioritySort`: by
 //! priority, then by when the pod entered the queue, which a failed attempt
 //! renews (a retried pod goes behind the pods that arrived meanwhile). Each pod gets one scheduling
@@ -374,7 +375,8 @@ impl Scheduler {
                 self.pending.remove(&key);
                 self.queue.remove(&key);
                 self.assumed.remove(&key);
-                let info = PodInfo::new(Arc::new(pod));
+                // Every pod of the cluster ends up here: kept compact.
+                let info = PodInfo::new(Arc::new(pod)).compact();
                 if let Some(old) = self.bound.insert(key.clone(), node.clone())
                     && old != node
                     && let Some(n) = self.nodes.get_mut(&old)

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::cache::CachedController;
-use crate::cache::compact;
 use crate::cache::desired_pods;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -64,7 +63,7 @@ fn pod(name: &str, owner: &str, created: &str, node: Option<&str>) -> PodInfo {
             "resources": {"requests": {"cpu": "3"}}}]},
     }))
     .unwrap();
-    compact(PodInfo::new(Arc::new(p)))
+    PodInfo::new(Arc::new(p)).compact()
 }
 
 fn state_with(controllers: &[(&str, Option<i32>)], pods: &[PodInfo]) -> State {

@@ -220,7 +220,9 @@ impl Controllers {
             owned.keys.insert(k.clone());
             owned.count(&p, 1);
         }
-        self.pods.insert(k, Box::new(p));
+        // A fresh copy of what is kept, not the decoded object's parts
+        // among its freed ones ([`predicates::PodInfo::compact`]).
+        self.pods.insert(k, Box::new(p.clone()));
     }
 
     /// Takes `k` out of the cache and the index; returns the pod it was.
