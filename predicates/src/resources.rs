@@ -15,7 +15,7 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
 /// An amount of resources: CPU in millicores, the rest in units.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     /// CPU, millicores.
     pub milli_cpu: i64,

@@ -191,8 +191,9 @@ pub fn apply(
             let key = pod_key(&pod);
             state.seen("Pod", &key);
             wake.unschedulable_pod = is_recent_unschedulable(&pod, clock.now());
-            wake.pod_bound =
-                node_name(&pod).is_some() && nodes_upcoming && state.unbound.contains_key(&key);
+            wake.pod_bound = node_name(&pod).is_some()
+                && nodes_upcoming
+                && state.unbound.contains_key(key.as_str());
             wake.pod_event = !listed;
             state.put_pod(key, *pod);
         }

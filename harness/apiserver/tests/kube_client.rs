@@ -222,6 +222,54 @@ async fn updates_conflict_patches_and_generation() {
         Some(true),
         "spec changes through status are ignored"
     );
+
+    // A status write's status passes through the type as a whole object
+    // does: an unknown field is dropped, or refused under strict field
+    // validation; a field of the wrong type is refused; the rest stays.
+    nodes
+        .patch_status(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"bogus": 1, "phase": "Running"}})),
+        )
+        .await
+        .unwrap();
+    let raw: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::erase::<Node>(&()));
+    let stored = raw.get("n1").await.unwrap().data;
+    assert_eq!(stored["status"]["phase"], "Running");
+    assert_eq!(stored["status"]["capacity"]["cpu"], "4");
+    assert!(stored["status"].get("bogus").is_none(), "{stored}");
+    assert_eq!(stored["spec"]["taints"][0]["key"], "k");
+    let strict = PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..PatchParams::default()
+    };
+    let e = nodes
+        .patch_status(
+            "n1",
+            &strict,
+            &Patch::Merge(json!({"status": {"bogus": 1}})),
+        )
+        .await
+        .unwrap_err();
+    let Error::Api(s) = &e else {
+        panic!("expected an API error, got {e:?}")
+    };
+    assert_eq!(s.code, 400);
+    assert!(
+        s.message.contains("unknown field \"status.bogus\""),
+        "{}",
+        s.message
+    );
+    let e = nodes
+        .patch_status(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"capacity": "four"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_code(&e).0, 422);
 }
 
 #[tokio::test]

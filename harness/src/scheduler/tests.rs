@@ -2,7 +2,7 @@
 use super::*;
 use serde_json::json;
 
-fn pod(name: &str, cpu: &str, extra: serde_json::Value) -> Pod {
+fn pod(name: &str, cpu: &str, extra: serde_json::Value) -> PodInfo {
     let mut p = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
         "spec": {"containers": [{"name": "c", "image": "pause",
@@ -10,7 +10,7 @@ fn pod(name: &str, cpu: &str, extra: serde_json::Value) -> Pod {
     if let (Some(spec), Some(extra)) = (p["spec"].as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }
-    serde_json::from_value(p).expect("a pod")
+    PodInfo::new(Arc::new(serde_json::from_value(p).expect("a pod"))).compact()
 }
 
 #[test]
@@ -21,9 +21,10 @@ fn pods_of_one_shape_share_a_class_and_others_do_not() {
     assert!(a.is_some());
     assert_eq!(a, b, "the name is not part of the class");
     assert_ne!(a, bigger);
-    let mut other_labels = pod("d", "1", json!({}));
+    let d = pod("d", "1", json!({}));
+    let mut other_labels = (*d.pod).clone();
     other_labels.metadata.labels = Some([("app".into(), "db".into())].into());
-    assert_ne!(a, equivalence_class(&other_labels));
+    assert_ne!(a, equivalence_class(&d.with_pod(other_labels)));
 }
 
 #[test]

@@ -44,7 +44,7 @@ impl Writer {
         self.as_tasks(binds, "binding", |w, b| async move {
             if dra::prebind(&w.client, &b.claims).await && w.bind(&b.key, &b.node).await {
                 let message = format!("Successfully assigned {} to {}", b.key, b.node);
-                w.event(&b.entry.pod, "Normal", "Scheduled", message);
+                w.event(&b.entry.info.pod, "Normal", "Scheduled", message);
                 None
             } else {
                 Some(b)

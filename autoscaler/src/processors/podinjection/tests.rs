@@ -79,9 +79,12 @@ fn state_with(controllers: &[(&str, Option<i32>)], pods: &[PodInfo]) -> State {
         );
     }
     for p in pods {
-        s.pods.insert(p.key.clone(), p.clone());
+        s.pods.insert(p.key.as_str().into(), p.clone());
         let owner = controller_of(&p.pod).unwrap().1.to_string();
-        s.by_owner.entry(owner).or_default().insert(p.key.clone());
+        s.by_owner
+            .entry(owner)
+            .or_default()
+            .insert(p.key.as_str().into());
     }
     s
 }

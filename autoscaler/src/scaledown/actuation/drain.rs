@@ -157,7 +157,7 @@ impl Actuator {
             .filter(|(p, _)| {
                 state
                     .pods
-                    .get(&predicates::nodeinfo::pod_key(p))
+                    .get(predicates::nodeinfo::pod_key(p).as_str())
                     .is_some_and(|c| {
                         c.pod.metadata.uid == p.metadata.uid
                             && c.pod.spec.as_ref().and_then(|s| s.node_name.as_deref())

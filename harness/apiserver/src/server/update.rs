@@ -12,6 +12,7 @@ use super::state::Server;
 use crate::admission::{self, name_of};
 use crate::crd::Write;
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::normalize::FieldValidation;
 use crate::patch;
 use crate::registry::ResourceDef;
 use crate::store::StoreError;
@@ -252,8 +253,39 @@ impl Server {
         if let Some(write) = write {
             self.admit_custom(def, &mut out, write, opts.field_validation)?;
         }
-        out = self.normalize(def, out, opts.field_validation)?;
+        out = match sub {
+            Subresource::Status => self.normalize_status(def, out, opts.field_validation)?,
+            Subresource::Main | Subresource::Finalize => {
+                self.normalize(def, out, opts.field_validation)?
+            }
+        };
         Ok(out)
+    }
+
+    /// Normalizes what a status write changes, the status: the rest of
+    /// the object is the stored one, already normalized, and a typed
+    /// round trip gives it back unchanged. The status alone passes
+    /// through the type (with the name, for errors): at 300,000 pods most
+    /// writes are status writes, and a pod's spec and metadata were most
+    /// of each one's round trip.
+    fn normalize_status(
+        &self,
+        def: &ResourceDef,
+        mut o: Value,
+        mode: FieldValidation,
+    ) -> ApiResult<Value> {
+        let Some(status) = o.as_object_mut().and_then(|m| m.remove("status")) else {
+            return self.normalize(def, o, mode);
+        };
+        let part = json!({
+            "metadata": {"name": name_of(&o)},
+            "status": status,
+        });
+        let mut part = self.normalize(def, part, mode)?;
+        if let Some(status) = part.as_object_mut().and_then(|m| m.remove("status")) {
+            o["status"] = status;
+        }
+        Ok(o)
     }
 }
 

@@ -17,7 +17,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use simclock::Clock;
 
-use super::pods::{controller_of, is_active, is_ready, key, slim};
+use super::pods::{CachedPod, key};
 
 /// Which owner a change concerns.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -49,10 +49,10 @@ struct Owned {
 
 impl Owned {
     /// Adds (`sign` 1) or takes away (-1) `p` from the counts.
-    fn count(&mut self, p: &Pod, sign: isize) {
-        if is_active(p) {
+    fn count(&mut self, p: &CachedPod, sign: isize) {
+        if p.is_active() {
             self.active = self.active.saturating_add_signed(sign);
-            if is_ready(p) {
+            if p.ready {
                 self.ready = self.ready.saturating_add_signed(sign);
             }
         }
@@ -63,10 +63,8 @@ impl Owned {
 pub struct Controllers {
     pub(super) client: Client,
     pub(super) clock: Clock,
-    /// Boxed: a B-tree node moves its values on every insert and remove,
-    /// and a pod is kilobytes (at 300,000 pods the moves were a tenth of
-    /// the testbed's time).
-    pub(super) pods: BTreeMap<String, Box<Pod>>,
+    /// What they read of each pod, by `namespace/name`.
+    pub(super) pods: BTreeMap<String, CachedPod>,
     /// What each controller owns, by its uid: kept as pods change, so
     /// that a controller's sync does not scan every pod.
     owned_by: HashMap<String, Owned>,
@@ -166,8 +164,9 @@ impl Controllers {
             Change::Pod(ev) => match ev {
                 Event::Apply(p) | Event::InitApply(p) => {
                     self.mark_owner(&p);
+                    let p = CachedPod::of(&p);
                     if self.bound_to_missing_node(&p) {
-                        self.orphan_candidates.insert(key(&p));
+                        self.orphan_candidates.insert(p.key());
                     }
                     self.insert_pod(p);
                 }
@@ -211,30 +210,27 @@ impl Controllers {
         }
     }
 
-    fn insert_pod(&mut self, mut p: Pod) {
-        slim(&mut p);
-        let k = key(&p);
+    fn insert_pod(&mut self, p: CachedPod) {
+        let k = p.key();
         self.remove_pod(&k);
-        if let Some(o) = controller_of(&p) {
-            let owned = self.owned_by.entry(o.uid.clone()).or_default();
+        if let Some(uid) = &p.controller_uid {
+            let owned = self.owned_by.entry(uid.clone()).or_default();
             owned.keys.insert(k.clone());
             owned.count(&p, 1);
         }
-        // A fresh copy of what is kept, not the decoded object's parts
-        // among its freed ones ([`predicates::PodInfo::compact`]).
-        self.pods.insert(k, Box::new(p.clone()));
+        self.pods.insert(k, p);
     }
 
     /// Takes `k` out of the cache and the index; returns the pod it was.
-    fn remove_pod(&mut self, k: &str) -> Option<Pod> {
-        let old = *self.pods.remove(k)?;
-        if let Some(o) = controller_of(&old)
-            && let Some(owned) = self.owned_by.get_mut(&o.uid)
+    fn remove_pod(&mut self, k: &str) -> Option<CachedPod> {
+        let old = self.pods.remove(k)?;
+        if let Some(uid) = &old.controller_uid
+            && let Some(owned) = self.owned_by.get_mut(uid)
         {
             owned.keys.remove(k);
             owned.count(&old, -1);
             if owned.keys.is_empty() {
-                self.owned_by.remove(&o.uid);
+                self.owned_by.remove(uid);
             }
         }
         Some(old)
@@ -289,12 +285,11 @@ impl Controllers {
     }
 
     /// Whether `p` is bound to a node the cache does not have.
-    fn bound_to_missing_node(&self, p: &Pod) -> bool {
-        p.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
+    fn bound_to_missing_node(&self, p: &CachedPod) -> bool {
+        p.node_name
+            .as_deref()
             .is_some_and(|n| !n.is_empty() && !self.nodes.contains_key(n))
-            && p.metadata.deletion_timestamp.is_none()
+            && !p.deleting
     }
 
     /// Pod GC: pods bound to a node that no longer exists are deleted.
@@ -325,13 +320,13 @@ impl Controllers {
     }
 
     /// The pods a controller owns (by controller ownerReference uid).
-    pub(super) fn owned(&self, ns: &str, uid: &str) -> Vec<&Pod> {
+    pub(super) fn owned(&self, ns: &str, uid: &str) -> Vec<&CachedPod> {
         self.owned_by
             .get(uid)
             .into_iter()
             .flat_map(|o| &o.keys)
-            .filter_map(|k| self.pods.get(k).map(Box::as_ref))
-            .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
+            .filter_map(|k| self.pods.get(k))
+            .filter(|p| p.namespace == ns)
             .collect()
     }
 
@@ -361,7 +356,7 @@ impl Controllers {
             Ok(created) => {
                 // Cached at once (the watch confirms later), so that the
                 // next sync does not create it again.
-                self.insert_pod(created);
+                self.insert_pod(CachedPod::of(&created));
                 true
             }
             Err(e) => {
@@ -383,10 +378,7 @@ impl Controllers {
         {
             Ok(_) => {
                 if let Some(mut p) = self.remove_pod(k) {
-                    p.metadata.deletion_timestamp =
-                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                            self.clock.timestamp(),
-                        ));
+                    p.deleting = true;
                     self.insert_pod(p);
                 }
             }

@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::controller::Controllers;
-use super::pods::{is_active, is_ready, key, owner_ref};
+use super::pods::{CachedPod, owner_ref};
 
 impl Controllers {
     pub(super) async fn reconcile_daemonset(&mut self, k: &str) {
@@ -24,13 +24,13 @@ impl Controllers {
         let spec = ds.spec.clone().unwrap_or_default();
         let mut template = spec.template.clone();
         add_daemonset_tolerations(&mut template);
-        let mut by_node: HashMap<String, Vec<Pod>> = HashMap::new();
+        let mut by_node: HashMap<String, Vec<String>> = HashMap::new();
         for p in self.owned(&ns, &uid) {
-            if is_active(p) {
+            if p.is_active() {
                 by_node
-                    .entry(daemon_pod_node(p).unwrap_or_default())
+                    .entry(p.daemon_node().unwrap_or_default().to_string())
                     .or_default()
-                    .push(p.clone());
+                    .push(p.key());
             }
         }
         let mut desired = 0;
@@ -54,25 +54,22 @@ impl Controllers {
                     self.create_pod(&ns, &t, meta).await;
                 }
                 for extra in existing.iter().skip(1) {
-                    self.delete_pod(&key(extra), None).await;
+                    self.delete_pod(extra, None).await;
                 }
             } else {
-                for p in &existing {
-                    self.delete_pod(&key(p), None).await;
+                for k in &existing {
+                    self.delete_pod(k, None).await;
                 }
             }
         }
         // Pods for nodes that are gone are left to pod GC.
-        let owned: Vec<&Pod> = self
+        let owned: Vec<&CachedPod> = self
             .owned(&ns, &uid)
             .into_iter()
-            .filter(|p| is_active(p))
+            .filter(|p| p.is_active())
             .collect();
-        let scheduled = owned
-            .iter()
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
-            .count();
-        let ready = owned.iter().filter(|p| is_ready(p)).count();
+        let scheduled = owned.iter().filter(|p| p.node_name.is_some()).count();
+        let ready = owned.iter().filter(|p| p.ready).count();
         let st = ds.status.clone().unwrap_or_default();
         if (
             st.desired_number_scheduled,
@@ -133,28 +130,6 @@ fn pin_to_node(t: &mut PodTemplateSpec, node: &str) {
             {"key": "metadata.name", "operator": "In", "values": [node]}]}]}))
         .unwrap_or_default(),
     );
-}
-
-/// The node a daemon pod is for (bound node, or its pinned name).
-fn daemon_pod_node(p: &Pod) -> Option<String> {
-    if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
-        return Some(n);
-    }
-    let terms = p
-        .spec
-        .as_ref()?
-        .affinity
-        .as_ref()?
-        .node_affinity
-        .as_ref()?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()?;
-    terms
-        .node_selector_terms
-        .iter()
-        .flat_map(|t| t.match_fields.iter().flatten())
-        .find(|f| f.key == "metadata.name")
-        .and_then(|f| f.values.as_ref()?.first().cloned())
 }
 
 /// Where a daemon pod belongs, as the DaemonSet controller's

@@ -6,7 +6,7 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::controller::Controllers;
-use super::pods::{is_active, is_ready, owner_ref, phase};
+use super::pods::owner_ref;
 
 impl Controllers {
     pub(super) async fn reconcile_job(&mut self, k: &str) {
@@ -26,10 +26,10 @@ impl Controllers {
             .flatten()
             .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True");
         let owned = self.owned(&ns, &uid);
-        let succeeded = owned.iter().filter(|p| phase(p) == "Succeeded").count() as i32;
-        let failed = owned.iter().filter(|p| phase(p) == "Failed").count() as i32;
-        let active = owned.iter().filter(|p| is_active(p)).count() as i32;
-        let ready = owned.iter().filter(|p| is_active(p) && is_ready(p)).count() as i32;
+        let succeeded = owned.iter().filter(|p| p.phase() == "Succeeded").count() as i32;
+        let failed = owned.iter().filter(|p| p.phase() == "Failed").count() as i32;
+        let active = owned.iter().filter(|p| p.is_active()).count() as i32;
+        let ready = owned.iter().filter(|p| p.is_active() && p.ready).count() as i32;
         let parallelism = spec.parallelism.unwrap_or(1);
         let completions = spec.completions;
         let complete = match completions {

@@ -1,13 +1,12 @@
 //! The ReplicaSet controller: as many active pods as replicas, and the
 //! ReplicaSet's status.
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use serde_json::json;
 
 use super::controller::Controllers;
-use super::pods::{is_active, is_ready, key, owner_ref, phase};
+use super::pods::{CachedPod, owner_ref};
 
 impl Controllers {
     pub(super) async fn reconcile_replicaset(&mut self, k: &str) {
@@ -34,25 +33,24 @@ impl Controllers {
                     .await;
             }
         } else if have > want {
-            let mut active: Vec<&Pod> = self
+            let mut active: Vec<&CachedPod> = self
                 .owned(&ns, &uid)
                 .into_iter()
-                .filter(|p| is_active(p))
+                .filter(|p| p.is_active())
                 .collect();
             // Delete the least useful first: unscheduled, pending, not ready, newest.
             active.sort_by_key(|p| {
-                let bound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
                 (
-                    bound,
-                    phase(p) == "Running",
-                    is_ready(p),
-                    std::cmp::Reverse(p.metadata.creation_timestamp.clone().map(|t| t.0)),
+                    p.node_name.is_some(),
+                    p.phase() == "Running",
+                    p.ready,
+                    std::cmp::Reverse(p.created.clone().map(|t| t.0)),
                 )
             });
             let doomed: Vec<String> = active
                 .iter()
                 .take(usize::try_from(have - want).unwrap_or(0))
-                .map(|p| key(*p))
+                .map(|p| p.key())
                 .collect();
             for k in doomed {
                 self.delete_pod(&k, None).await;

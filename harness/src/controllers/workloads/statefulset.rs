@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use serde_json::json;
 
 use super::controller::Controllers;
-use super::pods::{is_active, is_ready, key, owner_ref, phase};
+use super::pods::{CachedPod, owner_ref};
 
 impl Controllers {
     pub(super) async fn reconcile_statefulset(&mut self, k: &str) {
@@ -28,12 +27,12 @@ impl Controllers {
             let pod_name = format!("{name}-{ordinal}");
             let pod_key = format!("{ns}/{pod_name}");
             match self.pods.get(&pod_key) {
-                Some(p) if is_active(p) => {
-                    if !parallel && (phase(p) != "Running" || !is_ready(p)) {
+                Some(p) if p.is_active() => {
+                    if !parallel && (p.phase() != "Running" || !p.ready) {
                         break;
                     }
                 }
-                Some(p) if p.metadata.deletion_timestamp.is_none() => {
+                Some(p) if !p.deleting => {
                     // A terminal pod is replaced.
                     self.delete_pod(&pod_key, Some(0)).await;
                     break;
@@ -73,23 +72,22 @@ impl Controllers {
         let mut surplus: Vec<(i32, String)> = self
             .owned(&ns, &uid)
             .into_iter()
-            .filter(|p| is_active(p))
+            .filter(|p| p.is_active())
             .filter_map(|p| {
-                let n = p.name_any();
-                let ord: i32 = n.rsplit_once('-')?.1.parse().ok()?;
-                (ord >= want).then(|| (ord, key(p)))
+                let ord: i32 = p.name.rsplit_once('-')?.1.parse().ok()?;
+                (ord >= want).then(|| (ord, p.key()))
             })
             .collect();
         surplus.sort_by_key(|s| std::cmp::Reverse(s.0));
         if let Some((_, k)) = surplus.first() {
             self.delete_pod(k, None).await;
         }
-        let owned: Vec<&Pod> = self
+        let owned: Vec<&CachedPod> = self
             .owned(&ns, &uid)
             .into_iter()
-            .filter(|p| is_active(p))
+            .filter(|p| p.is_active())
             .collect();
-        let ready = owned.iter().filter(|p| is_ready(p)).count() as i32;
+        let ready = owned.iter().filter(|p| p.ready).count() as i32;
         let st = sts.status.clone().unwrap_or_default();
         if (
             st.replicas,
