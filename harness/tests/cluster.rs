@@ -64,6 +64,44 @@ async fn a_deployment_spreads_over_the_nodes_and_runs() {
     }
 }
 
+/// kube-controller-manager's `burstReplicas`: one sync of a ReplicaSet
+/// creates at most 500 pods, so a Deployment of 1,200 replicas is filled
+/// over three syncs, and its ReplicaSet's status says 500, then 1,000,
+/// then 1,200 pods (each sync writes what it counts).
+#[tokio::test(start_paused = true)]
+async fn a_large_replicaset_is_filled_500_pods_a_sync() {
+    use futures::StreamExt;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use kube::runtime::watcher;
+
+    let cluster = Cluster::builder().start().await.unwrap();
+    let sets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let mut counts = Vec::new();
+    let mut changes = watcher::watcher(sets, watcher::Config::default()).boxed();
+    cluster.create(deployment("big", 1200, "1")).await.unwrap();
+    tokio::time::timeout(MINUTE, async {
+        while let Some(Ok(ev)) = changes.next().await {
+            if let watcher::Event::Apply(rs) = ev {
+                let n = rs.status.map_or(0, |s| s.replicas);
+                if counts.last() != Some(&n) {
+                    counts.push(n);
+                }
+                if n == 1200 {
+                    break;
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the ReplicaSet never counted 1200 pods: {counts:?}"));
+    // Whether the watch saw the ReplicaSet before its first status
+    // depends on when the watch started: a 0 first is not a sync's count.
+    counts.retain(|n| *n != 0);
+    assert_eq!(counts, [500, 1000, 1200]);
+    let pods = list::<Pod>(&cluster.client(), "app=big").await.unwrap();
+    assert_eq!(pods.len(), 1200);
+}
+
 #[tokio::test(start_paused = true)]
 async fn pods_of_a_deleted_node_are_collected_and_replaced() {
     let cluster = Cluster::builder()

@@ -8,7 +8,12 @@
 //! server, keeps a cache, and after each batch of changes reconciles the
 //! owners that changed. Pods it creates or deletes are recorded in the cache
 //! at once (kube's "expectations"), so a reconcile never acts twice on
-//! changes the watch has not delivered yet. The task and its cache are in
+//! changes the watch has not delivered yet. As kube-controller-manager's, a
+//! ReplicaSet's sync creates or deletes at most `burstReplicas` (500) pods;
+//! an owner whose sync was cut short is synced again at the next round,
+//! after the changes delivered meanwhile, and each creation yields to the
+//! other tasks, so that a 300,000-pod scale-up does not hold the runtime
+//! while the scheduler and kwok wait. The task and its cache are in
 //! `workloads/controller.rs`, each reconciler in a file of its own.
 //!
 //! [`resourceclaim`] makes ResourceClaims from templates for pods and

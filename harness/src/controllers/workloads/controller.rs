@@ -21,7 +21,7 @@ use super::pods::{CachedPod, key};
 
 /// Which owner a change concerns.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Owner {
+pub(super) enum Owner {
     ReplicaSet(String),
     Deployment(String),
     DaemonSet(String),
@@ -134,8 +134,15 @@ impl Controllers {
             watch(c, Change::StatefulSet),
             watch(c, Change::Job),
         ]);
-        while let Some(change) = changes.next().await {
-            self.apply(change);
+        loop {
+            // An owner whose sync was cut short (a burst) is synced again
+            // without waiting for a change.
+            if self.dirty.is_empty() {
+                match changes.next().await {
+                    Some(change) => self.apply(change),
+                    None => return,
+                }
+            }
             while let Some(Some(c)) = changes.next().now_or_never() {
                 self.apply(c);
             }
@@ -269,11 +276,20 @@ impl Controllers {
         });
     }
 
+    /// Syncs `owner` again at the next round: its sync did part of the
+    /// work (a burst's worth).
+    pub(super) fn requeue(&mut self, owner: Owner) {
+        self.dirty.insert(owner);
+    }
+
+    /// Syncs every owner marked so far, each once; those marked during
+    /// this round (by a change they made, or a burst cut short) are synced
+    /// at the next.
     async fn reconcile_dirty(&mut self) {
         if self.nodes_synced {
             self.collect_orphan_pods().await;
         }
-        while let Some(owner) = self.dirty.pop_first() {
+        for owner in std::mem::take(&mut self.dirty) {
             match owner {
                 Owner::ReplicaSet(k) => self.reconcile_replicaset(&k).await,
                 Owner::Deployment(k) => self.reconcile_deployment(&k).await,
@@ -349,10 +365,16 @@ impl Controllers {
             spec: template.spec.clone(),
             status: None,
         };
-        match Api::<Pod>::namespaced(self.client.clone(), ns)
+        let created = Api::<Pod>::namespaced(self.client.clone(), ns)
             .create(&PostParams::default(), &pod)
-            .await
-        {
+            .await;
+        // The in-memory API server does a creation's work in this task: a
+        // burst of them would hold a worker thread while the scheduler,
+        // kwok and the watches wait (in a cluster the controller manager
+        // has CPUs of its own, and a client rate limit). Yielding after
+        // each lets them run alongside the burst.
+        tokio::task::yield_now().await;
+        match created {
             Ok(created) => {
                 // Cached at once (the watch confirms later), so that the
                 // next sync does not create it again.

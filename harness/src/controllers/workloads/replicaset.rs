@@ -5,8 +5,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use serde_json::json;
 
-use super::controller::Controllers;
+use super::controller::{Controllers, Owner};
 use super::pods::{CachedPod, owner_ref};
+
+/// kube-controller-manager's `burstReplicas`: the most pods one sync of a
+/// ReplicaSet creates or deletes. A larger difference is made up over
+/// several syncs, the controller taking the changes delivered meanwhile
+/// between them (and the other tasks running) rather than writing every
+/// pod of a 300,000-replica scale-up in one go.
+const BURST_REPLICAS: i32 = 500;
 
 impl Controllers {
     pub(super) async fn reconcile_replicaset(&mut self, k: &str) {
@@ -21,9 +28,12 @@ impl Controllers {
         let spec = rs.spec.clone().unwrap_or_default();
         let want = spec.replicas.unwrap_or(1);
         let have = i32::try_from(self.owned_counts(&uid).0).unwrap_or(i32::MAX);
+        if (have - want).abs() > BURST_REPLICAS {
+            self.requeue(Owner::ReplicaSet(k.to_string()));
+        }
         if have < want {
             let owner = owner_ref(&rs);
-            for _ in have..want {
+            for _ in have..want.min(have + BURST_REPLICAS) {
                 let meta = ObjectMeta {
                     generate_name: Some(format!("{}-", rs.name_any())),
                     owner_references: Some(vec![owner.clone()]),
@@ -49,7 +59,7 @@ impl Controllers {
             });
             let doomed: Vec<String> = active
                 .iter()
-                .take(usize::try_from(have - want).unwrap_or(0))
+                .take(usize::try_from((have - want).min(BURST_REPLICAS)).unwrap_or(0))
                 .map(|p| p.key())
                 .collect();
             for k in doomed {
