@@ -363,6 +363,45 @@ async fn a_template_claim_is_made_for_the_pod_and_released_when_the_pod_goes() {
         .unwrap();
 }
 
+/// Pods sharing a claim, bound in one pass, are bound by tasks of their
+/// own on two threads: each PreBind adds its own pod to the claim as
+/// stored (kube-scheduler's `bindClaim`), so none is dropped by another's
+/// write of the list as the pass saw it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_bound_at_once_are_all_among_a_shared_claims_consumers() {
+    const PODS: usize = 8;
+    let cluster = Cluster::builder()
+        .nodes(1, &NodeTemplate::new("node", "16", "64Gi"))
+        .objects([class(), slice("node-0", 1), claim("shared")])
+        .start()
+        .await
+        .unwrap();
+    cluster.wait_nodes_ready(1, MINUTE).await.unwrap();
+    futures::future::try_join_all(
+        (0..PODS).map(|i| cluster.create(pod(&format!("p{i}"), "shared"))),
+    )
+    .await
+    .unwrap();
+    let claims = claims_api(&cluster);
+    cluster
+        .wait_until("every pod among the consumers", MINUTE, |_| {
+            let claims = claims.clone();
+            async move {
+                let c = claims.get("shared").await.map_err(|e| e.to_string())?;
+                let consumers = c.data["status"]["reservedFor"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                if consumers == PODS {
+                    Ok(())
+                } else {
+                    Err(format!("{consumers} consumers: {:?}", c.data["status"]))
+                }
+            }
+        })
+        .await
+        .unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_shared_claim_is_released_only_when_its_last_pod_goes() {
     let cluster = Cluster::builder()

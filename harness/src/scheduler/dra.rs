@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
@@ -77,6 +77,8 @@ pub(super) struct ClaimWrite {
     claim: Arc<ResourceClaim>,
     /// The claim as it was (restored when the pod is not bound).
     before: Arc<ResourceClaim>,
+    /// The pod, as its entry in `status.reservedFor`.
+    consumer: ConsumerReference,
 }
 
 /// The DRA objects the scheduler knows.
@@ -204,7 +206,11 @@ impl DraState {
             }
             let claim = Arc::new(claim);
             self.objects.insert_claim(claim.clone());
-            writes.push(ClaimWrite { claim, before });
+            writes.push(ClaimWrite {
+                claim,
+                before,
+                consumer: consumer.clone(),
+            });
         }
         Ok(writes)
     }
@@ -221,25 +227,70 @@ impl DraState {
 
 /// PreBind: writes the claims' allocations and reservations (the status
 /// subresource); false when one fails (the pod is not bound).
+///
+/// As kube-scheduler's `bindClaim`, each write starts from the claim as
+/// stored and adds this pod to `status.reservedFor` (and the allocation,
+/// if the claim has none yet), sent with the stored resource version and
+/// tried again on a conflict: pods sharing a claim are bound by tasks of
+/// their own, and a write of the whole list as the pass saw it could
+/// land after a later one and drop its pod.
 pub(super) async fn prebind(client: &Client, writes: &[ClaimWrite]) -> bool {
+    /// client-go's `retry.DefaultRetry`: five tries.
+    const TRIES: usize = 5;
     let api_resource = resource("ResourceClaim", "resourceclaims");
     for w in writes {
         let c = &w.claim;
         let ns = c.metadata.namespace.as_deref().unwrap_or("default");
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &api_resource);
-        let patch = Patch::Merge(json!({"status": {
-            "allocation": c.status.allocation,
-            "reservedFor": c.status.reserved_for,
-        }}));
-        if let Err(e) = api
-            .patch_status(&c.metadata.name, &PatchParams::default(), &patch)
-            .await
-        {
-            tracing::debug!("add allocation and reservation to claim {}: {e}", c.key());
-            return false;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match reserve_in_store(&api, w).await {
+                Ok(()) => break,
+                Err(kube::Error::Api(e)) if e.code == 409 && tries < TRIES => {}
+                Err(e) => {
+                    tracing::debug!("add allocation and reservation to claim {}: {e}", c.key());
+                    return false;
+                }
+            }
         }
     }
     true
+}
+
+/// One try of a PreBind write: the stored claim with `w`'s allocation
+/// (unless it has one) and `w`'s pod among its consumers, replaced at the
+/// stored resource version.
+async fn reserve_in_store(api: &Api<DynamicObject>, w: &ClaimWrite) -> Result<(), kube::Error> {
+    let name = &w.claim.metadata.name;
+    let mut stored = api.get_status(name).await?;
+    let status = stored
+        .data
+        .as_object_mut()
+        .map(|o| o.entry("status").or_insert_with(|| json!({})));
+    let Some(serde_json::Value::Object(status)) = status else {
+        return Err(kube::Error::Service(
+            format!("claim {}: its status is not an object", w.claim.key()).into(),
+        ));
+    };
+    if status
+        .get("allocation")
+        .is_none_or(serde_json::Value::is_null)
+    {
+        status.insert("allocation".into(), json!(w.claim.status.allocation));
+    }
+    let consumers = status.entry("reservedFor").or_insert_with(|| json!([]));
+    if !consumers.is_array() {
+        *consumers = json!([]);
+    }
+    if let Some(list) = consumers.as_array_mut()
+        && !list.iter().any(|r| r["uid"] == w.consumer.uid.as_str())
+    {
+        list.push(json!(w.consumer));
+    }
+    api.replace_status(name, &PostParams::default(), &stored)
+        .await
+        .map(drop)
 }
 
 /// What the DynamicResources PostFilter says of a pod no node fits, before
