@@ -273,11 +273,24 @@ async fn reserve_in_store(api: &Api<DynamicObject>, w: &ClaimWrite) -> Result<()
             format!("claim {}: its status is not an object", w.claim.key()).into(),
         ));
     };
-    if status
-        .get("allocation")
-        .is_none_or(serde_json::Value::is_null)
-    {
-        status.insert("allocation".into(), json!(w.claim.status.allocation));
+    let ours = json!(w.claim.status.allocation);
+    match status.get("allocation").filter(|a| !a.is_null()) {
+        None => {
+            status.insert("allocation".into(), ours);
+        }
+        // As kube-scheduler: a claim allocated other devices meanwhile
+        // fails the binding (the pod is tried again), never takes the pod
+        // onto devices it was not given.
+        Some(stored) if devices(stored) != devices(&ours) && !ours.is_null() => {
+            return Err(kube::Error::Service(
+                format!(
+                    "claim {} was allocated other devices meanwhile",
+                    w.claim.key()
+                )
+                .into(),
+            ));
+        }
+        Some(_) => {}
     }
     let consumers = status.entry("reservedFor").or_insert_with(|| json!([]));
     if !consumers.is_array() {
@@ -291,6 +304,19 @@ async fn reserve_in_store(api: &Api<DynamicObject>, w: &ClaimWrite) -> Result<()
     api.replace_status(name, &PostParams::default(), &stored)
         .await
         .map(drop)
+}
+
+/// An allocation's devices, as (driver, pool, device), sorted.
+fn devices(allocation: &serde_json::Value) -> Vec<(String, String, String)> {
+    let field = |r: &serde_json::Value, k: &str| r[k].as_str().unwrap_or_default().to_string();
+    let mut out: Vec<_> = allocation["devices"]["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| (field(r, "driver"), field(r, "pool"), field(r, "device")))
+        .collect();
+    out.sort();
+    out
 }
 
 /// What the DynamicResources PostFilter says of a pod no node fits, before
