@@ -24,7 +24,7 @@ for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m.get("executable"): print(m["executable"])' | tail -1
 }
-parsers=$(test_binary -p conformance --test parsers)
+parsers=$(test_binary -p conformance --features aws --test parsers)
 autoscaler=$(test_binary -p autoscaler --lib)
 run() { # binary test
   local bin=$1 t=$2 start cases=0 log

@@ -1,4 +1,4 @@
-Feature: A team's own scenario (the example of conformance/README.md)
+Feature: A team's own scenario (the example of docs/suite/writing-scenarios.md)
   # CA 1.29's kwok provider does not lower the target size when it deletes nodes; CA then
   # treats the missing nodes as unregistered and the provider exits on them (fixed in 1.30).
   @ca>=1.30

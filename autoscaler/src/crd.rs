@@ -52,9 +52,35 @@ pub fn api_message(e: &kube::Error) -> String {
     }
 }
 
+/// Why a status could not be written (rendered as the serializer's text
+/// or the server's message).
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The object does not go through JSON.
+    #[error("{source}")]
+    Encode {
+        /// The object's kind.
+        kind: &'static str,
+        /// The object's name.
+        name: String,
+        /// The serializer's error.
+        source: serde_json::Error,
+    },
+    /// The server refused the write.
+    #[error("{}", api_message(.source))]
+    Api {
+        /// The object's kind.
+        kind: &'static str,
+        /// The object's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+}
+
 /// Writes `obj`'s status through `api` (its `apiVersion` and `kind` set
-/// from its type); the object the server returns, or the server's message.
-pub async fn replace_status<K>(api: &Api<K>, obj: &K) -> Result<K, String>
+/// from its type); the object the server returns.
+pub async fn replace_status<K>(api: &Api<K>, obj: &K) -> Result<K, StatusError>
 where
     K: kube::Resource<DynamicType = ()>
         + k8s_openapi::Resource
@@ -63,16 +89,26 @@ where
         + Serialize
         + DeserializeOwned,
 {
-    let mut body = serde_json::to_value(obj).map_err(|e| e.to_string())?;
-    body["apiVersion"] = <K as k8s_openapi::Resource>::API_VERSION.into();
-    body["kind"] = <K as k8s_openapi::Resource>::KIND.into();
-    let body: K = serde_json::from_value(body).map_err(|e| e.to_string())?;
+    let kind = <K as k8s_openapi::Resource>::KIND;
     let name = kube::Resource::meta(obj).name.clone().unwrap_or_default();
+    let encode = |source| StatusError::Encode {
+        kind,
+        name: name.clone(),
+        source,
+    };
+    let mut body = serde_json::to_value(obj).map_err(encode)?;
+    body["apiVersion"] = <K as k8s_openapi::Resource>::API_VERSION.into();
+    body["kind"] = kind.into();
+    let body: K = serde_json::from_value(body).map_err(encode)?;
     let pp = PostParams {
         dry_run: false,
         field_manager: Some("cluster-autoscaler".into()),
     };
     api.replace_status(&name, &pp, &body)
         .await
-        .map_err(|e| api_message(&e))
+        .map_err(|source| StatusError::Api {
+            kind,
+            name: name.clone(),
+            source,
+        })
 }

@@ -1,4 +1,4 @@
-//! Events (docs/compat.md §7): CA's reasons and messages on pods, nodes and the
+//! Events (docs/reference/ca-rules.md §7): CA's reasons and messages on pods, nodes and the
 //! status ConfigMap, deduplicated for five minutes per object and reason
 //! unless `--record-duplicated-events`. Every reason CA writes is an
 //! [`EventReason`]; its text is rendered only here.
@@ -134,7 +134,7 @@ impl ObjectRef {
     }
 }
 
-/// The deduplication key (docs/compat.md §7.2): reason and object, or, for the
+/// The deduplication key (docs/reference/ca-rules.md §7.2): reason and object, or, for the
 /// status ConfigMap, the message.
 fn dedup_key(
     object: &ObjectRef,

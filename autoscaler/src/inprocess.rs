@@ -11,6 +11,7 @@ use kube::Client;
 
 use crate::cache::{ClusterCache, Extra};
 use crate::cloudprovider::CloudProvider;
+#[cfg(feature = "aws")]
 use crate::cloudprovider::aws::{self, AwsProvider};
 use crate::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use crate::cloudprovider::kwok::{Faults, KwokProvider, Settings};
@@ -140,6 +141,8 @@ pub async fn clusterapi(
 /// Builds an autoscaler on `client` with `--cloud-provider=aws`, reaching
 /// AWS (or an emulator) as `connection` says, and the extra `args`
 /// (`--nodes` or `--node-group-auto-discovery=asg:tag=...` among them).
+/// With the `aws` feature.
+#[cfg(feature = "aws")]
 pub async fn aws(
     client: Client,
     clock: simclock::Clock,

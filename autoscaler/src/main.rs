@@ -10,13 +10,14 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use autoscaler::cache::{ClusterCache, Extra};
-use autoscaler::cloudprovider::CloudProvider;
+#[cfg(feature = "aws")]
 use autoscaler::cloudprovider::aws::{self, AwsProvider};
-use autoscaler::cloudprovider::builder::ProviderName;
+use autoscaler::cloudprovider::builder::{ProviderName, UnsupportedProvider};
 use autoscaler::cloudprovider::clusterapi::{self, ClusterApiProvider};
 use autoscaler::cloudprovider::kwok::{KwokProvider, Settings};
+use autoscaler::cloudprovider::{CloudError, CloudProvider};
 use autoscaler::config::{ExpanderName, Flags, Validated};
-use autoscaler::core::{Autoscaler, node_lister};
+use autoscaler::core::{Autoscaler, LoopError, node_lister};
 use autoscaler::debuggingsnapshot::DebuggingSnapshotter;
 use autoscaler::leaderelection::LeaderElection;
 use autoscaler::metrics::Metrics;
@@ -27,6 +28,95 @@ use autoscaler::server::Endpoints;
 /// 137.2 s) for 3% more peak memory, as the testbed found at 30,000 pods.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Why the autoscaler did not start, or why it ended.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// `--cloud-provider` names no provider this autoscaler runs.
+    #[error("{0}")]
+    Provider(UnsupportedProvider),
+    /// `--expander=price`: no provider has a pricing model.
+    #[error("--expander=price: the {0} cloud provider has no pricing model")]
+    NoPricingModel(ProviderName),
+    /// A provider this build left out (its cargo feature was off).
+    #[error(
+        "--cloud-provider={0}: this cluster-autoscaler was built without the {0} provider \
+         (cargo build -p autoscaler --features {0})"
+    )]
+    NotBuilt(ProviderName),
+    /// `--expander=grpc`.
+    #[error("--expander=grpc: the grpc expander is not supported by this autoscaler")]
+    GrpcExpander,
+    /// No `--kubeconfig`, and no default or in-cluster config either.
+    #[error("no --kubeconfig and no usable default or in-cluster config: {0}")]
+    InferConfig(#[source] kube::config::InferConfigError),
+    /// The `--kubeconfig` file cannot be used.
+    #[error("--kubeconfig={path}: {source}")]
+    Kubeconfig {
+        /// The file.
+        path: String,
+        /// Why.
+        source: kube::config::KubeconfigError,
+    },
+    /// `--kubernetes` is not a URL.
+    #[error("--kubernetes={url}: {source}")]
+    ApiServerUrl {
+        /// The value.
+        url: String,
+        /// Why.
+        source: http::uri::InvalidUri,
+    },
+    /// The API client cannot be built from its configuration.
+    #[error("building the API client: {0}")]
+    Client(#[source] kube::Error),
+    /// The `--cloud-config` file cannot be used.
+    #[error("cannot build management cluster config: --cloud-config={path}: {source}")]
+    ManagementKubeconfig {
+        /// The file.
+        path: String,
+        /// Why.
+        source: kube::config::KubeconfigError,
+    },
+    /// No in-cluster config for the management cluster.
+    #[error(
+        "cannot build management cluster config: in-cluster (--clusterapi-cloud-config-authoritative without --cloud-config): {0}"
+    )]
+    ManagementInCluster(#[source] kube::config::InClusterError),
+    /// The management cluster's client cannot be built.
+    #[error("cannot build management cluster config: {0}")]
+    ManagementClient(#[source] kube::Error),
+    /// Nothing can listen on `--address`.
+    #[error("--address={address}: cannot listen: {source}")]
+    Listen {
+        /// The flag's value.
+        address: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The API server cannot be reached before leader election.
+    #[error("listing nodes before leader election: {0}")]
+    ListNodes(#[source] kube::Error),
+    /// The provider's settings are refused.
+    #[error("{0}")]
+    ProviderSettings(#[source] CloudError),
+    /// The provider cannot be built.
+    #[error("building the {provider} cloud provider: {source}")]
+    BuildProvider {
+        /// The provider.
+        provider: ProviderName,
+        /// Why.
+        source: CloudError,
+    },
+    /// `--once`: the loop failed.
+    #[error("the loop failed ({kind}): {0}", kind = .0.kind())]
+    Loop(#[source] LoopError),
+    /// `--once`: the decision record cannot be printed.
+    #[error("printing the decision record: {0}")]
+    Print(#[source] serde_json::Error),
+    /// The leader lease was lost.
+    #[error("{0}")]
+    LeadershipLost(String),
+}
 
 fn init_logging(flags: &Flags) {
     let level = match flags.verbosity {
@@ -52,23 +142,27 @@ fn init_logging(flags: &Flags) {
     }
 }
 
-async fn client(flags: &Flags) -> Result<kube::Client, String> {
+async fn client(flags: &Flags) -> Result<kube::Client, StartError> {
     let mut config = if flags.kubeconfig.is_empty() {
-        kube::Config::infer().await.map_err(|e| {
-            format!("no --kubeconfig and no usable default or in-cluster config: {e}")
-        })?
+        kube::Config::infer()
+            .await
+            .map_err(StartError::InferConfig)?
     } else {
-        let kc = kube::config::Kubeconfig::read_from(&flags.kubeconfig)
-            .map_err(|e| format!("--kubeconfig={}: {e}", flags.kubeconfig))?;
+        let bad = |source| StartError::Kubeconfig {
+            path: flags.kubeconfig.clone(),
+            source,
+        };
+        let kc = kube::config::Kubeconfig::read_from(&flags.kubeconfig).map_err(bad)?;
         kube::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
-            .map_err(|e| format!("--kubeconfig={}: {e}", flags.kubeconfig))?
+            .map_err(bad)?
     };
     if !flags.kubernetes.is_empty() {
-        config.cluster_url = flags
-            .kubernetes
-            .parse()
-            .map_err(|e| format!("--kubernetes={}: {e}", flags.kubernetes))?;
+        let url = &flags.kubernetes;
+        config.cluster_url = url.parse().map_err(|source| StartError::ApiServerUrl {
+            url: url.clone(),
+            source,
+        })?;
     }
     // client-go retries only what the server asks to be retried (a
     // Retry-After header); kube's default layer retries every 429 with a
@@ -77,56 +171,46 @@ async fn client(flags: &Flags) -> Result<kube::Client, String> {
     config.default_retry = false;
     kube::Client::try_from(config)
         .map(autoscaler::client::honoring_retry_after)
-        .map_err(|e| format!("building the API client: {e}"))
+        .map_err(StartError::Client)
 }
 
 /// The Cluster API management cluster's client (upstream's rules): the
 /// kubeconfig `--cloud-config`; without it the workload cluster's client,
 /// or the in-cluster config with `--clusterapi-cloud-config-authoritative`.
-async fn management_client(flags: &Flags, workload: &kube::Client) -> Result<kube::Client, String> {
+async fn management_client(
+    flags: &Flags,
+    workload: &kube::Client,
+) -> Result<kube::Client, StartError> {
     let config = if !flags.cloud_config.is_empty() {
-        let kc = kube::config::Kubeconfig::read_from(&flags.cloud_config).map_err(|e| {
-            format!(
-                "cannot build management cluster config: --cloud-config={}: {e}",
-                flags.cloud_config
-            )
-        })?;
+        let bad = |source| StartError::ManagementKubeconfig {
+            path: flags.cloud_config.clone(),
+            source,
+        };
+        let kc = kube::config::Kubeconfig::read_from(&flags.cloud_config).map_err(bad)?;
         kube::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
-            .map_err(|e| {
-                format!(
-                    "cannot build management cluster config: --cloud-config={}: {e}",
-                    flags.cloud_config
-                )
-            })?
+            .map_err(bad)?
     } else if flags.clusterapi_cloud_config_authoritative {
-        kube::Config::incluster().map_err(|e| {
-            format!("cannot build management cluster config: in-cluster (--clusterapi-cloud-config-authoritative without --cloud-config): {e}")
-        })?
+        kube::Config::incluster().map_err(StartError::ManagementInCluster)?
     } else {
         return Ok(workload.clone());
     };
     kube::Client::try_from(config)
         .map(autoscaler::client::honoring_retry_after)
-        .map_err(|e| format!("cannot build management cluster config: {e}"))
+        .map_err(StartError::ManagementClient)
 }
 
 /// Checks that the provider and the expanders can work together, before
 /// anything starts.
-fn check_provider(flags: &Flags, validated: &Validated) -> Result<ProviderName, String> {
-    let provider = ProviderName::parse(&flags.cloud_provider).map_err(|e| e.to_string())?;
+fn check_provider(flags: &Flags, validated: &Validated) -> Result<ProviderName, StartError> {
+    let provider = ProviderName::parse(&flags.cloud_provider).map_err(StartError::Provider)?;
+    if provider == ProviderName::Aws && !cfg!(feature = "aws") {
+        return Err(StartError::NotBuilt(provider));
+    }
     for e in &validated.expanders {
         match e {
-            ExpanderName::Price => {
-                return Err(format!(
-                    "--expander=price: the {provider} cloud provider has no pricing model"
-                ));
-            }
-            ExpanderName::Grpc => {
-                return Err(
-                    "--expander=grpc: the grpc expander is not supported by this autoscaler".into(),
-                );
-            }
+            ExpanderName::Price => return Err(StartError::NoPricingModel(provider)),
+            ExpanderName::Grpc => return Err(StartError::GrpcExpander),
             _ => {}
         }
     }
@@ -148,7 +232,7 @@ async fn stop_signal() {
     }
 }
 
-async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Result<(), String> {
+async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Result<(), StartError> {
     tracing::info!(
         "Cluster Autoscaler {} (behaviour; cluster-autoscaler {})",
         autoscaler::CA_VERSION,
@@ -175,10 +259,14 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         snapshotter: snapshotter.clone(),
         profiling: flags.profiling,
     };
-    let _server = endpoints
-        .serve(validated.address)
-        .await
-        .map_err(|e| format!("--address={}: cannot listen: {e}", flags.address))?;
+    let _server =
+        endpoints
+            .serve(validated.address)
+            .await
+            .map_err(|source| StartError::Listen {
+                address: flags.address.clone(),
+                source,
+            })?;
     tracing::info!(
         "metrics, health check and decisions on http://{}",
         validated.address
@@ -199,7 +287,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
             .list(&kube::api::ListParams::default().limit(1))
             .await
-            .map_err(|e| format!("listing nodes before leader election: {e}"))?;
+            .map_err(StartError::ListNodes)?;
         tokio::select! {
             _ = election.acquire(&client, &clock) => {}
             _ = stop_signal() => return Ok(()),
@@ -213,33 +301,37 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         },
     );
     cache.wait_ready().await;
+    let unbuilt = |source| StartError::BuildProvider { provider, source };
     let provider: Arc<dyn CloudProvider> = match provider {
         ProviderName::Kwok => {
-            let settings = Settings::from_env().map_err(|e| e.to_string())?;
+            let settings = Settings::from_env().map_err(StartError::ProviderSettings)?;
             Arc::new(
                 KwokProvider::new(client.clone(), node_lister(&cache), settings)
                     .await
-                    .map_err(|e| format!("building the kwok cloud provider: {e}"))?,
+                    .map_err(unbuilt)?,
             )
         }
         ProviderName::ClusterApi => {
             let settings = clusterapi::Settings::new(&flags.node_group_auto_discovery)
-                .map_err(|e| e.to_string())?;
+                .map_err(StartError::ProviderSettings)?;
             let management = management_client(&flags, &client).await?;
             Arc::new(
                 ClusterApiProvider::new(management, clock.clone(), settings)
                     .await
-                    .map_err(|e| format!("building the clusterapi cloud provider: {e}"))?,
+                    .map_err(unbuilt)?,
             )
         }
+        #[cfg(not(feature = "aws"))]
+        ProviderName::Aws => return Err(StartError::NotBuilt(provider)),
+        #[cfg(feature = "aws")]
         ProviderName::Aws => {
             let settings =
                 aws::Settings::new(&validated.node_groups, &flags.node_group_auto_discovery)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(StartError::ProviderSettings)?;
             Arc::new(
                 AwsProvider::new(client.clone(), clock.clone(), settings)
                     .await
-                    .map_err(|e| format!("building the aws cloud provider: {e}"))?,
+                    .map_err(unbuilt)?,
             )
         }
     };
@@ -253,12 +345,8 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         metrics,
     );
     if flags.once {
-        let record = autoscaler
-            .run_one_loop()
-            .await
-            .map_err(|e| format!("the loop failed ({}): {e}", e.kind()))?;
-        let text = serde_json::to_string_pretty(&record)
-            .map_err(|e| format!("printing the decision record: {e}"))?;
+        let record = autoscaler.run_one_loop().await.map_err(StartError::Loop)?;
+        let text = serde_json::to_string_pretty(&record).map_err(StartError::Print)?;
         println!("{text}");
         return Ok(());
     }
@@ -290,7 +378,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
     };
     autoscaler.run_until(stop).await;
     match rx.await {
-        Ok(why) => Err(why),
+        Ok(why) => Err(StartError::LeadershipLost(why)),
         Err(_) => Ok(()),
     }
 }

@@ -1,4 +1,4 @@
-//! The HTTP endpoints on `--address` (docs/compat.md §8.1): `/metrics`,
+//! The HTTP endpoints on `--address` (docs/reference/ca-rules.md §8.1): `/metrics`,
 //! `/health-check`, with `--debugging-snapshot-enabled` `/snapshotz`
 //! ([`crate::debuggingsnapshot`]), with `--profiling` `/debug/pprof/...`
 //! ([`crate::profiling`]), and (beyond upstream) `/decisions`, the last

@@ -1,4 +1,4 @@
-//! What CA tells the world (docs/compat.md §6, §7): the status ConfigMap in
+//! What CA tells the world (docs/reference/ca-rules.md §6, §7): the status ConfigMap in
 //! upstream's YAML schema, and events with CA's reasons, messages and
 //! five-minute deduplication.
 

@@ -1,4 +1,4 @@
-//! Taints (docs/compat.md §1.3, §1.4): the two CA writes
+//! Taints (docs/reference/ca-rules.md §1.3, §1.4): the two CA writes
 //! (`ToBeDeletedByClusterAutoscaler`, `DeletionCandidateOfClusterAutoscaler`),
 //! the startup and status taints it reads, and which taints are stripped
 //! from template nodes.
@@ -72,7 +72,7 @@ impl TaintConfig {
     }
 }
 
-/// The `type` label of `node_taints_count` for a taint key (docs/compat.md §1.4).
+/// The `type` label of `node_taints_count` for a taint key (docs/reference/ca-rules.md §1.4).
 pub fn metric_type(key: &str, cfg: &TaintConfig) -> String {
     if key.starts_with(IGNORE_PREFIX) {
         return IGNORE_PREFIX.to_string();
@@ -118,7 +118,7 @@ pub fn has_taint(node: &Node, key: &str) -> bool {
 }
 
 /// A node is being deleted while its ToBeDeleted taint is less than 5
-/// minutes old (docs/compat.md §1.3).
+/// minutes old (docs/reference/ca-rules.md §1.3).
 pub fn being_deleted(node: &Node, now: SystemTime) -> bool {
     taint_time(node, TO_BE_DELETED).is_some_and(|t| t + Duration::from_secs(300) > now)
 }

@@ -1,6 +1,6 @@
 //! The embedded scheduler's scheduling cycle at 10,000 nodes: one 1-CPU pod
 //! onto 10,000 nodes of 30 CPU, each holding 15 pods, filtering and
-//! scoring every node (`find_node_with`, the cycle before issue 44) and
+//! scoring every node (`find_node_with`, a cycle without sampling) and
 //! kube-scheduler's adaptive sample (`find_node_from` with
 //! `Sample::adaptive`: 500 feasible nodes at 10,000), in one run, with the
 //! ratio of their times; then a pod that fits nowhere, which examines
@@ -9,7 +9,7 @@
 //! Then the scheduling queue at 300,000 pending pods, all parked
 //! unschedulable, when a pass takes (and binds) 1,000 new pods: the queue
 //! ([`harness::scheduler::queue::Queue`], pods indexed by when they are
-//! due) against the pass before issue 44, reproduced here, which scanned
+//! due) against a scanning pass, reproduced here, which visits
 //! every pending pod for the due ones and again for the next deadline.
 //!
 //! `cargo bench -p benches --bench scheduler`.
@@ -125,7 +125,7 @@ fn bench(c: &mut Criterion) {
 const PENDING: usize = 300_000;
 const NEW_PER_PASS: usize = 1_000;
 
-/// A pending pod as the pass before issue 44 kept it: its place, when it
+/// A pending pod as a scanning pass keeps it: its place, when it
 /// is next due, and whether it waits for a cluster change.
 struct Scanned {
     place: (i32, u64),
@@ -133,7 +133,7 @@ struct Scanned {
     parked: bool,
 }
 
-/// The pass before issue 44: every pending pod visited to find the due
+/// A scanning pass: every pending pod visited to find the due
 /// ones (sorted by place), then again for the next deadline. The new pods
 /// are bound (taken out).
 fn scan_pass(pending: &mut HashMap<String, Scanned>, entries: &mut u64, new: &[String]) {

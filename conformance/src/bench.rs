@@ -6,7 +6,7 @@
 //! loop's mean duration, and the autoscaler's CPU time and peak memory, per
 //! scale; then the testbed's own figures (how long after the last pod's
 //! creation its scheduler marked the last pod, and its peak memory) and
-//! which of issue 44's targets each scale meets ([`targets`]).
+//! which of the scale targets each scale meets ([`targets`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -136,7 +136,7 @@ pub fn table(points: &[Point], pods_per_node: usize) -> String {
     out
 }
 
-/// One target of issue 44 at a scale: what, the bound, the measure.
+/// One scale target at a scale: what, the bound, the measure.
 struct Target {
     what: &'static str,
     bound: f64,
@@ -144,7 +144,7 @@ struct Target {
     measured: Option<f64>,
 }
 
-/// Issue 44's targets, per scale: the testbed holds at most 8 GiB and its
+/// The scale targets, per scale: the testbed holds at most 8 GiB and its
 /// scheduler marks the last pod within 5 s of its creation up to 1,000
 /// nodes, 20 s above; the autoscaler's loop mean is at most 0.5 s, its
 /// peak memory 1.5 GiB, the pods' latency p99 2 s, and it requests the

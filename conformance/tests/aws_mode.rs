@@ -4,14 +4,29 @@
 //! `--cloud-provider=aws`, in virtual time: the same run as `testbed run
 //! --cloud-provider aws features/scale_up.feature
 //! features/scale_down.feature features/node_group_size.feature`. Without
-//! moto (`pip install 'moto[server]'`) it prints SKIPPED and why.
+//! moto (`pip install 'moto[server]'`), or built without the `aws` feature
+//! (`cargo test -p conformance --features aws --test aws_mode`), it prints
+//! SKIPPED and why.
 
+#[cfg(not(feature = "aws"))]
+fn main() {
+    println!(
+        "SKIPPED: the suite against the aws provider: {}",
+        conformance::aws::NOT_BUILT
+    );
+}
+
+#[cfg(feature = "aws")]
 use std::path::PathBuf;
 
+#[cfg(feature = "aws")]
 use clap::Parser;
+#[cfg(feature = "aws")]
 use conformance::runner::{self, RunArgs};
+#[cfg(feature = "aws")]
 use conformance::world::Provider;
 
+#[cfg(feature = "aws")]
 #[derive(Parser)]
 #[command(name = "aws_mode")]
 struct Cli {
@@ -19,6 +34,7 @@ struct Cli {
     run: RunArgs,
 }
 
+#[cfg(feature = "aws")]
 fn main() {
     let mut cli = Cli::parse();
     cli.run.cloud_provider = Provider::Aws;

@@ -1,9 +1,11 @@
-//! The READMEs and crate docs describe the tree as it is: every `cargo`
+//! The documents (every `.md`) and crate docs describe the tree as it is: every `cargo`
 //! command they give names a package, binary, test or bench that exists,
 //! every `testbed` and `cluster-autoscaler` flag they pass is one the binary
 //! takes (read from its `--help`), `features/README.md` lists exactly the
 //! feature files with their `Feature:` titles, and the README names the
-//! cloud providers the binary implements.
+//! cloud providers the binary implements; the generated references
+//! (`docs/reference/flags.md`, `metrics.md`, `steps.md`) are what the code
+//! renders now.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -183,6 +185,10 @@ fn check(
             {
                 return Some(format!("no package {p}"));
             }
+            // Only `cargo run` passes arguments to the binary.
+            if before.first() != Some(&"run") {
+                return None;
+            }
             value_of("--bin")?
         }
         p if p.ends_with("testbed") => "testbed".into(),
@@ -226,7 +232,7 @@ fn every_documented_command_names_what_exists() {
         .collect();
     let mut checked = 0;
     let mut wrong = vec![];
-    for path in files_named(|n| n == "README.md") {
+    for path in files_named(|n| n.ends_with(".md")) {
         let text = std::fs::read_to_string(&path).unwrap();
         for command in markdown_commands(&text) {
             checked += 1;
@@ -271,6 +277,7 @@ fn the_checker_catches_what_does_not_exist() {
     }
     let good = [
         "cargo test -p conformance --test conformance",
+        "cargo build --release -p conformance --bin testbed --features system-allocator",
         "cargo run --release -p conformance --bin testbed -- run --tags @binary",
         "POD_NAMESPACE=kube-system cargo run -p autoscaler --bin cluster-autoscaler -- --scan_interval=1s &",
         "kubectl get nodes",
@@ -332,4 +339,105 @@ fn readme_names_the_implemented_cloud_providers() {
         .map(|p| p.as_str())
         .collect();
     assert_eq!(listed, implemented, "README.md: {line}");
+}
+
+// ---------------------------------------------------------------- references
+
+/// The generated reference pages and what the code renders for each now.
+fn generated_pages() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "docs/reference/flags.md",
+            autoscaler::config::reference::markdown().unwrap(),
+        ),
+        (
+            "docs/reference/metrics.md",
+            autoscaler::metrics::reference::markdown(),
+        ),
+        (
+            "docs/reference/steps.md",
+            conformance::steps::reference::markdown(),
+        ),
+    ]
+}
+
+/// Where a page differs from what the code renders: the first line that
+/// differs, with both versions, or `None` when they are the same.
+fn drift(page: &str, written: &str, rendered: &str) -> Option<String> {
+    if written == rendered {
+        return None;
+    }
+    let (w, r): (Vec<&str>, Vec<&str>) = (written.lines().collect(), rendered.lines().collect());
+    let at = w
+        .iter()
+        .zip(&r)
+        .position(|(a, b)| a != b)
+        .unwrap_or(w.len().min(r.len()));
+    Some(format!(
+        "{page} is not what the code renders, from line {}:\n  written:  {}\n  rendered: {}\n\
+         (UPDATE_REFERENCE=1 cargo test -p conformance --test docs rewrites it)",
+        at + 1,
+        w.get(at).unwrap_or(&"<end of file>"),
+        r.get(at).unwrap_or(&"<end of file>"),
+    ))
+}
+
+#[test]
+fn generated_references_match_the_code() {
+    let update = std::env::var_os("UPDATE_REFERENCE").is_some();
+    let mut drifted = vec![];
+    for (page, rendered) in generated_pages() {
+        let path = repo().join(page);
+        if update {
+            std::fs::write(&path, &rendered).unwrap();
+            continue;
+        }
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
+        drifted.extend(drift(page, &written, &rendered));
+    }
+    assert!(drifted.is_empty(), "{}", drifted.join("\n\n"));
+}
+
+#[test]
+fn every_registered_step_is_in_the_step_reference() {
+    let steps = conformance::steps::reference::registered();
+    // The step library registers well over a hundred steps: far fewer means
+    // the registry was not linked in, and the reference would be empty.
+    assert!(steps.len() > 100, "only {} steps registered", steps.len());
+    let page = conformance::steps::reference::markdown();
+    assert!(page.contains("conformance/src/steps/time.rs"), "{page}");
+    assert!(page.contains("minutes? pass"), "{page}");
+}
+
+#[test]
+fn the_drift_check_names_the_first_line_that_differs() {
+    let rendered = "# Flags\n| `--a` |\n| `--b` |\n";
+    assert_eq!(drift("p.md", rendered, rendered), None);
+    let missing_b = "# Flags\n| `--a` |\n";
+    let message = drift("p.md", missing_b, rendered).unwrap();
+    assert!(message.contains("line 3"), "{message}");
+    assert!(message.contains("| `--b` |"), "{message}");
+    let changed = "# Flags\n| `--a` | old |\n| `--b` |\n";
+    assert!(drift("p.md", changed, rendered).unwrap().contains("line 2"));
+}
+
+#[test]
+fn ci_runs_the_readme_test_command() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let commands = markdown_commands(&readme);
+    let test = commands
+        .iter()
+        .find(|c| c.starts_with("cargo test"))
+        .expect("README.md gives no `cargo test` command");
+    let main = commands
+        .iter()
+        .find(|c| c.contains("--bin testbed -- run"))
+        .expect("README.md gives no `testbed run` command");
+    assert!(main.starts_with("cargo run"), "{main}");
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(
+        ci.lines()
+            .any(|l| l.trim_start().starts_with(test.as_str())),
+        ".ci/run does not run the README's test command `{test}`"
+    );
 }

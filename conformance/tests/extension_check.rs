@@ -1,6 +1,6 @@
 //! The `@extension` check is made on what a scenario does, not on the words
 //! of its steps: a scenario that reads our decision record (`/decisions`)
-//! fails unless it is tagged `@extension`, whichever step or helper reads
+//! fails unless it is tagged `@extension`, whichever step or function reads
 //! it; the same scenario tagged passes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

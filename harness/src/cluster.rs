@@ -9,7 +9,7 @@
 //! true)]` it is virtual (tokio jumps to the next timer whenever every task
 //! is idle), so [`Cluster::advance`] by ten minutes costs milliseconds; in a
 //! normal runtime it is real time. Observers ([`Cluster::wait_until`] and
-//! the helpers built on it) poll the API server on that clock, with a
+//! the functions built on it) poll the API server on that clock, with a
 //! bounded timeout and a failure message that says what was last seen.
 //!
 //! Everything a test does goes through [`Cluster::client`]; nothing reaches
@@ -231,10 +231,17 @@ impl ClusterBuilder {
         self
     }
 
-    /// Runs the [`crate::aws::Bridge`] from the AWS API at `endpoint` (an
-    /// emulator): its ASGs' running instances become kwok Nodes, within
-    /// five seconds.
+    /// Runs the AWS bridge (`harness::aws::Bridge`, with the `aws`
+    /// feature) from the AWS API at `endpoint` (an emulator): its ASGs'
+    /// running instances become kwok Nodes, within five seconds. Without the
+    /// feature the build fails with an error saying so.
     pub fn aws(mut self, endpoint: &str) -> Self {
+        if !cfg!(feature = "aws") {
+            self.errors.push(format!(
+                "AWS node groups ({endpoint}) need the testbed built with the `aws` feature \
+                 (cargo build -p conformance --features aws)"
+            ));
+        }
         self.aws = Some(endpoint.to_string());
         self
     }
@@ -294,6 +301,7 @@ impl ClusterBuilder {
                 crate::controllers::CapiController::new(api.client(), clock.clone()).run(),
             )));
         }
+        #[cfg(feature = "aws")]
         if let Some(endpoint) = &self.aws {
             let bridge = crate::aws::Bridge::new(
                 endpoint,
@@ -366,7 +374,7 @@ impl Cluster {
     }
 
     /// A cluster that something else runs (containers, a real cluster):
-    /// observers and helpers work the same through its client.
+    /// observers and steps work the same through its client.
     pub fn external(client: Client, clock: Clock) -> Self {
         Self {
             client,

@@ -22,6 +22,7 @@
 //! simulates (crate `predicates`), and selectors come from the shared
 //! `apimachinery` crate.
 
+#[cfg(feature = "aws")]
 pub mod aws;
 pub mod backend;
 pub mod cluster;
@@ -70,7 +71,7 @@ impl EmbeddedApiServer {
     }
 }
 
-/// kwok settings for scalability runs: leases off (docs/kwok-compat.md §1.4: a
+/// kwok settings for scalability runs: leases off (docs/reference/kwok-rules.md §1.4: a
 /// duration of 0 disables them), since nothing in the embedded cluster
 /// reads them and 1,000 leases renewed every 10 s dominate long runs.
 pub fn kwok_config_for_scale() -> kwok::Config {

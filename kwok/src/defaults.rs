@@ -1,4 +1,4 @@
-//! kwok's default "fast" stage set (docs/kwok-compat.md §2.7): node-initialize,
+//! kwok's default "fast" stage set (docs/reference/kwok-rules.md §2.7): node-initialize,
 //! node-heartbeat-with-lease, pod-ready, pod-complete and pod-delete, with
 //! upstream's selectors, weights and delays. Their status templates are the
 //! built-in functions of [`crate::template`].

@@ -2,7 +2,7 @@
 //! Kubernetes API server (the embedded one, or a real one through a
 //! kubeconfig).
 //!
-//! It follows kwok's design (`docs/kwok-compat.md`): the controller
+//! It follows kwok's design (`docs/reference/kwok-rules.md`): the controller
 //! ([`controller`]: the event loop, with its config, jobs, leases, IP
 //! pool and the state it shares with its tasks in files of their own) holds no hard-coded lifecycle; every status change is a
 //! Stage ([`stage`], `kwok.x-k8s.io/v1alpha1`) chosen by selector and weight,

@@ -1,6 +1,6 @@
 //! `kwok`: the fake-kubelet controller, against any API server reachable
 //! through a kubeconfig (or in-cluster config). Flags and config file follow
-//! upstream kwok v0.8 (docs/kwok-compat.md §1.1); see `kwok --help`.
+//! upstream kwok v0.8 (docs/reference/kwok-rules.md §1.1); see `kwok --help`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -118,7 +118,7 @@ fn read_files(paths: &[PathBuf]) -> Result<Files, String> {
     Ok(files)
 }
 
-/// Flags override the config file; then the start-up rules of docs/kwok-compat.md §1.1
+/// Flags override the config file; then the start-up rules of docs/reference/kwok-rules.md §1.1
 /// (one node-selection mode, stages from files xor from the cluster).
 fn build_config(cli: &Cli, files: Files) -> Result<(Config, Vec<Compiled>), String> {
     let o = files.options;

@@ -7,7 +7,7 @@
 //! (`durationMilliseconds`, `durationFrom`, `jitterDurationMilliseconds`,
 //! `jitterDurationFrom`), `steps` (`event`, `finalizers`, `patch` with
 //! `subresource`/`root`/`type`, `delete`) and the deprecated `next`
-//! (converted to steps in upstream's order, docs/kwok-compat.md §2.6), and
+//! (converted to steps in upstream's order, docs/reference/kwok-rules.md §2.6), and
 //! `immediateNextStage`. Templates are the subset documented in
 //! [`crate::template`]. CEL expressions and `apply` steps are refused when
 //! the stage is loaded, with an error naming the stage.
@@ -421,7 +421,7 @@ impl Compiled {
             expressions.push((jq(key)?, operator.clone(), values.clone()));
         }
         // A `cel` form is refused, except in jitterDurationFrom where
-        // upstream ignores it (docs/kwok-compat.md §2.1).
+        // upstream ignores it (docs/reference/kwok-rules.md §2.1).
         let from =
             |e: &Option<ExpressionFrom>, cel_ignored: bool| -> Result<Option<Query>, StageError> {
                 let Some(e) = e else { return Ok(None) };
@@ -475,7 +475,7 @@ impl Compiled {
 
     /// The weight for this object: `weightFrom` when it yields a value
     /// (a number is truncated, a string parsed as an integer; anything else
-    /// is "unknown", `None`), else `weight` (docs/kwok-compat.md §2.1).
+    /// is "unknown", `None`), else `weight` (docs/reference/kwok-rules.md §2.1).
     pub fn weight(&self, obj: &Value) -> Option<i64> {
         let fixed = self.stage.spec.weight.max(0);
         let Some(q) = &self.weight_from else {
@@ -518,7 +518,7 @@ impl Compiled {
             })
     }
 
-    /// The delay for this object (docs/kwok-compat.md §2.5, J ≤ D quirk included).
+    /// The delay for this object (docs/reference/kwok-rules.md §2.5, J ≤ D quirk included).
     pub fn delay(&self, obj: &Value, now: std::time::SystemTime) -> Duration {
         let delay = self.stage.spec.delay.clone().unwrap_or_default();
         let resolve = |q: &Option<Query>, ms: Option<u64>| -> Option<Duration> {
@@ -560,7 +560,7 @@ fn scalar_string(v: &Value) -> String {
     }
 }
 
-/// Chooses among the stages that match the object (docs/kwok-compat.md §2.4): with
+/// Chooses among the stages that match the object (docs/reference/kwok-rules.md §2.4): with
 /// every weight unknown, or all known weights zero, the pick is uniform;
 /// otherwise weighted among positive weights, so a weight-0 stage never
 /// wins against a matching stage with a positive weight.

@@ -7,7 +7,7 @@
 //! [`NodeInfo`](predicates::NodeInfo)s are rebuilt only for nodes whose pods changed, so building
 //! the loop's snapshot costs a clone.
 //!
-//! Pods in phase Succeeded or Failed are invisible (docs/compat.md §0.2);
+//! Pods in phase Succeeded or Failed are invisible (docs/reference/ca-rules.md §0.2);
 //! expendable pods (priority below `--expendable-pods-priority-cutoff`) do
 //! not enter the snapshot. An unbound pod added or updated within
 //! [`RECENT_UNSCHEDULABLE`] of being marked Unschedulable notifies

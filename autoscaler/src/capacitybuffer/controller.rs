@@ -21,10 +21,47 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use predicates::quantity::parse_milli;
 
-use super::translators::{Resolver, number_of_pods, scalable_source};
+use super::translators::{
+    ReplicasError, Resolver, TranslationError, number_of_pods, scalable_source,
+};
 use super::types::{ACTIVE_CAPACITY, BufferCondition, CapacityBuffer, LocalObjectRef};
 use crate::cache::ClusterCache;
 use crate::crd::api_message;
+
+/// Why a buffer is not ready for provisioning (rendered as the message of
+/// its `ReadyForProvisioning=False` condition, after upstream's prefix).
+#[derive(Debug, thiserror::Error)]
+pub enum BufferError {
+    /// The PodTemplate the buffer names cannot be read.
+    #[error("capacity buffer client can't get pod template: {}", api_message(.source))]
+    GetTemplate {
+        /// The template's namespace.
+        namespace: String,
+        /// The template's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The named PodTemplate gives no pod.
+    #[error("failed to create fake pod: {0}")]
+    FakePod(#[source] TranslationError),
+    /// The scalable object gives no pod.
+    #[error(transparent)]
+    Scalable(TranslationError),
+    /// The managed PodTemplate cannot be read, created or replaced.
+    #[error("failed to create or update managed pod template: {}", api_message(.source))]
+    ManagedTemplate {
+        /// The template's namespace.
+        namespace: String,
+        /// The template's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The number of replicas cannot be computed.
+    #[error("couldn't get number of replicas for buffer: {0}")]
+    Replicas(#[source] ReplicasError),
+}
 
 /// The controller.
 pub struct BufferController {
@@ -126,35 +163,28 @@ impl BufferController {
                     .resolve(b.namespace(), &t.template.unwrap_or_default())
                     .await
                     .map(|pod| (pod, None))
-                    .map_err(|e| format!("failed to create fake pod: {e}")),
+                    .map_err(BufferError::FakePod),
                 Err(e) => Err(e),
             }
         } else if let Some(s) = b.spec.scalable_ref.clone() {
             scalable_source(&self.client, &self.cache, &self.resolver, b.namespace(), &s)
                 .await
                 .map(|s| (s.pod, s.replicas))
+                .map_err(BufferError::Scalable)
         } else {
             return None;
         };
         let (pod, scalable_replicas) = match source {
             Ok(s) => s,
             Err(e) => {
-                not_ready(b, None, None, Some(e), now);
+                not_ready(b, None, None, &e, now);
                 return None;
             }
         };
         let managed = match self.ensure_managed_template(b, &pod).await {
             Ok(t) => t,
             Err(e) => {
-                not_ready(
-                    b,
-                    None,
-                    None,
-                    Some(format!(
-                        "failed to create or update managed pod template: {e}"
-                    )),
-                    now,
-                );
+                not_ready(b, None, None, &e, now);
                 return None;
             }
         };
@@ -176,27 +206,20 @@ impl BufferController {
                 Some(template_pod)
             }
             Err(e) => {
-                not_ready(
-                    b,
-                    Some(name),
-                    generation,
-                    Some(format!("couldn't get number of replicas for buffer: {e}")),
-                    now,
-                );
+                not_ready(b, Some(name), generation, &BufferError::Replicas(e), now);
                 None
             }
         }
     }
 
-    async fn get_template(&self, namespace: &str, name: &str) -> Result<PodTemplate, String> {
+    async fn get_template(&self, namespace: &str, name: &str) -> Result<PodTemplate, BufferError> {
         Api::<PodTemplate>::namespaced(self.client.clone(), namespace)
             .get(name)
             .await
-            .map_err(|e| {
-                format!(
-                    "capacity buffer client can't get pod template: {}",
-                    api_message(&e)
-                )
+            .map_err(|source| BufferError::GetTemplate {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                source,
             })
     }
 
@@ -207,7 +230,7 @@ impl BufferController {
         &self,
         b: &CapacityBuffer,
         pod: &Pod,
-    ) -> Result<PodTemplate, String> {
+    ) -> Result<PodTemplate, BufferError> {
         let name = managed_template_name(b.name());
         let mut spec = pod.spec.clone();
         if let Some(s) = spec.as_mut() {
@@ -234,13 +257,18 @@ impl BufferController {
             dry_run: false,
             field_manager: Some("cluster-autoscaler".into()),
         };
-        match api.get_opt(&name).await.map_err(|e| api_message(&e))? {
+        let failed = |source| BufferError::ManagedTemplate {
+            namespace: b.namespace().to_string(),
+            name: name.clone(),
+            source,
+        };
+        match api.get_opt(&name).await.map_err(failed)? {
             None => api
                 .create(
                     &pp,
                     &PodTemplate {
                         metadata: ObjectMeta {
-                            name: Some(name),
+                            name: Some(name.clone()),
                             namespace: Some(b.namespace().into()),
                             owner_references: Some(vec![owner]),
                             ..ObjectMeta::default()
@@ -249,7 +277,7 @@ impl BufferController {
                     },
                 )
                 .await
-                .map_err(|e| api_message(&e)),
+                .map_err(failed),
             Some(mut existing) => {
                 let same_owner = existing
                     .metadata
@@ -261,9 +289,7 @@ impl BufferController {
                 }
                 existing.template = Some(template);
                 existing.metadata.owner_references = Some(vec![owner]);
-                api.replace(&name, &pp, &existing)
-                    .await
-                    .map_err(|e| api_message(&e))
+                api.replace(&name, &pp, &existing).await.map_err(failed)
             }
         }
     }
@@ -353,7 +379,7 @@ fn not_ready(
     b: &mut CapacityBuffer,
     template: Option<String>,
     generation: Option<i64>,
-    err: Option<String>,
+    err: &BufferError,
     now: SystemTime,
 ) {
     let strategy = strategy(b);
@@ -362,7 +388,7 @@ fn not_ready(
     status.pod_template_generation = generation;
     status.replicas = None;
     status.provisioning_strategy = strategy;
-    BufferCondition::NotReady(err).set(b, now);
+    BufferCondition::NotReady(Some(err.to_string())).set(b, now);
 }
 
 /// The spec's strategy as the status carries it (`""` is the default).

@@ -24,6 +24,30 @@ use crate::events::ObjectRef;
 /// The annotation that marks a buffer's fake pod, and its value.
 pub const FAKE_POD_ANNOTATION: (&str, &str) = ("podType", "capacityBufferFakePod");
 
+/// Why a buffer's managed PodTemplate cannot be read (rendered as the
+/// server's message).
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// The server refused the read.
+    #[error("{}", api_message(.source))]
+    Get {
+        /// The template's namespace.
+        namespace: String,
+        /// The template's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The template the buffer's status names does not exist.
+    #[error("podtemplates \"{name}\" not found")]
+    NotFound {
+        /// The template's namespace.
+        namespace: String,
+        /// The template's name.
+        name: String,
+    },
+}
+
 /// Whether `pod` is a buffer's fake pod (upstream's
 /// `IsFakeCapacityBuffersPod`).
 pub fn is_fake_pod(pod: &Pod) -> bool {
@@ -168,11 +192,14 @@ impl BufferPodInjection {
                     BufferCondition::NotReadyForProvisioning
                 }
                 (_, Some(0), _) => BufferCondition::BufferIsEmpty,
-                (_, _, Err(e)) => BufferCondition::FailedToGetPodTemplate(e),
-                (Some(r), _, Ok(None)) => BufferCondition::FailedToGetPodTemplate(format!(
-                    "podtemplates \"{}\" not found",
-                    r.name
-                )),
+                (_, _, Err(e)) => BufferCondition::FailedToGetPodTemplate(e.to_string()),
+                (Some(r), _, Ok(None)) => {
+                    let missing = TemplateError::NotFound {
+                        namespace: b.namespace().to_string(),
+                        name: r.name.clone(),
+                    };
+                    BufferCondition::FailedToGetPodTemplate(missing.to_string())
+                }
                 (_, Some(n), Ok(Some(t))) => {
                     let pods = make_fake_pods(&b, &t, n);
                     let owner = buffer_ref(&b);
@@ -190,14 +217,21 @@ impl BufferPodInjection {
         *self.lock() = fresh;
     }
 
-    async fn managed_template(&self, b: &CapacityBuffer) -> Result<Option<PodTemplate>, String> {
+    async fn managed_template(
+        &self,
+        b: &CapacityBuffer,
+    ) -> Result<Option<PodTemplate>, TemplateError> {
         let Some(r) = b.status.as_ref().and_then(|s| s.pod_template_ref.as_ref()) else {
             return Ok(None);
         };
         Api::<PodTemplate>::namespaced(self.client.clone(), b.namespace())
             .get_opt(&r.name)
             .await
-            .map_err(|e| api_message(&e))
+            .map_err(|source| TemplateError::Get {
+                namespace: b.namespace().to_string(),
+                name: r.name.clone(),
+                source,
+            })
     }
 
     async fn write_status(&self, b: &CapacityBuffer) {

@@ -16,7 +16,7 @@ use predicates::resources::pod_requests;
 use super::types::{CapacityBuffer, ScalableRef};
 use crate::cache::ClusterCache;
 use crate::crd::api_message;
-use apimachinery::labels::LabelSelector;
+use apimachinery::labels::{LabelSelector, SelectorError};
 
 /// Why the number of replicas of a buffer cannot be computed (upstream's
 /// texts).
@@ -28,6 +28,131 @@ pub enum ReplicasError {
     /// `limits` names no resource the pod requests.
     #[error("resources in configured limits not found in the pod template")]
     LimitsNotInTemplate,
+}
+
+/// Why a buffer's template or scalable object gives no pod (rendered as
+/// upstream words it: the server's message where the server refused).
+#[derive(Debug, thiserror::Error)]
+pub enum TranslationError {
+    /// The server refused the dry-run create of a template's pod.
+    #[error("{}", api_message(.source))]
+    DryRun {
+        /// The namespace of the pod.
+        namespace: String,
+        /// The template's name (empty when it has none).
+        template: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The scale subresource's selector does not parse.
+    #[error("{source}")]
+    Selector {
+        /// The selector.
+        selector: String,
+        /// The parser's error.
+        source: SelectorError,
+    },
+    /// The newest pod of a scalable object cannot be read.
+    #[error("{}", api_message(.source))]
+    GetPod {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The API group of a scalable object cannot be discovered.
+    #[error("{}", api_message(.source))]
+    Discovery {
+        /// The API group.
+        group: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The API group serves no such kind.
+    #[error("no kind {kind} in group {group:?}")]
+    UnknownKind {
+        /// The API group.
+        group: String,
+        /// The kind.
+        kind: String,
+    },
+    /// The scale subresource of a scalable object cannot be read.
+    #[error("{}", api_message(.source))]
+    GetScale {
+        /// The object's namespace.
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The scale subresource is not a `Scale`.
+    #[error("{source}")]
+    DecodeScale {
+        /// The object's namespace.
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// The kind has no pod template CA knows of.
+    #[error("kind {group}/{kind} is not supported to use pod template")]
+    Unsupported {
+        /// The API group.
+        group: String,
+        /// The kind.
+        kind: String,
+    },
+    /// The scalable object cannot be read.
+    #[error("failed to get Deployment: {}", api_message(.source))]
+    GetObject {
+        /// The object's namespace.
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The server's error.
+        source: kube::Error,
+    },
+    /// The scalable object's `spec.template` is not a pod template.
+    #[error("{source}")]
+    DecodeTemplate {
+        /// The object's namespace.
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// The scalable object's template gives no pod.
+    #[error("failed to resolve pod spec: {source}")]
+    ResolvePod {
+        /// The object's name.
+        name: String,
+        /// Why.
+        source: Box<TranslationError>,
+    },
+    /// No live pod, and the object's own template gives none.
+    #[error("failed to resolve scalable object: {source}")]
+    ScalableObject {
+        /// The object's name.
+        name: String,
+        /// Why the object's template gives no pod.
+        source: Box<TranslationError>,
+    },
+    /// Reading the live pod failed, and the object's own template gives
+    /// no pod either.
+    #[error("failed to resolve live pod: {live}, failed to resolve scalable object: {source}")]
+    LiveAndScalableObject {
+        /// The object's name.
+        name: String,
+        /// Why no live pod was found.
+        live: Box<TranslationError>,
+        /// Why the object's template gives no pod.
+        source: Box<TranslationError>,
+    },
 }
 
 /// How many fake pods a buffer asks for (upstream's
@@ -120,7 +245,7 @@ impl Resolver {
         &self,
         namespace: &str,
         template: &PodTemplateSpec,
-    ) -> Result<Pod, String> {
+    ) -> Result<Pod, TranslationError> {
         let mut pod = pod_from_template(template, namespace);
         match self {
             Self::Defaulting => {
@@ -136,15 +261,19 @@ impl Resolver {
                 Api::<Pod>::namespaced(client.clone(), namespace)
                     .create(&pp, &pod)
                     .await
-                    .map_err(|e| {
-                        let e = api_message(&e);
+                    .map_err(|source| {
+                        let name = template
+                            .metadata
+                            .as_ref()
+                            .and_then(|m| m.name.clone())
+                            .unwrap_or_default();
+                        let e = TranslationError::DryRun {
+                            namespace: namespace.to_string(),
+                            template: name.clone(),
+                            source,
+                        };
                         tracing::error!(
-                            "Failed to create dry-run pod for template {namespace}/{}: {e}",
-                            template
-                                .metadata
-                                .as_ref()
-                                .and_then(|m| m.name.as_deref())
-                                .unwrap_or("")
+                            "Failed to create dry-run pod for template {namespace}/{name}: {e}"
                         );
                         e
                     })
@@ -189,7 +318,7 @@ pub async fn scalable_source(
     resolver: &Resolver,
     namespace: &str,
     sref: &ScalableRef,
-) -> Result<ScalableSource, String> {
+) -> Result<ScalableSource, TranslationError> {
     let live = match scale_of(client, namespace, sref).await {
         Ok((selector, replicas)) => match newest_pod(client, cache, namespace, &selector).await {
             Ok(Some(pod)) => return Ok(ScalableSource { pod, replicas }),
@@ -206,10 +335,15 @@ pub async fn scalable_source(
     let own = own_template(client, resolver, namespace, sref).await;
     match (own, live) {
         (Ok(s), _) => Ok(s),
-        (Err(e), Some(l)) => Err(format!(
-            "failed to resolve live pod: {l}, failed to resolve scalable object: {e}"
-        )),
-        (Err(e), None) => Err(format!("failed to resolve scalable object: {e}")),
+        (Err(e), Some(l)) => Err(TranslationError::LiveAndScalableObject {
+            name: sref.name.clone(),
+            live: Box::new(l),
+            source: Box::new(e),
+        }),
+        (Err(e), None) => Err(TranslationError::ScalableObject {
+            name: sref.name.clone(),
+            source: Box::new(e),
+        }),
     }
 }
 
@@ -222,11 +356,14 @@ async fn newest_pod(
     cache: &ClusterCache,
     namespace: &str,
     selector: &str,
-) -> Result<Option<Pod>, String> {
+) -> Result<Option<Pod>, TranslationError> {
     if selector.is_empty() {
         return Ok(None);
     }
-    let selector = LabelSelector::parse(selector).map_err(|e| e.0)?;
+    let selector = LabelSelector::parse(selector).map_err(|source| TranslationError::Selector {
+        selector: selector.to_string(),
+        source,
+    })?;
     let newest = {
         let state = cache.read();
         state
@@ -247,7 +384,11 @@ async fn newest_pod(
     let pod = Api::<Pod>::namespaced(client.clone(), namespace)
         .get_opt(&name)
         .await
-        .map_err(|e| api_message(&e))?;
+        .map_err(|source| TranslationError::GetPod {
+            namespace: namespace.to_string(),
+            name: name.clone(),
+            source,
+        })?;
     Ok(pod.map(|mut p| {
         if let Some(s) = p.spec.as_mut() {
             s.node_name = None;
@@ -261,28 +402,40 @@ async fn scale_of(
     client: &Client,
     namespace: &str,
     sref: &ScalableRef,
-) -> Result<(String, Option<i32>), String> {
+) -> Result<(String, Option<i32>), TranslationError> {
     let ar = match builtin(sref) {
         Some((ar, _)) => ar,
         None => {
             let group = kube::discovery::group(client, &sref.api_group)
                 .await
-                .map_err(|e| api_message(&e))?;
-            let (ar, _) = group
-                .recommended_kind(&sref.kind)
-                .ok_or_else(|| format!("no kind {} in group {:?}", sref.kind, sref.api_group))?;
+                .map_err(|source| TranslationError::Discovery {
+                    group: sref.api_group.clone(),
+                    source,
+                })?;
+            let (ar, _) = group.recommended_kind(&sref.kind).ok_or_else(|| {
+                TranslationError::UnknownKind {
+                    group: sref.api_group.clone(),
+                    kind: sref.kind.clone(),
+                }
+            })?;
             ar
         }
     };
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
-    let scale: k8s_openapi::api::autoscaling::v1::Scale = api
+    let object = api
         .get_subresource("scale", &sref.name)
         .await
-        .map_err(|e| api_message(&e))
-        .and_then(|o| {
-            serde_json::to_value(o)
-                .and_then(serde_json::from_value)
-                .map_err(|e| e.to_string())
+        .map_err(|source| TranslationError::GetScale {
+            namespace: namespace.to_string(),
+            name: sref.name.clone(),
+            source,
+        })?;
+    let scale: k8s_openapi::api::autoscaling::v1::Scale = serde_json::to_value(object)
+        .and_then(serde_json::from_value)
+        .map_err(|source| TranslationError::DecodeScale {
+            namespace: namespace.to_string(),
+            name: sref.name.clone(),
+            source,
         })?;
     let status = scale.status.unwrap_or_default();
     Ok((status.selector.unwrap_or_default(), Some(status.replicas)))
@@ -294,25 +447,33 @@ async fn own_template(
     resolver: &Resolver,
     namespace: &str,
     sref: &ScalableRef,
-) -> Result<ScalableSource, String> {
+) -> Result<ScalableSource, TranslationError> {
     let Some((ar, parallelism)) = builtin(sref) else {
-        return Err(format!(
-            "kind {}/{} is not supported to use pod template",
-            sref.api_group, sref.kind
-        ));
+        return Err(TranslationError::Unsupported {
+            group: sref.api_group.clone(),
+            kind: sref.kind.clone(),
+        });
     };
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
     let obj = api
         .get(&sref.name)
         .await
-        .map_err(|e| format!("failed to get Deployment: {}", api_message(&e)))?;
+        .map_err(|source| TranslationError::GetObject {
+            namespace: namespace.to_string(),
+            name: sref.name.clone(),
+            source,
+        })?;
     let spec = obj.data.get("spec").cloned().unwrap_or_default();
     let template: PodTemplateSpec = spec
         .get("template")
         .cloned()
         .map(serde_json::from_value)
         .transpose()
-        .map_err(|e| e.to_string())?
+        .map_err(|source| TranslationError::DecodeTemplate {
+            namespace: namespace.to_string(),
+            name: sref.name.clone(),
+            source,
+        })?
         .unwrap_or_default();
     let field = if parallelism {
         "parallelism"
@@ -324,9 +485,13 @@ async fn own_template(
         .and_then(serde_json::Value::as_i64)
         .map(|r| i32::try_from(r).unwrap_or(i32::MAX))
         .or(Some(1));
-    let pod = resolver
-        .resolve(namespace, &template)
-        .await
-        .map_err(|e| format!("failed to resolve pod spec: {e}"))?;
+    let pod =
+        resolver
+            .resolve(namespace, &template)
+            .await
+            .map_err(|e| TranslationError::ResolvePod {
+                name: sref.name.clone(),
+                source: Box::new(e),
+            })?;
     Ok(ScalableSource { pod, replicas })
 }

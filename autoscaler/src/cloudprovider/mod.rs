@@ -1,5 +1,5 @@
 //! The cloud provider interface, mirroring upstream CA's
-//! (`cloudprovider/cloud_provider.go`, docs/compat.md §9): a provider lists node
+//! (`cloudprovider/cloud_provider.go`, docs/reference/ca-rules.md §9): a provider lists node
 //! groups; a node group has a min, max and target size, grows
 //! (`increase_size`), deletes given nodes (`delete_nodes`, lowering its
 //! target), shrinks its request for nodes that have not registered
@@ -10,6 +10,7 @@
 //! objects, chosen at run time by `--cloud-provider`.
 
 /// The AWS provider.
+#[cfg(feature = "aws")]
 pub mod aws;
 /// Which provider names are implemented (the one list).
 pub mod builder;

@@ -1,4 +1,4 @@
-//! Cluster state (docs/compat.md §4.6): the readiness of every node, counted per
+//! Cluster state (docs/reference/ca-rules.md §4.6): the readiness of every node, counted per
 //! node group and cluster-wide; instances that never registered; scale-up
 //! requests in flight and the upcoming nodes they stand for; per-group
 //! exponential backoff after failures; and cluster and group health

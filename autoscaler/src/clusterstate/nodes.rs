@@ -21,7 +21,7 @@ pub enum Readiness {
     BeingDeleted,
 }
 
-/// Whether a node is ready in CA's sense (docs/compat.md §0.2 and §1.4):
+/// Whether a node is ready in CA's sense (docs/reference/ca-rules.md §0.2 and §1.4):
 /// Ready=True, no DiskPressure or NetworkUnavailable, none of the matching
 /// taints, and no startup taint.
 pub fn node_ready(node: &Node, taints: &TaintConfig) -> bool {

@@ -65,7 +65,7 @@ pub struct GroupState {
     pub long_unregistered: Vec<String>,
     /// Instances that failed to be created (deleted every loop).
     pub failed: Vec<String>,
-    /// Healthy (docs/compat.md §4.6).
+    /// Healthy (docs/reference/ca-rules.md §4.6).
     pub healthy: bool,
     /// Upcoming nodes (target not yet registered, while scaling up).
     pub upcoming: usize,
@@ -414,7 +414,7 @@ impl ClusterStateRegistry {
         }
     }
 
-    /// Each group's health and the cluster's (docs/compat.md §4.6).
+    /// Each group's health and the cluster's (docs/reference/ca-rules.md §4.6).
     fn update_health(&mut self, groups: &mut BTreeMap<String, GroupState>) {
         let pct = self.settings.max_total_unready_percentage / 100.0;
         let ok = self.settings.ok_total_unready_count;

@@ -56,7 +56,7 @@ const OWN_TYPES: [(&str, &str); 4] = [
 const DEFAULTS_AFTER_PARSING: [(&str, &str); 1] = [("max-graceful-termination-sec", "600")];
 
 /// pflag's name for the flag's value type; empty for booleans.
-fn type_name(arg: &Arg) -> &'static str {
+pub(crate) fn type_name(arg: &Arg) -> &'static str {
     let id = arg.get_value_parser().type_id();
     let long = arg.get_long().unwrap_or_default();
     if let Some((_, t)) = OWN_TYPES.iter().find(|(flag, _)| *flag == long) {
@@ -87,27 +87,28 @@ fn type_name(arg: &Arg) -> &'static str {
     }
 }
 
-/// ` (default …)` as pflag prints it, or nothing for a zero value.
-fn default_suffix(arg: &Arg, type_name: &str) -> String {
+/// The flag's default as pflag prints it (strings unquoted), or `None` for
+/// a zero value, which pflag leaves out.
+pub(crate) fn default_value(arg: &Arg) -> Option<String> {
     let long = arg.get_long().unwrap_or_default();
-    let after_parsing = DEFAULTS_AFTER_PARSING
+    let value = DEFAULTS_AFTER_PARSING
         .iter()
         .find(|(flag, _)| *flag == long)
-        .map(|(_, d)| std::borrow::Cow::Borrowed(*d));
-    let Some(value) = after_parsing.or_else(|| {
-        arg.get_default_values()
-            .first()
-            .map(|v| v.to_string_lossy())
-    }) else {
-        return String::new();
-    };
-    if matches!(value.as_ref(), "" | "0" | "false" | "0s") {
-        return String::new();
-    }
-    if type_name == "string" {
-        format!(" (default {value:?})")
-    } else {
-        format!(" (default {value})")
+        .map(|(_, d)| d.to_string())
+        .or_else(|| {
+            arg.get_default_values()
+                .first()
+                .map(|v| v.to_string_lossy().into_owned())
+        })?;
+    (!matches!(value.as_str(), "" | "0" | "false" | "0s")).then_some(value)
+}
+
+/// ` (default …)` as pflag prints it, or nothing for a zero value.
+fn default_suffix(arg: &Arg, type_name: &str) -> String {
+    match default_value(arg) {
+        None => String::new(),
+        Some(value) if type_name == "string" => format!(" (default {value:?})"),
+        Some(value) => format!(" (default {value})"),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Command-line flags: the FAQ's parameter table is the contract (names,
-//! defaults, syntax), plus the flags of newer upstream releases (docs/compat.md §15)
+//! defaults, syntax), plus the flags of newer upstream releases (docs/reference/ca-rules.md §15)
 //! so that newer manifests work too.
 //!
 //! Parsing follows Go's `flag`/`pflag` conventions: `--flag=value` or
@@ -15,6 +15,7 @@ mod flags;
 pub mod goflags;
 pub mod help;
 pub mod provider;
+pub mod reference;
 pub mod scheduler;
 mod validate;
 mod warnings;

@@ -67,58 +67,114 @@ const EXTENSION_POINTS: [&str; 13] = [
     "multiPoint",
 ];
 
+/// Why a scheduler configuration is refused (upstream's texts where
+/// upstream refuses it too).
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerConfigError {
+    /// The file cannot be read.
+    #[error("couldn't load scheduler config: open {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The reader's error.
+        source: std::io::Error,
+    },
+    /// The file is not YAML.
+    #[error("couldn't decode scheduler config: {0}")]
+    Yaml(#[source] serde_saphyr::Error),
+    /// No `kind`.
+    #[error("couldn't decode scheduler config: Object 'Kind' is missing")]
+    NoKind,
+    /// Not a `kubescheduler.config.k8s.io/v1` `KubeSchedulerConfiguration`.
+    #[error(
+        "couldn't decode scheduler config: no kind {kind:?} is registered for version {version:?} (this autoscaler reads {API_VERSION} KubeSchedulerConfiguration)"
+    )]
+    UnknownKind {
+        /// The `kind`.
+        kind: String,
+        /// The `apiVersion`.
+        version: String,
+    },
+    /// `profiles` is not a list.
+    #[error("couldn't decode scheduler config: profiles: expected a list, got {0}")]
+    ProfilesNotList(Value),
+    /// More than one profile.
+    #[error(
+        "unexpected scheduler config: expected one scheduler profile only (found {0} profiles)"
+    )]
+    Profiles(usize),
+    /// A `plugins` key that is no extension point.
+    #[error(
+        "couldn't decode scheduler config: strict decoding error: unknown field \"profiles[0].plugins.{0}\""
+    )]
+    UnknownExtensionPoint(String),
+    /// A plugin that is not in-tree.
+    #[error("couldn't create scheduler framework; plugin \"{0}\" does not exist")]
+    UnknownPlugin(String),
+    /// An in-tree filter this framework lacks, enabled explicitly.
+    #[error(
+        "the scheduler profile enables the {0} plugin, which this autoscaler's scheduler framework does not have"
+    )]
+    MissingFilter(String),
+    /// Plugin arguments that change what a filter admits.
+    #[error(
+        "the scheduler profile sets {plugin}'s {field}, which this autoscaler's scheduler framework does not honour"
+    )]
+    UnsupportedArgs {
+        /// The plugin.
+        plugin: String,
+        /// The argument.
+        field: &'static str,
+    },
+}
+
 /// Reads the file and returns the filter plugins of its profile.
-pub fn from_path(path: &str) -> Result<FilterPlugins, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("couldn't load scheduler config: open {path}: {e}"))?;
+pub fn from_path(path: &str) -> Result<FilterPlugins, SchedulerConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SchedulerConfigError::Read {
+        path: path.to_string(),
+        source,
+    })?;
     parse(&text)
 }
 
 /// The filter plugins of a configuration's single profile.
-pub fn parse(text: &str) -> Result<FilterPlugins, String> {
-    let config: Value = serde_saphyr::from_str(text)
-        .map_err(|e| format!("couldn't decode scheduler config: {e}"))?;
+pub fn parse(text: &str) -> Result<FilterPlugins, SchedulerConfigError> {
+    let config: Value = serde_saphyr::from_str(text).map_err(SchedulerConfigError::Yaml)?;
     let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
     let version = config
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or("");
     if kind.is_empty() {
-        return Err("couldn't decode scheduler config: Object 'Kind' is missing".into());
+        return Err(SchedulerConfigError::NoKind);
     }
     if version != API_VERSION || kind != "KubeSchedulerConfiguration" {
-        return Err(format!(
-            "couldn't decode scheduler config: no kind {kind:?} is registered for version {version:?} (this autoscaler reads {API_VERSION} KubeSchedulerConfiguration)"
-        ));
+        return Err(SchedulerConfigError::UnknownKind {
+            kind: kind.to_string(),
+            version: version.to_string(),
+        });
     }
     let profiles = match config.get("profiles") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(p)) => p.clone(),
         Some(other) => {
-            return Err(format!(
-                "couldn't decode scheduler config: profiles: expected a list, got {other}"
-            ));
+            return Err(SchedulerConfigError::ProfilesNotList(other.clone()));
         }
     };
     match profiles.as_slice() {
         // v1 defaulting adds the default profile.
         [] => Ok(FilterPlugins::default()),
         [profile] => profile_plugins(profile),
-        more => Err(format!(
-            "unexpected scheduler config: expected one scheduler profile only (found {} profiles)",
-            more.len()
-        )),
+        more => Err(SchedulerConfigError::Profiles(more.len())),
     }
 }
 
 /// The filter plugins one profile runs.
-fn profile_plugins(profile: &Value) -> Result<FilterPlugins, String> {
+fn profile_plugins(profile: &Value) -> Result<FilterPlugins, SchedulerConfigError> {
     let plugins = profile.get("plugins").cloned().unwrap_or(Value::Null);
     for point in plugins.as_object().into_iter().flat_map(|o| o.keys()) {
         if !EXTENSION_POINTS.contains(&point.as_str()) {
-            return Err(format!(
-                "couldn't decode scheduler config: strict decoding error: unknown field \"profiles[0].plugins.{point}\""
-            ));
+            return Err(SchedulerConfigError::UnknownExtensionPoint(point.clone()));
         }
     }
     let names = |point: &str, list: &str| -> Vec<String> {
@@ -141,9 +197,7 @@ fn profile_plugins(profile: &Value) -> Result<FilterPlugins, String> {
                 || NO_FILTER.contains(&name.as_str())
                 || MISSING_FILTERS.contains(&name.as_str());
             if !known {
-                return Err(format!(
-                    "couldn't create scheduler framework; plugin \"{name}\" does not exist"
-                ));
+                return Err(SchedulerConfigError::UnknownPlugin(name.clone()));
             }
         }
     }
@@ -164,9 +218,7 @@ fn profile_plugins(profile: &Value) -> Result<FilterPlugins, String> {
     for point in FILTERING {
         for name in names(point, "enabled") {
             if MISSING_FILTERS.contains(&name.as_str()) {
-                return Err(format!(
-                    "the scheduler profile enables the {name} plugin, which this autoscaler's scheduler framework does not have"
-                ));
+                return Err(SchedulerConfigError::MissingFilter(name));
             }
             if let Some(on) = out.switch(&name) {
                 *on = true;
@@ -178,7 +230,7 @@ fn profile_plugins(profile: &Value) -> Result<FilterPlugins, String> {
 }
 
 /// Refuses plugin arguments that change what a filter admits.
-fn check_plugin_args(profile: &Value) -> Result<(), String> {
+fn check_plugin_args(profile: &Value) -> Result<(), SchedulerConfigError> {
     let configs = profile.get("pluginConfig").and_then(Value::as_array);
     for c in configs.into_iter().flatten() {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
@@ -195,9 +247,10 @@ fn check_plugin_args(profile: &Value) -> Result<(), String> {
             _ => None,
         };
         if let Some(field) = unsupported {
-            return Err(format!(
-                "the scheduler profile sets {name}'s {field}, which this autoscaler's scheduler framework does not honour"
-            ));
+            return Err(SchedulerConfigError::UnsupportedArgs {
+                plugin: name.to_string(),
+                field,
+            });
         }
     }
     Ok(())
@@ -231,30 +284,41 @@ mod tests {
     fn what_the_framework_cannot_honour_is_an_error_naming_it() {
         let two = format!("{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n");
         assert_eq!(
-            parse(&two).unwrap_err(),
+            parse(&two).unwrap_err().to_string(),
             "unexpected scheduler config: expected one scheduler profile only (found 2 profiles)"
         );
         let custom = format!(
             "{HEAD}profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: MyPlugin\n"
         );
         assert_eq!(
-            parse(&custom).unwrap_err(),
+            parse(&custom).unwrap_err().to_string(),
             "couldn't create scheduler framework; plugin \"MyPlugin\" does not exist"
         );
         let volumes = format!(
             "{HEAD}profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: VolumeBinding\n"
         );
-        assert!(parse(&volumes).unwrap_err().contains("VolumeBinding"));
+        assert!(
+            parse(&volumes)
+                .unwrap_err()
+                .to_string()
+                .contains("VolumeBinding")
+        );
         let args = format!(
             "{HEAD}profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      ignoredResources: [example.com/foo]\n"
         );
-        assert!(parse(&args).unwrap_err().contains("ignoredResources"));
+        assert!(
+            parse(&args)
+                .unwrap_err()
+                .to_string()
+                .contains("ignoredResources")
+        );
         let old =
             "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n";
-        assert!(parse(old).unwrap_err().contains("no kind"));
+        assert!(parse(old).unwrap_err().to_string().contains("no kind"));
         assert!(
             from_path("/nonexistent/scheduler.yaml")
                 .unwrap_err()
+                .to_string()
                 .starts_with("couldn't load scheduler config: open /nonexistent/scheduler.yaml")
         );
     }

@@ -33,7 +33,7 @@ pub struct GpuLimit {
     pub limits: MinMax,
 }
 
-/// An expander name (docs/compat.md §5).
+/// An expander name (docs/reference/ca-rules.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpanderName {
     /// `random`.
@@ -375,7 +375,7 @@ impl Flags {
                 predicates::FilterPlugins::default()
             } else {
                 super::scheduler::from_path(&self.scheduler_config_file)
-                    .map_err(|e| err("scheduler-config-file", e))?
+                    .map_err(|e| err("scheduler-config-file", e.to_string()))?
             },
         })
     }

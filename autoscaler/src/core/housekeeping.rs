@@ -71,7 +71,7 @@ pub async fn clean_up_taints(ctx: &AutoscalingContext) {
 }
 
 /// Deletes instances that never registered within the group's
-/// provision time (docs/compat.md §3.7, upstream's
+/// provision time (docs/reference/ca-rules.md §3.7, upstream's
 /// `removeOldUnregisteredNodes`). The min size holds, counted on the
 /// group's target: a group at its min keeps them ("min size reached,
 /// skipping removal"), one above it loses as many as it can spare. With
@@ -159,7 +159,7 @@ pub async fn force_delete(
     }
 }
 
-/// Deletes the instances that failed to be created (docs/compat.md §3.7,
+/// Deletes the instances that failed to be created (docs/reference/ca-rules.md §3.7,
 /// upstream's `deleteCreatedNodesWithErrors`), a group's all at once,
 /// handing the provider fake nodes named after them; forced with
 /// `--force-delete-failed-nodes` ([`force_delete`]). The min size is not

@@ -1,4 +1,4 @@
-//! The main loop (`RunOnce`, docs/compat.md §4.0, upstream's `StaticAutoscaler`),
+//! The main loop (`RunOnce`, docs/reference/ca-rules.md §4.0, upstream's `StaticAutoscaler`),
 //! a short sequence of named steps:
 //!
 //! 1. refresh the provider and the cluster state ([`crate::clusterstate`]);

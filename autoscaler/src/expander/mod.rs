@@ -1,4 +1,4 @@
-//! Expanders (docs/compat.md §5): choose one scale-up option among several.
+//! Expanders (docs/reference/ca-rules.md §5): choose one scale-up option among several.
 //! `--expander` is a chain: each expander keeps the best options by its
 //! rule; as soon as one option is left it wins; ties left at the end are
 //! broken at random.

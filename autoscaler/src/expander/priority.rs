@@ -1,4 +1,4 @@
-//! The priority expander's configuration (docs/compat.md §5.3): the
+//! The priority expander's configuration (docs/reference/ca-rules.md §5.3): the
 //! `cluster-autoscaler-priority-expander` ConfigMap in the autoscaler's
 //! namespace, read every loop; what is wrong with it is reported as events
 //! on it.

@@ -1,15 +1,18 @@
-//! Prometheus metrics with CA's names, types and labels (docs/compat.md §8.2),
+//! Prometheus metrics with CA's names, types and labels (docs/reference/ca-rules.md §8.2),
 //! under the `cluster_autoscaler_` prefix, and the `/health-check` rule
-//! (docs/compat.md §8.3). Counters are registered without `_total`: the encoder adds it.
+//! (docs/reference/ca-rules.md §8.3). Counters are registered without `_total`: the encoder adds it.
+
+pub mod reference;
 
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime};
 
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 type Labels = Vec<(String, String)>;
 type FGauge = Gauge<f64, AtomicU64>;
@@ -116,9 +119,47 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets_range(0.1, 1800.0, 150))
 }
 
+/// A registered metric as `/metrics` describes it: its name (without the
+/// `cluster_autoscaler_` prefix), type and help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    /// The name, without the prefix.
+    pub name: &'static str,
+    /// `counter`, `gauge` or `histogram`.
+    pub kind: &'static str,
+    /// The help text.
+    pub help: &'static str,
+}
+
+/// A registry that keeps what it registers described.
+struct Registrar {
+    registry: Registry,
+    described: Vec<Described>,
+}
+
+impl Registrar {
+    fn register<M: Metric + TypedMetric>(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        metric: M,
+    ) {
+        let kind = match M::TYPE {
+            prometheus_client::metrics::MetricType::Counter => "counter",
+            prometheus_client::metrics::MetricType::Gauge => "gauge",
+            prometheus_client::metrics::MetricType::Histogram => "histogram",
+            prometheus_client::metrics::MetricType::Info => "info",
+            _ => "unknown",
+        };
+        self.described.push(Described { name, kind, help });
+        self.registry.register(name, help, metric);
+    }
+}
+
 /// Every metric the autoscaler exports.
 pub struct Metrics {
     registry: Registry,
+    described: Vec<Described>,
     /// `cluster_safe_to_autoscale`.
     pub safe_to_autoscale: FGauge,
     /// `nodes_count{state}`.
@@ -186,18 +227,25 @@ pub struct Metrics {
 impl Metrics {
     /// Registers everything and pre-initialises the series upstream starts at 0.
     pub fn new(per_group: bool) -> Self {
-        let mut registry = Registry::with_prefix("cluster_autoscaler");
+        let mut r = Registrar {
+            registry: Registry::with_prefix("cluster_autoscaler"),
+            described: Vec::new(),
+        };
         let m = Self::unregistered();
-        m.register_cluster_state(&mut registry);
-        m.register_loop(&mut registry);
-        m.register_scale_up(&mut registry);
-        m.register_scale_down(&mut registry);
-        m.register_taints_and_skipped_events(&mut registry);
+        m.register_cluster_state(&mut r);
+        m.register_loop(&mut r);
+        m.register_scale_up(&mut r);
+        m.register_scale_down(&mut r);
+        m.register_taints_and_skipped_events(&mut r);
         if per_group {
-            m.register_per_group(&mut registry);
+            m.register_per_group(&mut r);
         }
         m.preinitialise();
-        Self { registry, ..m }
+        Self {
+            registry: r.registry,
+            described: r.described,
+            ..m
+        }
     }
 
     /// Every metric, empty and not registered anywhere.
@@ -234,11 +282,12 @@ impl Metrics {
             node_removal_latency: Family::new_with_constructor(removal_latency_histogram),
             dra_template_mismatch: Family::default(),
             registry: Registry::default(),
+            described: Vec::new(),
         }
     }
 
     /// The cluster gauges: health, node and group counts, cores and memory with their limits.
-    fn register_cluster_state(&self, r: &mut Registry) {
+    fn register_cluster_state(&self, r: &mut Registrar) {
         r.register(
             "cluster_safe_to_autoscale",
             "Whether or not cluster is healthy enough for autoscaling. 1 if it is, 0 otherwise.",
@@ -292,7 +341,7 @@ impl Metrics {
     }
 
     /// The loop's activity, function durations and errors.
-    fn register_loop(&self, r: &mut Registry) {
+    fn register_loop(&self, r: &mut Registrar) {
         r.register(
             "last_activity",
             "Last time certain part of CA logic executed.",
@@ -311,7 +360,7 @@ impl Metrics {
     }
 
     /// Scale-up counters.
-    fn register_scale_up(&self, r: &mut Registry) {
+    fn register_scale_up(&self, r: &mut Registrar) {
         r.register(
             "scaled_up_nodes",
             "Number of nodes added by CA.",
@@ -330,7 +379,7 @@ impl Metrics {
     }
 
     /// Scale-down counters and gauges.
-    fn register_scale_down(&self, r: &mut Registry) {
+    fn register_scale_down(&self, r: &mut Registrar) {
         r.register(
             "scaled_down_nodes",
             "Number of nodes removed by CA.",
@@ -374,7 +423,7 @@ impl Metrics {
     }
 
     /// Taints by type, and scale events skipped at the resource limits.
-    fn register_taints_and_skipped_events(&self, r: &mut Registry) {
+    fn register_taints_and_skipped_events(&self, r: &mut Registrar) {
         r.register(
             "node_taints_count",
             "Number of taints per type used in the cluster.",
@@ -388,7 +437,7 @@ impl Metrics {
     }
 
     /// Each group's sizes and health (`--emit-per-nodegroup-metrics`).
-    fn register_per_group(&self, r: &mut Registry) {
+    fn register_per_group(&self, r: &mut Registrar) {
         r.register(
             "node_group_min_count",
             "Minimum number of nodes in the node group",
@@ -481,6 +530,11 @@ impl Metrics {
         }
     }
 
+    /// Every registered metric, in the order of registration.
+    pub fn described(&self) -> &[Described] {
+        &self.described
+    }
+
     /// The OpenMetrics text.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -546,7 +600,7 @@ pub struct Unhealthy {
     pub failing: Duration,
 }
 
-/// The `/health-check` verdict (docs/compat.md §8.3).
+/// The `/health-check` verdict (docs/reference/ca-rules.md §8.3).
 pub fn health(
     now: SystemTime,
     last_activity: SystemTime,

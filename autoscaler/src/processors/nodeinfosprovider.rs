@@ -1,4 +1,4 @@
-//! Template nodes (docs/compat.md §4.9, upstream's
+//! Template nodes (docs/reference/ca-rules.md §4.9, upstream's
 //! `processors/nodeinfosprovider`, the mixed provider): what a new node of each group would
 //! look like. A ready, schedulable node of the group, ready for over a
 //! minute ([`STABILIZATION_DELAY`]), is copied when there is one; else the copy cached within `--node-info-cache-expire-time`;
@@ -55,7 +55,7 @@ impl TemplateNodes {
         self.last_slices.get(group).map(Vec::as_slice)
     }
 
-    /// Template nodes per group (docs/compat.md §4.9): a good node of the group,
+    /// Template nodes per group (docs/reference/ca-rules.md §4.9): a good node of the group,
     /// else the cached template, else the provider's.
     pub fn build(
         &mut self,
@@ -136,7 +136,7 @@ impl TemplateNodes {
 }
 
 /// Adds to a template the pods of the DaemonSets that would run on it
-/// but are not there yet (docs/compat.md §4.9 step 3): all of them with
+/// but are not there yet (docs/reference/ca-rules.md §4.9 step 3): all of them with
 /// `--force-ds`, else only `system-node-critical` ones that may preempt.
 fn add_daemonset_pods(
     ctx: &AutoscalingContext,

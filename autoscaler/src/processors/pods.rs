@@ -176,7 +176,7 @@ impl PodListProcessor for CurrentlyDrainedNodes {
 
 /// Places the pods that fit on existing or upcoming nodes in the snapshot
 /// and drops them (upstream's `FilterOutSchedulablePodListProcessor`,
-/// docs/compat.md §4.1 step 6).
+/// docs/reference/ca-rules.md §4.1 step 6).
 pub struct FilterOutSchedulable;
 
 impl PodListProcessor for FilterOutSchedulable {

@@ -60,7 +60,10 @@ impl ProvReqClient {
 
     /// Writes `pr`'s status (upstream's `UpdateProvisioningRequest`); the
     /// object the server returns replaces the cached one.
-    pub async fn update_status(&self, pr: &ProvisioningRequest) -> Result<(), String> {
+    pub async fn update_status(
+        &self,
+        pr: &ProvisioningRequest,
+    ) -> Result<(), crate::crd::StatusError> {
         let updated = crate::crd::replace_status(&self.api(pr), pr).await?;
         tracing::debug!("Updated ProvisioningRequest {}", updated.key());
         self.cache.write().put_provisioning_request(updated);

@@ -50,7 +50,7 @@ impl QuotaController {
             let mut q = original.clone();
             match Quota::from_capacity_quota(&q) {
                 Err(e) => {
-                    QuotaCondition::Invalid(e).set(&mut q, now);
+                    QuotaCondition::Invalid(e.to_string()).set(&mut q, now);
                     QuotaCondition::NotReconciled("Validation failed".into()).set(&mut q, now);
                 }
                 Ok(quota) => {

@@ -3,13 +3,36 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use apimachinery::labels::LabelSelector;
+use apimachinery::labels::{LabelSelector, SelectorError};
 use k8s_openapi::api::core::v1::Node;
 
 use super::types::CapacityQuota;
 
 /// The resource name of a node count.
 pub const NODES: &str = "nodes";
+
+/// Why a CapacityQuota is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum QuotaError {
+    /// The selector does not go through JSON.
+    #[error("{source}")]
+    Encode {
+        /// The CapacityQuota.
+        quota: String,
+        /// The serializer's error.
+        source: serde_json::Error,
+    },
+    /// The selector does not parse (upstream's validation text).
+    #[error("spec.selector: Invalid value: {value}: {source}")]
+    Selector {
+        /// The CapacityQuota.
+        quota: String,
+        /// The selector, as JSON.
+        value: serde_json::Value,
+        /// The parser's error.
+        source: SelectorError,
+    },
+}
 
 /// One quota scale-up enforces.
 #[derive(Debug, Clone)]
@@ -26,13 +49,19 @@ pub struct Quota {
 impl Quota {
     /// The quota a CapacityQuota sets, or why it is not valid (upstream's
     /// validation: the selector).
-    pub fn from_capacity_quota(q: &CapacityQuota) -> Result<Self, String> {
+    pub fn from_capacity_quota(q: &CapacityQuota) -> Result<Self, QuotaError> {
         let selector = match &q.spec.selector {
             None => LabelSelector::everything(),
             Some(s) => {
-                let v = serde_json::to_value(s).map_err(|e| e.to_string())?;
-                LabelSelector::from_value(Some(&v))
-                    .map_err(|e| format!("spec.selector: Invalid value: {v}: {}", e.0))?
+                let v = serde_json::to_value(s).map_err(|source| QuotaError::Encode {
+                    quota: q.name().to_string(),
+                    source,
+                })?;
+                LabelSelector::from_value(Some(&v)).map_err(|source| QuotaError::Selector {
+                    quota: q.name().to_string(),
+                    value: v.clone(),
+                    source,
+                })?
             }
         };
         let limits = q

@@ -1,4 +1,4 @@
-//! Node deletion (docs/compat.md §3.6): taint the chosen nodes with
+//! Node deletion (docs/reference/ca-rules.md §3.6): taint the chosen nodes with
 //! `ToBeDeletedByClusterAutoscaler` at once, then per node, in the
 //! background: wait `--node-delete-delay-after-taint` (or, with
 //! `--dynamic-node-delete-delay-after-taint-enabled`, twice the taints'
@@ -200,7 +200,7 @@ struct Progress {
     evicted_failed: u64,
 }
 
-/// Whether a pod is evicted when its node goes (docs/compat.md §1.1): every
+/// Whether a pod is evicted when its node goes (docs/reference/ca-rules.md §1.1): every
 /// non-DaemonSet pod; a DaemonSet pod per its `enable-ds-eviction`
 /// annotation when present, else per the flag for empty or occupied nodes.
 pub fn daemonset_pod_evicted(pod: &Pod, occupied: bool, settings: &Settings) -> bool {
@@ -219,7 +219,7 @@ pub fn daemonset_pod_evicted(pod: &Pod, occupied: bool, settings: &Settings) -> 
     }
 }
 
-/// The eviction group of a pod and its grace period (docs/compat.md §3.6): one
+/// The eviction group of a pod and its grace period (docs/reference/ca-rules.md §3.6): one
 /// group with `--max-graceful-termination-sec` by default; with
 /// `--drain-priority-config`, the entry with the largest priority at most
 /// the pod's (the lowest entry for pods below all).

@@ -1,4 +1,4 @@
-//! Scale-down cooldown (docs/compat.md §3.1): no scale-down for
+//! Scale-down cooldown (docs/reference/ca-rules.md §3.1): no scale-down for
 //! `--scale-down-delay-after-add` after a scale-up,
 //! `--scale-down-delay-after-delete` after a deletion started and
 //! `--scale-down-delay-after-failure` after a failure; nor while every

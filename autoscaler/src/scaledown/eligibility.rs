@@ -1,4 +1,4 @@
-//! Scale-down candidates (docs/compat.md §3.2–§3.3, upstream's
+//! Scale-down candidates (docs/reference/ca-rules.md §3.2–§3.3, upstream's
 //! `core/scaledown/eligibility`): autoscaled nodes of groups above their
 //! min size and outside their per-group delay, with the group's
 //! thresholds; and every group's facts for choosing deletions. A node's

@@ -1,4 +1,4 @@
-//! Scale-down (docs/compat.md §3, upstream's `core/scaledown`).
+//! Scale-down (docs/reference/ca-rules.md §3, upstream's `core/scaledown`).
 //!
 //! One loop's scale-down runs in this order ([`orchestrator`]):
 //!

@@ -1,4 +1,4 @@
-//! Which unneeded nodes are deleted now (docs/compat.md §3.5): long enough
+//! Which unneeded nodes are deleted now (docs/reference/ca-rules.md §3.5): long enough
 //! unneeded, groups kept at min size, resource limits kept, within
 //! `--max-scale-down-parallelism` and `--max-drain-parallelism`.
 
@@ -44,7 +44,7 @@ pub struct DeletionBudget {
     pub drain: usize,
 }
 
-/// Chooses the unneeded nodes to delete now (docs/compat.md §3.5). `keep_cores`
+/// Chooses the unneeded nodes to delete now (docs/reference/ca-rules.md §3.5). `keep_cores`
 /// tells whether removing a node still respects the minimum resource
 /// limits (and charges it when it does).
 pub fn select(

@@ -1,4 +1,4 @@
-//! Soft taints (docs/compat.md §1.3): `DeletionCandidateOfClusterAutoscaler`
+//! Soft taints (docs/reference/ca-rules.md §1.3): `DeletionCandidateOfClusterAutoscaler`
 //! (`PreferNoSchedule`) is added to unneeded nodes and removed from nodes
 //! that are no longer unneeded, at most `--max-bulk-soft-taint-count`
 //! changes and `--max-bulk-soft-taint-time` per loop (0 turns them off).

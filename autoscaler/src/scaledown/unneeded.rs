@@ -1,4 +1,4 @@
-//! The scale-down planner (docs/compat.md §3.2–§3.4, upstream's
+//! The scale-down planner (docs/reference/ca-rules.md §3.2–§3.4, upstream's
 //! `core/scaledown/planner` and `unneeded`): which candidates are unneeded,
 //! since when, and why the others are not.
 
@@ -129,7 +129,7 @@ impl Planner {
         self.unneeded.clear();
     }
 
-    /// Recomputes the unneeded list (docs/compat.md §3.2–§3.4). Removable
+    /// Recomputes the unneeded list (docs/reference/ca-rules.md §3.2–§3.4). Removable
     /// nodes' pods stay placed in the snapshot, and the budgets are charged,
     /// so later candidates see what is left.
     pub fn update(

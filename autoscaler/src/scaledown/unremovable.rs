@@ -76,7 +76,7 @@ ca_names! {
 impl UnremovableReason {
     /// The `reason` label of `unremovable_nodes_count`: upstream prints the
     /// Go enumeration's number (`fmt.Sprintf("%v", reason)`), so
-    /// `BlockedByPod` is `15` in 1.36's order (docs/compat.md §2.5).
+    /// `BlockedByPod` is `15` in 1.36's order (docs/reference/ca-rules.md §2.5).
     pub fn metric_label(self) -> String {
         (self as usize).to_string()
     }

@@ -1,4 +1,4 @@
-//! How a node's utilization is computed (docs/compat.md §3.3, upstream's
+//! How a node's utilization is computed (docs/reference/ca-rules.md §3.3, upstream's
 //! `simulator/utilization`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,7 +39,7 @@ pub enum UtilizationError {
     },
 }
 
-/// A node's utilization (docs/compat.md §3.3).
+/// A node's utilization (docs/reference/ca-rules.md §3.3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Utilization {
     /// CPU fraction.

@@ -1,4 +1,4 @@
-//! Balancing similar node groups (docs/compat.md §4.5, upstream's
+//! Balancing similar node groups (docs/reference/ca-rules.md §4.5, upstream's
 //! `processors/nodegroupset`): which groups are similar, and how a
 //! scale-up is split over them.
 
@@ -40,7 +40,7 @@ fn within(a: i64, b: i64, ratio: f64) -> bool {
     hi - lo <= ratio * hi
 }
 
-/// Whether two templates are similar enough to balance (docs/compat.md §4.5).
+/// Whether two templates are similar enough to balance (docs/reference/ca-rules.md §4.5).
 pub fn similar(a: &NodeInfo, b: &NodeInfo, cfg: &Balancing) -> bool {
     let labels_a = a.labels();
     let labels_b = b.labels();
@@ -86,7 +86,7 @@ pub fn similar(a: &NodeInfo, b: &NodeInfo, cfg: &Balancing) -> bool {
     within(fa.0, fb.0, cfg.free_ratio) && within(fa.1, fb.1, cfg.free_ratio)
 }
 
-/// Splits `nodes` over similar groups (docs/compat.md §4.5): groups at max are
+/// Splits `nodes` over similar groups (docs/reference/ca-rules.md §4.5): groups at max are
 /// dropped; each node goes to the group with the smallest new size (ties
 /// to the one with the smaller current size, then the earlier one).
 pub fn balance(groups: &[(String, usize, usize)], nodes: usize) -> Vec<ScaleUpInfo> {

@@ -1,4 +1,4 @@
-//! Pod equivalence groups (docs/compat.md §4.2, upstream's
+//! Pod equivalence groups (docs/reference/ca-rules.md §4.2, upstream's
 //! `core/scaleup/equivalence`): pods of one controller with the same labels
 //! and scheduling spec are checked once for the whole group.
 
@@ -68,7 +68,7 @@ pub fn equivalent(a: &PodInfo, b: &PodInfo) -> bool {
         && (pa.spec == pb.spec || sanitized_spec(pa) == sanitized_spec(pb))
 }
 
-/// Groups pods by equivalence (docs/compat.md §4.2): pods without a controller
+/// Groups pods by equivalence (docs/reference/ca-rules.md §4.2): pods without a controller
 /// and DaemonSet pods are alone; at most 10 groups per controller, further
 /// distinct pods are alone.
 pub fn equivalence_groups(pods: &[PodInfo]) -> Vec<PodGroup> {

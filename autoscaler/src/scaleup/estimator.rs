@@ -1,4 +1,4 @@
-//! The binpacking estimator (docs/compat.md §4.4, upstream's `estimator`): how
+//! The binpacking estimator (docs/reference/ca-rules.md §4.4, upstream's `estimator`): how
 //! many template nodes a set of pod groups needs.
 
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub struct Estimate {
     pub requests: (i64, i64),
 }
 
-/// The binpacking estimator (docs/compat.md §4.4): how many template nodes the
+/// The binpacking estimator (docs/reference/ca-rules.md §4.4): how many template nodes the
 /// pod groups need, at most `limit` new nodes. The snapshot is left as it
 /// was. With `fastpath` (`--fastpath-binpacking-enabled`), the group that
 /// saves the most simulations goes last and is packed by [`fast_path`].

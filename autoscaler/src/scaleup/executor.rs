@@ -26,6 +26,17 @@ use crate::metrics::Metrics;
 /// scale-up used for it.
 type Planned<'a> = (&'a ScaleUpInfo, &'a dyn NodeGroup, Option<&'a NodeInfo>);
 
+/// An increase the provider refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed to increase node group size: {source}")]
+pub struct IncreaseError {
+    /// The node group.
+    pub group: String,
+    /// The provider's error.
+    #[source]
+    pub source: CloudError,
+}
+
 /// What executing a scale-up did.
 #[derive(Debug, Clone, Default)]
 pub struct Executed {
@@ -67,7 +78,7 @@ pub async fn execute(
         let results = futures::future::join_all(increases).await;
         for (p, result) in planned.iter().zip(results) {
             if let Err(e) = record(ctx, registry, *p, result, now, &mut out) {
-                errors.push(e);
+                errors.push(e.to_string());
             }
         }
     } else {
@@ -75,7 +86,7 @@ pub async fn execute(
             announce(ctx, p.0);
             let result = increase(p.1, p.0, atomic).await;
             if let Err(e) = record(ctx, registry, *p, result, now, &mut out) {
-                errors.push(e);
+                errors.push(e.to_string());
                 break;
             }
         }
@@ -123,7 +134,7 @@ fn record(
     result: Result<(), CloudError>,
     now: SystemTime,
     out: &mut Executed,
-) -> Result<(), String> {
+) -> Result<(), IncreaseError> {
     let (id, current, new, max) = (&info.group, info.current, info.new, info.max);
     match result {
         Ok(()) => {
@@ -160,7 +171,10 @@ fn record(
                 &drivers,
                 1,
             );
-            Err(format!("failed to increase node group size: {e}"))
+            Err(IncreaseError {
+                group: id.clone(),
+                source: e,
+            })
         }
     }
 }

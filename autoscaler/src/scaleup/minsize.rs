@@ -1,4 +1,4 @@
-//! `--enforce-node-group-min-size` (docs/compat.md §4.7, upstream's
+//! `--enforce-node-group-min-size` (docs/reference/ca-rules.md §4.7, upstream's
 //! `ScaleUpToNodeGroupMinSize`): every healthy, not backed-off group with a
 //! template whose target is below its min size is raised to min, within
 //! `--max-nodes-total`, through the one [`executor`](super::executor).

@@ -1,4 +1,4 @@
-//! Scale-up (docs/compat.md §4, upstream's `core/scaleup`).
+//! Scale-up (docs/reference/ca-rules.md §4, upstream's `core/scaleup`).
 //!
 //! One loop's scale-up runs in this order (the loop, `crate::core`, runs
 //! the processors of `crate::processors` around it):

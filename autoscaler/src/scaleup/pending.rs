@@ -1,4 +1,4 @@
-//! Which pending pods count for scale-up (docs/compat.md §4.1): the
+//! Which pending pods count for scale-up (docs/reference/ca-rules.md §4.1): the
 //! scheduler's unschedulable pods and those of bypassed schedulers
 //! ([`pending_pods`], before the pod-list processors of
 //! `crate::processors::pods`), and, after them, those old enough
@@ -13,7 +13,7 @@ use predicates::PodInfo;
 pub const POD_SCALE_UP_DELAY: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";
 
 /// Pods the scheduler could not place, or that a bypassed scheduler owns
-/// (docs/compat.md §4.1 classification), not being deleted (upstream's
+/// (docs/reference/ca-rules.md §4.1 classification), not being deleted (upstream's
 /// unschedulable pod lister).
 pub fn pending_pods<'a>(
     unbound: impl Iterator<Item = &'a PodInfo>,

@@ -1,4 +1,4 @@
-//! Planning one scale-up (docs/compat.md §4.3–§4.5): estimate every usable
+//! Planning one scale-up (docs/reference/ca-rules.md §4.3–§4.5): estimate every usable
 //! group, let the expander choose, cap by the limits and balance.
 
 use std::collections::BTreeMap;
@@ -90,7 +90,7 @@ pub struct PlanInputs<'a> {
 pub const ALL_OR_NOTHING_REASON: &str =
     "not all pods would fit and scale-up is using all-or-nothing strategy";
 
-/// Plans one scale-up (docs/compat.md §4.3–§4.5): which pod groups fit
+/// Plans one scale-up (docs/reference/ca-rules.md §4.3–§4.5): which pod groups fit
 /// which node group's template within the limits, one estimate per usable
 /// group, the expander's choice, then the count capped and balanced.
 pub fn plan(snapshot: &mut Snapshot, inputs: &PlanInputs<'_>) -> ScaleUpPlan {

@@ -43,7 +43,25 @@ pub enum SalvoEnd {
     /// The budget is spent.
     BudgetExhausted(Duration),
     /// The helped pods could not be placed on the new nodes.
-    SnapshotUpdate(String),
+    SnapshotUpdate(SnapshotUpdateError),
+}
+
+/// Why the nodes of a scale-up could not join the salvo's snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotUpdateError {
+    /// A scaled-up node group has no template node.
+    #[error("Failed to find template node info for node group {0:?}")]
+    NoTemplate(String),
+    /// A helped pod fits none of the new nodes.
+    #[error(
+        "Failed cluster snapshot update: couldn't schedule triggering pod {pod} on any of the nodes from scaled up node group(s) {groups:?}"
+    )]
+    PodUnplaced {
+        /// The pod's `namespace/name`.
+        pod: String,
+        /// The node groups scaled up.
+        groups: Vec<String>,
+    },
 }
 
 impl fmt::Display for SalvoEnd {
@@ -141,16 +159,13 @@ impl Salvo {
         snapshot: &mut Snapshot,
         templates: &BTreeMap<String, NodeInfo>,
         helped: Vec<PodInfo>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SnapshotUpdateError> {
         let suffix = format!("salvo-{}", self.iteration);
         let first_new = snapshot.nodes().len();
         for info in &up.scaled {
-            let template = templates.get(&info.group).ok_or_else(|| {
-                format!(
-                    "Failed to find template node info for node group {:?}",
-                    info.group
-                )
-            })?;
+            let template = templates
+                .get(&info.group)
+                .ok_or_else(|| SnapshotUpdateError::NoTemplate(info.group.clone()))?;
             let base = template.node.metadata.name.clone().unwrap_or_default();
             for i in 0..info.new.saturating_sub(info.current) {
                 snapshot.add_node(node_from_template(
@@ -163,11 +178,9 @@ impl Salvo {
         for pod in helped {
             let node = snapshot
                 .find_fit(&pod, first_new, |i| i >= first_new)
-                .ok_or_else(|| {
-                    format!(
-                        "Failed cluster snapshot update: couldn't schedule triggering pod {} on any of the nodes from scaled up node group(s) {new_nodes:?}",
-                        pod.key
-                    )
+                .ok_or_else(|| SnapshotUpdateError::PodUnplaced {
+                    pod: pod.key.clone(),
+                    groups: new_nodes.clone(),
                 })?;
             snapshot.add_pod(node, pod);
         }

@@ -139,8 +139,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { mut args } => {
-            // Log only what the autoscaler and cluster warn about.
-            init_logging();
+            // The report is the output: the autoscaler's and the cluster's
+            // logs (scenarios feed them bad input on purpose) only with
+            // `-v` or RUST_LOG.
+            init_logging_at(if args.verbose { "warn" } else { "off" });
             args.report_dir
                 .get_or_insert_with(|| PathBuf::from("target/conformance"));
             let defaults = [PathBuf::from("features")];
@@ -212,9 +214,15 @@ fn report<T>(
 }
 
 fn init_logging() {
+    init_logging_at("warn");
+}
+
+/// Logs to standard error at `RUST_LOG`'s level, else at `default`.
+fn init_logging_at(default: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default.into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -107,7 +107,8 @@ pub struct RunArgs {
     /// Where to write `junit.xml` and `cucumber.json`.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
-    /// Print every step as it finishes, not only the failing ones.
+    /// Print every step as it finishes, not only the failing ones, and the
+    /// autoscaler's and the cluster's warnings (RUST_LOG sets any level).
     #[arg(long, short)]
     pub verbose: bool,
     /// Run only share K of N (0-based) of the scenarios the tags select:

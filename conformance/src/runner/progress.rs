@@ -117,7 +117,7 @@ impl Report {
                     }
                     Step::Passed(..) => Status::Passed,
                     Step::Skipped => Status::Failed(
-                        "no step definition matches this step (see conformance/README.md for the step library)"
+                        "no step definition matches this step (docs/reference/steps.md lists every step)"
                             .into(),
                     ),
                     Step::Failed(_, _, _, err) => Status::Failed(step_error(&err)),

@@ -199,7 +199,6 @@ async fn expired_at_least(w: &mut CaWorld, least: u64) -> StepResult {
 #[then(regex = r"^the API server injected at least (\d+) faults?$")]
 async fn injected_at_least(w: &mut CaWorld, least: u64) -> StepResult {
     let report = faults(w).await?.report();
-    eprintln!("faults injected: {} {:?}", report.total(), report.injected);
     if report.total() < least {
         return Err(format!(
             "the API server injected {} faults ({:?}), fewer than {least}: the rule never matched the autoscaler's requests",
@@ -234,18 +233,22 @@ async fn no_violation(w: &mut CaWorld) -> StepResult {
         .map(|v| format!("at {} s: {}", v.at_seconds, v.what))
         .collect();
     broken.extend(observer.check_end(&r.cluster.client()).await?);
-    if let Some(api) = r.cluster.api_server() {
-        let report = api.server().faults.report();
-        eprintln!("faults injected: {} {:?}", report.total(), report.injected);
-    }
     if broken.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "safety invariants violated:\n  {}",
-            broken.join("\n  ")
-        ))
+        return Ok(());
     }
+    let injected = r.cluster.api_server().map(|api| {
+        let report = api.server().faults.report();
+        format!(
+            " ({} faults injected: {:?})",
+            report.total(),
+            report.injected
+        )
+    });
+    Err(format!(
+        "safety invariants violated{}:\n  {}",
+        injected.unwrap_or_default(),
+        broken.join("\n  ")
+    ))
 }
 
 #[then(regex = r#"^the node group "(\S+)" never had more than (\d+) nodes?$"#)]

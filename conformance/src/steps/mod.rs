@@ -33,7 +33,8 @@
 //! - [`replicas`]: the autoscaler as replicas with leader election, the
 //!   leader killed, which replicas acted and whether one at a time.
 //!
-//! `conformance/README.md` lists every step with an example.
+//! `docs/reference/steps.md` lists every step ([`reference`] renders it);
+//! `docs/suite/writing-scenarios.md` shows them at work.
 
 pub mod assertions;
 pub mod capacity;
@@ -42,6 +43,7 @@ pub mod clusterapi;
 pub mod dra;
 pub mod faults;
 pub mod provisioning;
+pub mod reference;
 pub mod replicas;
 pub mod scalability;
 pub mod storage;

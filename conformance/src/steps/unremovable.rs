@@ -1,7 +1,7 @@
 //! "The autoscaler keeps a node of G because of R": read where every Cluster
 //! Autoscaler says it, the `cluster_autoscaler_unremovable_nodes_count`
 //! metric, whose `reason` label is the number of the unremovable reason in
-//! the release's own order (docs/compat.md §2.5). A blocking pod's reason
+//! the release's own order (docs/reference/ca-rules.md §2.5). A blocking pod's reason
 //! (`NotReplicated`, `NotEnoughPdb`, ...) is counted there as
 //! `BlockedByPod`. Where the autoscaler also offers our decision record, the
 //! step checks there as well that a node of G is the one kept, and for the

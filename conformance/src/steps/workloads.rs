@@ -112,7 +112,7 @@ impl PodShape {
                 .find_map(|(name, re)| re.captures(rest).map(|c| (*name, c)))
                 .ok_or_else(|| {
                     format!(
-                        "unknown pod clause {rest:?} (see conformance/README.md for the clauses)"
+                        "unknown pod clause {rest:?} (docs/suite/writing-scenarios.md lists the clauses)"
                     )
                 })?;
             let arg = |i: usize| caps.get(i).map_or("", |m| m.as_str()).to_string();

@@ -127,17 +127,7 @@ pub(crate) async fn build_in_process(
     match provider {
         Provider::Kwok => autoscaler::inprocess::kwok(client, clock, flags).await,
         Provider::ClusterApi => autoscaler::inprocess::clusterapi(client, clock, flags).await,
-        Provider::Aws => {
-            let endpoint = crate::aws::emulator()
-                .await
-                .map_err(StartError::AwsEmulator)?
-                .endpoint()
-                .to_string();
-            let mut flags = flags.to_vec();
-            flags.push(crate::aws::DISCOVERY.to_string());
-            autoscaler::inprocess::aws(client, clock, crate::aws::connection(&endpoint), &flags)
-                .await
-        }
+        Provider::Aws => return crate::aws::in_process(client, clock, flags).await,
     }
     .map_err(|source| StartError::InProcess {
         provider: provider.flag(),
@@ -174,10 +164,10 @@ pub(super) async fn start_binary(
         command = binary::with_hostname(&command, name);
     }
     if provider == Provider::Aws {
-        let emulator = crate::aws::emulator()
+        let environment = crate::aws::emulator_environment()
             .await
             .map_err(StartError::AwsEmulator)?;
-        command.envs(crate::aws::environment(emulator.endpoint()));
+        command.envs(environment);
     }
     let stdout = log_file
         .try_clone()

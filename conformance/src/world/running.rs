@@ -33,13 +33,13 @@ pub struct Running {
     pub(super) clock: simclock::Clock,
     /// Tasks that play parts of the cluster for the scenario (the CSI
     /// registrar), aborted with it.
-    pub(super) helpers: Vec<tokio::task::JoinHandle<()>>,
+    pub(super) sidecars: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         self.autoscaler.stop();
-        for h in &self.helpers {
+        for h in &self.sidecars {
             h.abort();
         }
     }

@@ -37,10 +37,10 @@ impl CaWorld {
                 .await
                 .map_err(StartError::Object)?;
         }
-        let mut helpers = Vec::new();
+        let mut sidecars = Vec::new();
         if !self.csi_drivers.is_empty() {
             let client = cluster.client();
-            helpers.push(crate::csi::spawn_registrar(
+            sidecars.push(crate::csi::spawn_registrar(
                 client,
                 self.csi_drivers.clone(),
             ));
@@ -85,7 +85,7 @@ impl CaWorld {
             provider,
             observer,
             clock,
-            helpers,
+            sidecars,
         })
     }
 

@@ -8,7 +8,7 @@ use apimachinery::labels::{LabelSelector, Operator, Requirement};
 /// which the controller manages by default.
 pub const NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 
-/// Which nodes this controller manages (docs/kwok-compat.md §1.2).
+/// Which nodes this controller manages (docs/reference/kwok-rules.md §1.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeSelection {
     /// Every node (`--manage-all-nodes`).

@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
-/// A pool of pod IPs per CIDR string (docs/kwok-compat.md §1.6).
+/// A pool of pod IPs per CIDR string (docs/reference/kwok-rules.md §1.6).
 #[derive(Debug, Default)]
 pub(super) struct IpPool {
     pub(super) next: HashMap<String, u32>,

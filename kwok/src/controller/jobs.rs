@@ -14,7 +14,7 @@ use crate::stage::{Action, Compiled, PatchType};
 use crate::template::{Context, Template};
 
 /// Whether kwok retries a failed call: connection errors, timeouts, 429
-/// and 503 (docs/kwok-compat.md §1.3 step 6).
+/// and 503 (docs/reference/kwok-rules.md §1.3 step 6).
 pub(super) fn retriable(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => matches!(s.code, 429 | 503 | 504) || s.reason == "ServerTimeout",

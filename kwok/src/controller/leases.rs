@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::shared::{Change, LeaseMsg, Shared};
 
-/// Holds the leases of the selected nodes (docs/kwok-compat.md §1.4): takes a lease
+/// Holds the leases of the selected nodes (docs/reference/kwok-rules.md §1.4): takes a lease
 /// that is free, ours or expired, renews every duration/4 (±4 %), and
 /// tells the controller whenever it gains or loses a node.
 pub(super) async fn lease_task(shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<LeaseMsg>) {

@@ -1,7 +1,7 @@
 //! The kwok controller: watches nodes and pods, picks a Stage for each
 //! change, waits its delay and performs its actions; renews node leases and
 //! hands out pod IPs. Event-driven only: every change of an object cancels
-//! and replaces the job queued for it (docs/kwok-compat.md §1.3).
+//! and replaces the job queued for it (docs/reference/kwok-rules.md §1.3).
 //!
 //! One task owns the state (managed nodes, queued jobs, stages) and reads
 //! one merged stream of changes: the node and pod watches, Stage objects
@@ -343,7 +343,7 @@ impl Controller {
     }
 
     /// The lease task took or lost a node's lease: a node is handled only
-    /// while this controller holds its lease (docs/kwok-compat.md §1.2).
+    /// while this controller holds its lease (docs/reference/kwok-rules.md §1.2).
     fn lease_changed(&mut self, name: String, held: bool) {
         if !self.nodes.contains_key(&name) {
             return;

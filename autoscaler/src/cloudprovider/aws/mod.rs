@@ -61,7 +61,7 @@ use ids::provider_id_of;
 pub use ids::{CANNOT_BE_FULFILLED, PLACEHOLDER_PREFIX, parse_provider_id, provider_id};
 pub use nodegroup::AwsNodeGroup;
 pub use state::Settings;
-use state::{Cache, Group, InstanceTypeOf, Shared};
+use state::{Cache, Group, InstanceTypeError, InstanceTypeOf, Shared};
 
 /// The GPU label of this provider.
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
@@ -250,24 +250,16 @@ impl AwsProvider {
                         version,
                     }),
                 ) => api.launch_template_type(name, *by_id, version).await,
-                _ => return Err("its mixed instances policy names no instance type".into()),
+                _ => return Err(InstanceTypeError::MixedNamesNoType),
             },
-            LaunchSpec::Unknown => {
-                return Err(
-                    "it has no launch configuration, launch template or mixed instances policy"
-                        .into(),
-                );
-            }
-        }
-        .map_err(|e| e.to_string())?;
+            LaunchSpec::Unknown => return Err(InstanceTypeError::NoLaunchSpec),
+        }?;
         match template::lookup(&name) {
             Some(shape) => Ok((name, shape)),
             None => {
                 tracing::info!("instance type {name} is not in the shipped table: asking EC2");
-                api.instance_type(&name)
-                    .await
-                    .map(|shape| (name, shape))
-                    .map_err(|e| e.to_string())
+                let shape = api.instance_type(&name).await?;
+                Ok((name, shape))
             }
         }
     }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use super::api::{Asg, AwsApi, Connection};
+use super::api::{Asg, AwsApi, AwsError, Connection};
 use super::autodiscovery;
 use super::shape::Shape;
 use super::template::{BadTag, TemplateTags};
@@ -38,8 +38,23 @@ impl Settings {
     }
 }
 
+/// Why an ASG's instance type is not known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InstanceTypeError {
+    /// A mixed instances policy with neither overrides nor a launch
+    /// template.
+    #[error("its mixed instances policy names no instance type")]
+    MixedNamesNoType,
+    /// Nothing says how the ASG launches instances.
+    #[error("it has no launch configuration, launch template or mixed instances policy")]
+    NoLaunchSpec,
+    /// AWS did not say (the error names the call and its object).
+    #[error("{0}")]
+    Aws(#[from] AwsError),
+}
+
 /// An ASG's instance type and its shape, or why they are not known.
-pub(super) type InstanceTypeOf = Result<(String, Shape), String>;
+pub(super) type InstanceTypeOf = Result<(String, Shape), InstanceTypeError>;
 
 /// One ASG as the last refresh read it.
 #[derive(Debug, Clone)]

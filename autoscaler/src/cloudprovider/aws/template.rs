@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use apimachinery::validation::{InvalidName, validate_key, validate_value};
 use k8s_openapi::api::core::v1::Node;
 
 use super::instance_types::INSTANCE_TYPES;
@@ -46,7 +47,43 @@ pub struct BadTag {
     /// Its value.
     pub value: String,
     /// What is wrong with it.
-    pub why: String,
+    #[source]
+    pub why: TagError,
+}
+
+/// What is wrong with a node template tag's key or value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TagError {
+    /// A `label/<key>` whose key Kubernetes refuses.
+    #[error("invalid label key: {0}")]
+    LabelKey(#[source] InvalidName),
+    /// A label value Kubernetes refuses.
+    #[error("invalid label value: {0}")]
+    LabelValue(#[source] InvalidName),
+    /// A `resources/<name>` value that is no quantity.
+    #[error("not a quantity (like \"4\", \"500m\", \"100Gi\")")]
+    Quantity,
+    /// A `taint/<key>` whose key Kubernetes refuses.
+    #[error("invalid taint key: {0}")]
+    TaintKey(#[source] InvalidName),
+    /// A taint value without `:<effect>`.
+    #[error("expected <value>:<effect>, like true:NoSchedule")]
+    TaintShape,
+    /// A taint effect Kubernetes does not know.
+    #[error("the effect {0:?} is not NoSchedule, PreferNoSchedule or NoExecute")]
+    TaintEffect(String),
+    /// A taint value Kubernetes refuses.
+    #[error("invalid taint value: {0}")]
+    TaintValue(#[source] InvalidName),
+    /// An option that takes a number.
+    #[error("{0} must be a number, like 0.5")]
+    Number(String),
+    /// An option that takes a duration.
+    #[error("{0} must be a duration, like 10m0s")]
+    Duration(String),
+    /// An option that takes a boolean.
+    #[error("{0} must be true or false")]
+    Bool(String),
 }
 
 /// The per-group options an ASG's tags set (upstream reads these five).
@@ -102,24 +139,20 @@ pub struct TemplateTags {
 pub fn parse_tags(tags: &BTreeMap<String, String>) -> Result<TemplateTags, BadTag> {
     let mut out = TemplateTags::default();
     for (key, value) in tags {
-        let bad = |why: String| BadTag {
+        let bad = |why: TagError| BadTag {
             key: key.clone(),
             value: value.clone(),
             why,
         };
         if let Some(label) = key.strip_prefix(LABEL_PREFIX) {
-            apimachinery::validation::validate_key(label)
-                .map_err(|e| bad(format!("invalid label key: {}", e.0)))?;
-            apimachinery::validation::validate_value(value)
-                .map_err(|e| bad(format!("invalid label value: {}", e.0)))?;
+            validate_key(label).map_err(|e| bad(TagError::LabelKey(e)))?;
+            validate_value(value).map_err(|e| bad(TagError::LabelValue(e)))?;
             out.labels.insert(label.to_string(), value.clone());
         } else if let Some(taint) = key.strip_prefix(TAINT_PREFIX) {
             out.taints.push(parse_taint(taint, value).map_err(bad)?);
         } else if let Some(resource) = key.strip_prefix(RESOURCES_PREFIX) {
             if predicates::quantity::parse_milli(value).is_none() {
-                return Err(bad(
-                    "not a quantity (like \"4\", \"500m\", \"100Gi\")".to_string()
-                ));
+                return Err(bad(TagError::Quantity));
             }
             out.resources.insert(resource.to_string(), value.clone());
         } else if let Some(option) = key.strip_prefix(OPTIONS_PREFIX) {
@@ -130,19 +163,13 @@ pub fn parse_tags(tags: &BTreeMap<String, String>) -> Result<TemplateTags, BadTa
 }
 
 /// `value:Effect` (the value may be empty: `:NoSchedule`).
-fn parse_taint(key: &str, value: &str) -> Result<Taint, String> {
-    apimachinery::validation::validate_key(key)
-        .map_err(|e| format!("invalid taint key: {}", e.0))?;
-    let (v, effect) = value
-        .rsplit_once(':')
-        .ok_or("expected <value>:<effect>, like true:NoSchedule")?;
+fn parse_taint(key: &str, value: &str) -> Result<Taint, TagError> {
+    validate_key(key).map_err(TagError::TaintKey)?;
+    let (v, effect) = value.rsplit_once(':').ok_or(TagError::TaintShape)?;
     if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
-        return Err(format!(
-            "the effect {effect:?} is not NoSchedule, PreferNoSchedule or NoExecute"
-        ));
+        return Err(TagError::TaintEffect(effect.to_string()));
     }
-    apimachinery::validation::validate_value(v)
-        .map_err(|e| format!("invalid taint value: {}", e.0))?;
+    validate_value(v).map_err(TagError::TaintValue)?;
     Ok(Taint {
         key: key.to_string(),
         value: v.to_string(),
@@ -150,16 +177,14 @@ fn parse_taint(key: &str, value: &str) -> Result<Taint, String> {
     })
 }
 
-fn parse_option(options: &mut OptionTags, name: &str, value: &str) -> Result<(), String> {
+fn parse_option(options: &mut OptionTags, name: &str, value: &str) -> Result<(), TagError> {
     let float = || {
         value
             .parse::<f64>()
-            .map_err(|_| format!("{name} must be a number, like 0.5"))
+            .map_err(|_| TagError::Number(name.to_string()))
     };
-    let duration = || {
-        simclock::parse_go_duration(value)
-            .ok_or_else(|| format!("{name} must be a duration, like 10m0s"))
-    };
+    let duration =
+        || simclock::parse_go_duration(value).ok_or_else(|| TagError::Duration(name.to_string()));
     match name {
         "scaledownutilizationthreshold" => options.utilization = Some(float()?),
         "scaledowngpuutilizationthreshold" => options.gpu_utilization = Some(float()?),
@@ -169,7 +194,7 @@ fn parse_option(options: &mut OptionTags, name: &str, value: &str) -> Result<(),
             options.ignore_daemonsets = Some(match value.to_lowercase().as_str() {
                 "true" | "1" | "t" => true,
                 "false" | "0" | "f" => false,
-                _ => return Err(format!("{name} must be true or false")),
+                _ => return Err(TagError::Bool(name.to_string())),
             })
         }
         // Upstream reads only the five above; others are left alone.

@@ -280,7 +280,12 @@ impl ClusterApiProvider {
         let (min, max) = match scalefromzero::size_annotations(annotations, keys) {
             Ok(sizes) => sizes,
             Err(e) => {
-                s.report(&o, kind, EventReason::InvalidNodeGroupAnnotation, e);
+                s.report(
+                    &o,
+                    kind,
+                    EventReason::InvalidNodeGroupAnnotation,
+                    e.to_string(),
+                );
                 return None;
             }
         };
@@ -291,7 +296,12 @@ impl ClusterApiProvider {
         let capacity = match Capacity::of(annotations, template.as_ref()) {
             Ok(c) => c,
             Err(e) => {
-                s.report(&o, kind, EventReason::InvalidNodeGroupAnnotation, e);
+                s.report(
+                    &o,
+                    kind,
+                    EventReason::InvalidNodeGroupAnnotation,
+                    e.to_string(),
+                );
                 return None;
             }
         };

@@ -12,6 +12,7 @@
 use predicates::CsiNode;
 use std::collections::BTreeMap;
 
+use apimachinery::validation::{InvalidName, validate_key, validate_value};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
@@ -28,6 +29,107 @@ pub const UNAVAILABLE: &str = "cannot scale from zero: neither the capacity.clus
 /// also overrides the template's `pods`).
 pub const DEFAULT_MAX_PODS: &str = "110";
 
+/// An annotation of a MachineDeployment or MachineSet that does not parse
+/// (each names the annotation).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScaleFromZeroError {
+    /// A min or max size that is not a non-negative integer.
+    #[error(
+        "error validating min/max annotations: invalid {which} annotation {key}: {value:?} is not a non-negative integer"
+    )]
+    Size {
+        /// `min` or `max`.
+        which: &'static str,
+        /// The annotation.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+    /// A max size below the min size.
+    #[error(
+        "error validating min/max annotations: invalid max annotation {key}: {max} is below the min size {min}"
+    )]
+    MaxBelowMin {
+        /// The max size annotation.
+        key: String,
+        /// The min size.
+        min: usize,
+        /// The max size.
+        max: usize,
+    },
+    /// A min size above zero without a max size.
+    #[error(
+        "error validating min/max annotations: annotation {key} is missing (min size {min} needs a max)"
+    )]
+    NoMax {
+        /// The max size annotation.
+        key: String,
+        /// The min size.
+        min: usize,
+    },
+    /// A capacity that is not a quantity.
+    #[error("annotation {key}: {value:?} is not a quantity (like \"4\", \"500m\", \"16Gi\")")]
+    Quantity {
+        /// The annotation.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+    /// A count that is not an integer.
+    #[error("value {value:?} from annotation {key:?} expected to be an integer")]
+    Integer {
+        /// The annotation.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+    /// A taint of the taints annotation that does not parse.
+    #[error("annotation {key}: invalid taint spec {item:?}: {why}")]
+    Taint {
+        /// The annotation.
+        key: String,
+        /// The taint as written.
+        item: String,
+        /// What is wrong with it.
+        #[source]
+        why: EntryError,
+    },
+    /// A label of the labels annotation that does not parse.
+    #[error("annotation {key}: invalid label {item:?}: {why}")]
+    Label {
+        /// The annotation.
+        key: String,
+        /// The label as written.
+        item: String,
+        /// What is wrong with it.
+        #[source]
+        why: EntryError,
+    },
+}
+
+/// What is wrong with one taint or label of an annotation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    /// A taint without `:Effect`.
+    #[error("expected key[=value]:Effect")]
+    TaintShape,
+    /// A taint with two effects.
+    #[error("more than one ':'")]
+    Colons,
+    /// An effect Kubernetes does not know.
+    #[error("the effect must be NoSchedule, PreferNoSchedule or NoExecute")]
+    Effect,
+    /// A taint with two values.
+    #[error("more than one '='")]
+    Equals,
+    /// A label without `=value`.
+    #[error("expected key=value")]
+    LabelShape,
+    /// A key or value Kubernetes refuses.
+    #[error("{0}")]
+    Name(#[from] InvalidName),
+}
+
 fn capacity_key(name: &str) -> String {
     format!("{CAPACITY_PREFIX}{name}")
 }
@@ -37,30 +139,31 @@ fn capacity_key(name: &str) -> String {
 pub fn size_annotations(
     annotations: &BTreeMap<String, String>,
     keys: &Keys,
-) -> Result<(usize, usize), String> {
-    let read = |key: String, which: &str| -> Result<usize, String> {
+) -> Result<(usize, usize), ScaleFromZeroError> {
+    let read = |key: String, which: &'static str| -> Result<usize, ScaleFromZeroError> {
         match annotations.get(&key) {
             None => Ok(0),
-            Some(v) => v.parse::<usize>().map_err(|_| {
-                format!(
-                    "error validating min/max annotations: invalid {which} annotation {key}: {v:?} is not a non-negative integer"
-                )
+            Some(v) => v.parse::<usize>().map_err(|_| ScaleFromZeroError::Size {
+                which,
+                key: key.clone(),
+                value: v.clone(),
             }),
         }
     };
     let min = read(keys.min_size(), "min")?;
     let max = read(keys.max_size(), "max")?;
     if annotations.contains_key(&keys.max_size()) && max < min {
-        return Err(format!(
-            "error validating min/max annotations: invalid max annotation {}: {max} is below the min size {min}",
-            keys.max_size()
-        ));
+        return Err(ScaleFromZeroError::MaxBelowMin {
+            key: keys.max_size(),
+            min,
+            max,
+        });
     }
     if !annotations.contains_key(&keys.max_size()) && min > 0 {
-        return Err(format!(
-            "error validating min/max annotations: annotation {} is missing (min size {min} needs a max)",
-            keys.max_size()
-        ));
+        return Err(ScaleFromZeroError::NoMax {
+            key: keys.max_size(),
+            min,
+        });
     }
     Ok((min, max))
 }
@@ -111,78 +214,98 @@ pub fn parse_csi_drivers(value: &str) -> Option<CsiNode> {
     (!csi.drivers.is_empty()).then_some(csi)
 }
 
-fn quantity(annotations: &BTreeMap<String, String>, name: &str) -> Result<Option<String>, String> {
+fn quantity(
+    annotations: &BTreeMap<String, String>,
+    name: &str,
+) -> Result<Option<String>, ScaleFromZeroError> {
     let key = capacity_key(name);
     let Some(v) = annotations.get(&key).filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
     let valid = predicates::quantity::parse_milli(v).is_some();
     if !valid {
-        return Err(format!(
-            "annotation {key}: {v:?} is not a quantity (like \"4\", \"500m\", \"16Gi\")"
-        ));
+        return Err(ScaleFromZeroError::Quantity {
+            key,
+            value: v.clone(),
+        });
     }
     // A zero quantity is as good as none.
     Ok((predicates::quantity::parse_milli(v) != Some(0)).then(|| v.clone()))
 }
 
-fn integer(annotations: &BTreeMap<String, String>, name: &str) -> Result<Option<i64>, String> {
+fn integer(
+    annotations: &BTreeMap<String, String>,
+    name: &str,
+) -> Result<Option<i64>, ScaleFromZeroError> {
     let key = capacity_key(name);
     match annotations.get(&key).filter(|v| !v.is_empty()) {
         None => Ok(None),
         Some(v) => v
             .parse::<i64>()
             .map(Some)
-            .map_err(|_| format!("value {v:?} from annotation {key:?} expected to be an integer")),
+            .map_err(|_| ScaleFromZeroError::Integer {
+                key: key.clone(),
+                value: v.clone(),
+            }),
     }
 }
 
 /// Parses `key1=value1:NoSchedule,key2:NoExecute`.
-pub fn parse_taints(s: &str) -> Result<Vec<Taint>, String> {
-    let key = capacity_key("taints");
+pub fn parse_taints(s: &str) -> Result<Vec<Taint>, ScaleFromZeroError> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let invalid = |why: &str| format!("annotation {key}: invalid taint spec {item:?}: {why}");
-        let (kv, effect) = item
-            .split_once(':')
-            .ok_or_else(|| invalid("expected key[=value]:Effect"))?;
-        if effect.contains(':') {
-            return Err(invalid("more than one ':'"));
-        }
-        if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
-            return Err(invalid(
-                "the effect must be NoSchedule, PreferNoSchedule or NoExecute",
-            ));
-        }
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        if v.contains('=') {
-            return Err(invalid("more than one '='"));
-        }
-        apimachinery::validation::validate_key(k).map_err(|e| invalid(&e.0))?;
-        apimachinery::validation::validate_value(v).map_err(|e| invalid(&e.0))?;
-        out.push(Taint {
-            key: k.to_string(),
-            value: v.to_string(),
-            effect: effect.to_string(),
-        });
+        let taint = parse_taint(item).map_err(|why| ScaleFromZeroError::Taint {
+            key: capacity_key("taints"),
+            item: item.to_string(),
+            why,
+        })?;
+        out.push(taint);
     }
     Ok(out)
 }
 
+/// Parses `key[=value]:Effect`.
+fn parse_taint(item: &str) -> Result<Taint, EntryError> {
+    let (kv, effect) = item.split_once(':').ok_or(EntryError::TaintShape)?;
+    if effect.contains(':') {
+        return Err(EntryError::Colons);
+    }
+    if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+        return Err(EntryError::Effect);
+    }
+    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+    if v.contains('=') {
+        return Err(EntryError::Equals);
+    }
+    validate_key(k)?;
+    validate_value(v)?;
+    Ok(Taint {
+        key: k.to_string(),
+        value: v.to_string(),
+        effect: effect.to_string(),
+    })
+}
+
 /// Parses `key1=value1,key2=value2`.
-pub fn parse_labels(s: &str) -> Result<BTreeMap<String, String>, String> {
-    let key = capacity_key("labels");
+pub fn parse_labels(s: &str) -> Result<BTreeMap<String, String>, ScaleFromZeroError> {
     let mut out = BTreeMap::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let invalid = |why: &str| format!("annotation {key}: invalid label {item:?}: {why}");
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| invalid("expected key=value"))?;
-        apimachinery::validation::validate_key(k).map_err(|e| invalid(&e.0))?;
-        apimachinery::validation::validate_value(v).map_err(|e| invalid(&e.0))?;
+        let (k, v) = parse_label(item).map_err(|why| ScaleFromZeroError::Label {
+            key: capacity_key("labels"),
+            item: item.to_string(),
+            why,
+        })?;
         out.insert(k.to_string(), v.to_string());
     }
     Ok(out)
+}
+
+/// Parses `key=value`.
+fn parse_label(item: &str) -> Result<(&str, &str), EntryError> {
+    let (k, v) = item.split_once('=').ok_or(EntryError::LabelShape)?;
+    validate_key(k)?;
+    validate_value(v)?;
+    Ok((k, v))
 }
 
 impl Capacity {
@@ -192,7 +315,7 @@ impl Capacity {
     pub fn of(
         annotations: &BTreeMap<String, String>,
         template: Option<&Value>,
-    ) -> Result<Option<Self>, String> {
+    ) -> Result<Option<Self>, ScaleFromZeroError> {
         let mut from_annotations = BTreeMap::new();
         for (name, resource) in [
             ("cpu", "cpu"),

@@ -58,13 +58,18 @@ fn size_annotations_name_the_bad_annotation() {
         size_annotations(&annotations(&[(MAX, "3")]), &keys()),
         Ok((0, 3))
     );
-    let e = size_annotations(&annotations(&[(MIN, "0"), (MAX, "five")]), &keys()).unwrap_err();
+    let err = |pairs: &[(&str, &str)]| {
+        size_annotations(&annotations(pairs), &keys())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(&[(MIN, "0"), (MAX, "five")]);
     assert!(e.contains(MAX) && e.contains("\"five\""), "{e}");
-    let e = size_annotations(&annotations(&[(MIN, "-1"), (MAX, "3")]), &keys()).unwrap_err();
+    let e = err(&[(MIN, "-1"), (MAX, "3")]);
     assert!(e.contains(MIN), "{e}");
-    let e = size_annotations(&annotations(&[(MIN, "4"), (MAX, "3")]), &keys()).unwrap_err();
+    let e = err(&[(MIN, "4"), (MAX, "3")]);
     assert!(e.contains("below the min size 4"), "{e}");
-    let e = size_annotations(&annotations(&[(MIN, "2")]), &keys()).unwrap_err();
+    let e = err(&[(MIN, "2")]);
     assert!(e.contains("is missing"), "{e}");
 }
 
@@ -120,7 +125,8 @@ fn malformed_capacity_annotations_are_errors_naming_them() {
         &annotations(&[("capacity.cluster-autoscaler.kubernetes.io/memory", "500mb")]),
         None,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("capacity.cluster-autoscaler.kubernetes.io/memory") && e.contains("500mb"),
         "{e}"
@@ -129,17 +135,20 @@ fn malformed_capacity_annotations_are_errors_naming_them() {
         &annotations(&[("capacity.cluster-autoscaler.kubernetes.io/gpu-count", "two")]),
         None,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("gpu-count"), "{e}");
     assert!(
         parse_taints("a=b:Sometimes")
             .unwrap_err()
+            .to_string()
             .contains("effect")
     );
     assert!(parse_taints("a=b=c:NoSchedule").is_err());
     assert!(
         parse_labels("novalue")
             .unwrap_err()
+            .to_string()
             .contains("expected key=value")
     );
 }

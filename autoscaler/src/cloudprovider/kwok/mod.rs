@@ -1,4 +1,4 @@
-//! The `kwok` cloud provider (docs/compat.md §10): node groups made of fake
+//! The `kwok` cloud provider (docs/reference/ca-rules.md §10): node groups made of fake
 //! nodes. "Creating an instance" creates a Node object annotated
 //! `kwok.x-k8s.io/node: fake` (the kwok controller then makes it Ready);
 //! "deleting" deletes the Node object.
@@ -149,7 +149,7 @@ impl KwokProvider {
             };
             if let Some(existing) = built.get_mut(&group) {
                 // Every further node of a group read from the cluster is
-                // one more member (docs/compat.md §10.5 step 3).
+                // one more member (docs/reference/ca-rules.md §10.5 step 3).
                 if parsed.from_cluster {
                     existing.target += 1;
                 }

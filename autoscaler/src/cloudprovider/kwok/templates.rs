@@ -59,7 +59,7 @@ pub(super) fn group_of(node: &Node, grouping: &Grouping) -> Option<String> {
         .or_else(|| grouping.value(node))
 }
 
-/// Prepares a template (docs/compat.md §10.4/§10.5): identity cleared, kwok and
+/// Prepares a template (docs/reference/ca-rules.md §10.4/§10.5): identity cleared, kwok and
 /// group annotations, the provider taint unless skipped, status reduced to
 /// capacity, allocatable and node info (kwok fills in the rest).
 pub(super) fn prepare_template(

@@ -126,7 +126,7 @@ fn templates_are_prepared_as_upstream() {
     );
 }
 
-/// Properties of the provider's two ConfigMaps (issue 17; the other
+/// Properties of the provider's two ConfigMaps (the other
 /// parsers' properties are in `conformance --test parsers`): whatever the
 /// text, no panic, and an error that names the ConfigMap.
 mod properties {

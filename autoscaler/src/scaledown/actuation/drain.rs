@@ -1,4 +1,4 @@
-//! Draining a node (docs/compat.md §3.6): its pods evicted through the
+//! Draining a node (docs/reference/ca-rules.md §3.6): its pods evicted through the
 //! Eviction API by priority group, each eviction retried until
 //! `--max-pod-eviction-time`, then waited for until they are gone.
 

@@ -1,7 +1,7 @@
 //! What the drainability rules read and answer: the annotations they
 //! look at, the outcomes and blocking reasons, the flags that turn rules
 //! off ([`DrainRules`]), the [`Context`] of an evaluation, and the pod
-//! helpers the rules share.
+//! functions the rules share.
 
 use std::time::{Duration, SystemTime};
 

@@ -1,7 +1,7 @@
-//! Drainability: which pods block removing their node (docs/compat.md §2). The
+//! Drainability: which pods block removing their node (docs/reference/ca-rules.md §2). The
 //! rules are a list, [`rules::DEFAULT`], one type per rule in upstream's
 //! order (`simulator/drainability/rules`); [`evaluate`] runs them and the
-//! first with an opinion wins. The types, the flags and the helpers the
+//! first with an opinion wins. The types, the flags and the functions the
 //! rules share are in [`context`].
 
 pub mod context;

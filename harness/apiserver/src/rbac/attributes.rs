@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn non_resource_rules_match_paths_and_prefixes() {
-        // rbac/v1 helpers: NonResourceURLMatches.
+        // rbac/v1's NonResourceURLMatches.
         let rule = json!({"nonResourceURLs": ["/apis/*", "/healthz"], "verbs": ["get"]});
         let get = |path: &str| Access::NonResource {
             verb: "get".into(),

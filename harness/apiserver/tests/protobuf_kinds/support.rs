@@ -1,4 +1,4 @@
-//! The table's row type and the helpers that build protobuf messages and
+//! The table's row type and the functions that build protobuf messages and
 //! their JSON twins.
 
 use std::collections::BTreeMap;

@@ -366,7 +366,7 @@ fn macros_and_operators() {
     ));
 }
 
-/// on_x helper sanity: a rule that holds yields no cause.
+/// on_x sanity: a rule that holds yields no cause.
 #[test]
 fn passing_rule_has_no_cause() {
     let rules = on_x(json!({"type": "string"}), "self == 'a'");

@@ -1,12 +1,4 @@
-//! The autoscaler in-process with `--cloud-provider=aws` against an AWS API
-//! emulator (moto's server mode, started here on loopback), in virtual
-//! time: ASGs found by their tags scale from zero from their launch
-//! template's instance type, scale back down by terminating instances, and
-//! an ASG with a malformed node template tag is left alone and reported.
-//!
-//! Without moto (`pip install 'moto[server]'`) each test prints SKIPPED
-//! and the reason; `.ci/run` installs it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The scenarios, built with the `aws` feature.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
