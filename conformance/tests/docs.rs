@@ -361,24 +361,33 @@ fn generated_pages() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Where a page differs from what the code renders: the first line that
-/// differs, with both versions, or `None` when they are the same.
+/// Where a page differs from what the code renders: the lines the code
+/// renders that the page lacks, and the page's lines the code no longer
+/// renders (a few of each), or `None` when they are the same.
 fn drift(page: &str, written: &str, rendered: &str) -> Option<String> {
     if written == rendered {
         return None;
     }
-    let (w, r): (Vec<&str>, Vec<&str>) = (written.lines().collect(), rendered.lines().collect());
-    let at = w
-        .iter()
-        .zip(&r)
-        .position(|(a, b)| a != b)
-        .unwrap_or(w.len().min(r.len()));
+    let (w, r): (BTreeSet<&str>, BTreeSet<&str>) =
+        (written.lines().collect(), rendered.lines().collect());
+    let list = |lines: Vec<&&str>| {
+        lines
+            .iter()
+            .take(5)
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let missing: Vec<&&str> = r.difference(&w).collect();
+    let stale: Vec<&&str> = w.difference(&r).collect();
     Some(format!(
-        "{page} is not what the code renders, from line {}:\n  written:  {}\n  rendered: {}\n\
-         (UPDATE_REFERENCE=1 cargo test -p conformance --test docs rewrites it)",
-        at + 1,
-        w.get(at).unwrap_or(&"<end of file>"),
-        r.get(at).unwrap_or(&"<end of file>"),
+        "{page} is not what the code renders \
+         (UPDATE_REFERENCE=1 cargo test -p conformance --test docs rewrites it)\n  \
+         missing from the page ({}):\n{}\n  no longer rendered ({}):\n{}",
+        missing.len(),
+        list(missing.clone()),
+        stale.len(),
+        list(stale.clone()),
     ))
 }
 
@@ -410,15 +419,21 @@ fn every_registered_step_is_in_the_step_reference() {
 }
 
 #[test]
-fn the_drift_check_names_the_first_line_that_differs() {
+fn the_drift_check_names_the_lines_that_differ() {
     let rendered = "# Flags\n| `--a` |\n| `--b` |\n";
     assert_eq!(drift("p.md", rendered, rendered), None);
     let missing_b = "# Flags\n| `--a` |\n";
     let message = drift("p.md", missing_b, rendered).unwrap();
-    assert!(message.contains("line 3"), "{message}");
-    assert!(message.contains("| `--b` |"), "{message}");
+    assert!(
+        message.contains("missing from the page (1):\n    | `--b` |"),
+        "{message}"
+    );
     let changed = "# Flags\n| `--a` | old |\n| `--b` |\n";
-    assert!(drift("p.md", changed, rendered).unwrap().contains("line 2"));
+    let message = drift("p.md", changed, rendered).unwrap();
+    assert!(
+        message.contains("no longer rendered (1):\n    | `--a` | old |"),
+        "{message}"
+    );
 }
 
 #[test]
