@@ -5,7 +5,7 @@
 # as user 65532.
 #
 #   deploy/image-from-binary.sh target/debug/testbed localhost/testbed:dev
-#   deploy/image-from-binary.sh target/release/cluster-autoscaler localhost/cluster-autoscaler:dev
+#   deploy/image-from-binary.sh target/dist/cluster-autoscaler localhost/cluster-autoscaler:dev
 #
 # The engine is podman when found, else docker. For a static image built from
 # source, see deploy/Dockerfile.

@@ -456,3 +456,32 @@ fn ci_runs_the_readme_test_command() {
         ".ci/run does not run the README's test command `{test}`"
     );
 }
+
+#[test]
+fn the_image_build_copies_every_workspace_member() {
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let members: BTreeSet<String> = manifest
+        .split("members = [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap()
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        // A member inside another member's folder comes with it.
+        .map(|m| m.split('/').next().unwrap_or(m).to_string())
+        .collect();
+    let dockerfile = std::fs::read_to_string(repo().join("deploy/Dockerfile")).unwrap();
+    let copied: BTreeSet<String> = dockerfile
+        .lines()
+        .filter_map(|l| l.strip_prefix("COPY "))
+        .filter(|l| !l.starts_with("--from"))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    let missing: Vec<&String> = members.difference(&copied).collect();
+    assert!(
+        missing.is_empty(),
+        "deploy/Dockerfile does not copy {missing:?}"
+    );
+}
