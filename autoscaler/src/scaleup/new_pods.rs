@@ -9,8 +9,8 @@
 //! - [`NEW_POD_BUFFER`], 2 s, for every pod: upstream's
 //!   `unschedulablePodTimeBuffer`, applied by default as upstream does.
 //!   With our `--very-new-pods-wait=false` (and `--frequent-loops-enabled`,
-//!   on by default) we do not apply it (README, `core`: "Timings that
-//!   differ"). Upstream's buffer insures against acting on part of a burst
+//!   on by default) we do not apply it (`docs/operators/migrate-from-upstream.md`,
+//!   "Timings"). Upstream's buffer insures against acting on part of a burst
 //!   when the rest would wait a whole `--scan-interval`. Our loop with
 //!   frequent loops starts again for every new unschedulable pod and for
 //!   every pod bound while nodes are upcoming, so the rest of a burst waits
