@@ -143,7 +143,7 @@ mod emulated {
     }
 
     /// The process's emulator's endpoint, the emulator started on first use.
-    pub async fn emulator_endpoint() -> Result<String, String> {
+    async fn emulator_endpoint() -> Result<String, String> {
         Ok(emulator().await?.endpoint().to_string())
     }
 
@@ -188,11 +188,6 @@ mod absent {
     use super::NOT_BUILT;
     use crate::world::StartError;
     use crate::world::groups::GroupSpec;
-
-    /// Fails with [`NOT_BUILT`].
-    pub async fn emulator_endpoint() -> Result<String, String> {
-        Err(NOT_BUILT.to_string())
-    }
 
     /// Fails with [`NOT_BUILT`].
     pub async fn emulator_environment() -> Result<[(&'static str, String); 4], String> {

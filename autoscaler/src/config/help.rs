@@ -100,7 +100,13 @@ pub(crate) fn default_value(arg: &Arg) -> Option<String> {
                 .first()
                 .map(|v| v.to_string_lossy().into_owned())
         })?;
-    (!matches!(value.as_str(), "" | "0" | "false" | "0s")).then_some(value)
+    (!is_zero_value(&value)).then_some(value)
+}
+
+/// Whether pflag counts a default as zero and leaves it out of `--help`
+/// (`[]`: an empty list, as upstream's tables write it).
+pub(crate) fn is_zero_value(value: &str) -> bool {
+    matches!(value, "" | "0" | "false" | "0s" | "[]")
 }
 
 /// ` (default …)` as pflag prints it, or nothing for a zero value.

@@ -60,19 +60,15 @@ pub fn upstream_flags(table: &str) -> Result<BTreeMap<String, UpstreamFlag>, Ups
             name.to_string(),
             UpstreamFlag {
                 type_name: type_name.to_string(),
-                default: zero_as_empty(default),
+                default: if help::is_zero_value(default) {
+                    String::new()
+                } else {
+                    default.to_string()
+                },
             },
         );
     }
     Ok(out)
-}
-
-/// pflag leaves zero defaults out of `--help`: they compare as empty.
-fn zero_as_empty(default: &str) -> String {
-    match default {
-        "0" | "false" | "0s" | "[]" => String::new(),
-        d => d.to_string(),
-    }
 }
 
 /// How one of our flags compares with upstream's.
@@ -118,9 +114,7 @@ fn compare(arg: &Arg, upstream: &BTreeMap<String, UpstreamFlag>) -> Comparison {
     if ours_type != theirs_type {
         return Comparison::OtherType(theirs.type_name.clone());
     }
-    let ours_default = help::default_value(arg)
-        .map(|d| zero_as_empty(&d))
-        .unwrap_or_default();
+    let ours_default = help::default_value(arg).unwrap_or_default();
     if ours_default != theirs.default {
         return Comparison::OtherDefault(theirs.default.clone());
     }
