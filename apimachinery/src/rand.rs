@@ -26,6 +26,16 @@ fn with_rng<T>(f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
     RNG.with(|rng| f(&mut rng.borrow_mut()))
 }
 
+/// Seeds this thread's generators, ours and `fastrand`'s own (the random
+/// expander's): the names and choices made on this thread from now on are
+/// the same in every run that seeds alike (a what-if run on a
+/// single-threaded runtime, compared byte for byte). Two processes that
+/// share a cluster must not seed alike.
+pub fn seed_this_thread(seed: u64) {
+    RNG.with(|rng| rng.borrow_mut().seed(seed));
+    fastrand::seed(seed);
+}
+
 /// The characters of generated names: no vowels (no words) and no
 /// look-alike characters.
 const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";

@@ -180,6 +180,13 @@ pub async fn aws(
     ))
 }
 
+/// Checks `args` as the autoscaler with `--cloud-provider=provider`
+/// would read them, before anything starts: an unknown flag or a refused
+/// value is the error the autoscaler would give.
+pub fn check_flags(provider: &str, args: &[String]) -> Result<(), InProcessError> {
+    parse(provider, args).map(|_| ())
+}
+
 fn parse(
     provider: &str,
     args: &[String],

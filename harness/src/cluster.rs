@@ -171,6 +171,7 @@ pub struct ClusterBuilder {
     pub(crate) time_scale: Option<f64>,
     pub(crate) capi: bool,
     pub(crate) aws: Option<String>,
+    pub(crate) epoch: Option<std::time::SystemTime>,
 }
 
 impl ClusterBuilder {
@@ -255,13 +256,40 @@ impl ClusterBuilder {
         self
     }
 
+    /// The cluster's clock starts at `epoch` instead of the current time:
+    /// a run on paused time then stamps every object alike, run after run.
+    pub fn epoch(mut self, epoch: std::time::SystemTime) -> Self {
+        self.epoch = Some(epoch);
+        self
+    }
+
     /// Starts the cluster on the runtime's clock and creates the objects.
     pub async fn start(self) -> Result<Cluster, ClusterError> {
+        let (cluster, ()) = self
+            .start_loaded(|_| async { Ok::<(), ClusterError>(()) })
+            .await?;
+        Ok(cluster)
+    }
+
+    /// Like [`Self::start`], but `load` runs on a client of the API server
+    /// before the scheduler, the controllers and kwok start: what it
+    /// creates is there when they first list, as objects restored into a
+    /// cluster whose control plane then starts. Its result comes back with
+    /// the cluster.
+    pub async fn start_loaded<T, E, F, Fut>(self, load: F) -> Result<(Cluster, T), E>
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, E>>,
+        E: From<ClusterError>,
+    {
         if let Some(e) = self.errors.first() {
-            return Err(ClusterError::Invalid(e.clone()));
+            return Err(ClusterError::Invalid(e.clone()).into());
         }
-        let clock = Clock::new();
-        let api = apiserver::ApiServer::start(clock.clone())?;
+        let clock = match self.epoch {
+            Some(epoch) => Clock::starting_at(epoch),
+            None => Clock::new(),
+        };
+        let api = apiserver::ApiServer::start(clock.clone()).map_err(ClusterError::from)?;
         let mut stages = kwok::default_stages();
         stages.extend(self.stages);
         // Stage objects can be added while the cluster runs (fault
@@ -275,6 +303,7 @@ impl ClusterBuilder {
                 setup.create(crd).await?;
             }
         }
+        let loaded = load(api.client()).await?;
         let mut tasks = vec![
             tokio::spawn(busy::timed(
                 "scheduler",
@@ -320,7 +349,7 @@ impl ClusterBuilder {
         for obj in self.objects {
             cluster.create(obj).await?;
         }
-        Ok(cluster)
+        Ok((cluster, loaded))
     }
 }
 

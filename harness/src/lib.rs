@@ -9,6 +9,8 @@
 //!   wait on that clock. With [`cluster::ClusterBuilder::capi`] it also
 //!   serves Cluster API (CRDs and [`controllers::CapiController`]), whose
 //!   Machines become kwok Nodes with `kwok://<machine>` provider IDs.
+//! - [`kwok_provider`]: the ConfigMaps the kwok cloud provider reads (its
+//!   configuration and the node group templates).
 //! - [`aws`]: an AWS API emulator (moto) for tests, and the bridge that
 //!   makes its Auto Scaling groups' instances kwok Nodes with
 //!   `aws:///<zone>/<id>` provider IDs ([`cluster::ClusterBuilder::aws`]).
@@ -28,6 +30,7 @@ pub mod backend;
 pub mod cluster;
 pub mod container;
 pub mod controllers;
+pub mod kwok_provider;
 pub mod scheduler;
 
 use std::net::SocketAddr;

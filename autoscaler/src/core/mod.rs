@@ -129,6 +129,9 @@ pub struct Autoscaler {
     pub metrics: Arc<Metrics>,
     /// `--debugging-snapshot-enabled`: what `/snapshotz` answers with.
     pub snapshotter: Option<Arc<DebuggingSnapshotter>>,
+    /// Where every loop's decisions go as well, in loop order (a what-if
+    /// keeps them all; `/decisions` serves the last one only).
+    decision_log: Option<tokio::sync::mpsc::UnboundedSender<Decisions>>,
 }
 
 /// What a loop's scale-ups start from: the template nodes, the nodes, the
@@ -138,6 +141,21 @@ struct LoopState<'a> {
     templates: &'a BTreeMap<String, NodeInfo>,
     nodes: &'a [Arc<Node>],
     now: SystemTime,
+}
+
+/// The taints the flags name: startup (and ignored) taints, startup
+/// prefixes, status taints.
+fn taint_config(f: &Flags) -> TaintConfig {
+    TaintConfig {
+        startup: f
+            .startup_taint
+            .iter()
+            .chain(&f.ignore_taint)
+            .cloned()
+            .collect(),
+        startup_prefixes: f.startup_taint_prefix.clone(),
+        status: f.status_taint.clone(),
+    }
 }
 
 /// The node lister a provider reads from the cache.
@@ -159,16 +177,7 @@ impl Autoscaler {
         metrics: Arc<Metrics>,
     ) -> Self {
         let f = &flags;
-        let taints = TaintConfig {
-            startup: f
-                .startup_taint
-                .iter()
-                .chain(&f.ignore_taint)
-                .cloned()
-                .collect(),
-            startup_prefixes: f.startup_taint_prefix.clone(),
-            status: f.status_taint.clone(),
-        };
+        let taints = taint_config(f);
         let group_defaults = NodeGroupOptions {
             scale_down_utilization_threshold: f.scale_down_utilization_threshold,
             scale_down_gpu_utilization_threshold: f.scale_down_gpu_utilization_threshold,
@@ -297,6 +306,7 @@ impl Autoscaler {
             })),
             metrics,
             snapshotter,
+            decision_log: None,
         }
     }
 
@@ -318,6 +328,13 @@ impl Autoscaler {
     /// starts the next one at once.
     pub async fn run(self) {
         self.run_until(std::future::pending()).await;
+    }
+
+    /// Every loop's decisions from now on, in loop order.
+    pub fn decision_log(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<Decisions> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.decision_log = Some(tx);
+        rx
     }
 
     /// One loop and no more (`--once`): waits for the cache, writes the
@@ -478,6 +495,10 @@ impl Autoscaler {
         let summary = self.scale_down.summary();
         let status = self.status.running(&self.registry, &summary, now);
         self.status.write(&status).await;
+        if let Some(log) = &self.decision_log {
+            // A receiver gone is a reader that stopped listening.
+            let _ = log.send(decisions.clone());
+        }
         if let Ok(mut d) = self.decisions.lock() {
             *d = decisions;
         }

@@ -14,6 +14,12 @@
 //! scenario for one binary at each scale and writes `target/bench/scale.md`
 //! and `target/bench/scale.svg`.
 //!
+//! `testbed whatif FILE... [--side NAME=FLAGS]...` loads a real cluster's
+//! state (`kubectl get -o json|yaml` dumps, an autoscaler's `/snapshotz`)
+//! into the embedded cluster and runs our autoscaler on it in virtual
+//! time, one run per flag set, and reports what each would do (crate
+//! `whatif`).
+//!
 //! `testbed up` starts the embedded cluster (API server, scheduler,
 //! workload controllers, kwok) with optional fake nodes, serves it over TLS
 //! on 127.0.0.1, writes a kubeconfig and prints `kubeconfig: PATH` once it
@@ -67,6 +73,10 @@ enum Command {
     /// Run the compare scenario for one binary at several scales and write
     /// a table and an SVG plot (`target/bench/scale.md`, `scale.svg`).
     Bench(conformance::bench::BenchArgs),
+    /// Load a real cluster's state (kubectl dumps, /snapshotz) and show
+    /// what the autoscaler would do to it in virtual time, flag sets side
+    /// by side.
+    Whatif(whatif::cli::Args),
 }
 
 #[derive(clap::Args)]
@@ -176,6 +186,10 @@ fn main() -> ExitCode {
                 conformance::compare::run(&args),
                 |rows| conformance::compare::render(&rows),
             )
+        }
+        Command::Whatif(args) => {
+            init_logging_at("off");
+            whatif::cli::main(args)
         }
         Command::Up(up) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(serve(up)),

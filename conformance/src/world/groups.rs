@@ -5,12 +5,8 @@
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
-/// The kwok provider's configuration, as the harness prepares it for every
-/// scenario (in-process or binary).
-const KWOK_PROVIDER_CONFIG: &str = "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: kwok-nodegroup\nnodes:\n  skipTaint: true\nconfigmap:\n  name: kwok-provider-templates\n";
-
-/// Name of the ConfigMap holding the node group templates.
-pub const TEMPLATES_CONFIG_MAP: &str = "kwok-provider-templates";
+use harness::kwok_provider::{GROUP_LABEL, GROUP_NAME_ANNOTATION, size_annotation};
+pub use harness::kwok_provider::{TEMPLATES_CONFIG_MAP, provider_config_map};
 
 /// Cluster API mode: where a group advertises its nodes' capacity for scale
 /// from zero ([`crate::capi`]).
@@ -138,17 +134,14 @@ impl GroupSpec {
     /// The group's template node, as the kwok provider reads it.
     pub fn template(&self) -> Value {
         let mut labels = self.labels.clone();
-        labels.insert("kwok-nodegroup".into(), json!(self.name));
+        labels.insert(GROUP_LABEL.into(), json!(self.name));
         let mut annotations = self.annotations.clone();
         if let Some(d) = &self.devices {
             annotations.extend(d.annotations());
         }
         // The group's name as given: without it upstream's kwok provider
         // names the group `<label value>-<unix seconds>`.
-        annotations.insert(
-            "cluster-autoscaler.kwok.nodegroup/name".into(),
-            json!(self.name),
-        );
+        annotations.insert(GROUP_NAME_ANNOTATION.into(), json!(self.name));
         for (k, v) in [
             ("min-count", self.min),
             ("max-count", self.max),
@@ -156,7 +149,7 @@ impl GroupSpec {
         ] {
             // A scenario's own value (a malformed one, say) stays.
             annotations
-                .entry(format!("cluster-autoscaler.kwok.nodegroup/{k}"))
+                .entry(size_annotation(k))
                 .or_insert_with(|| json!(v.to_string()));
         }
         let mut resources = self.resources.clone();
@@ -170,20 +163,9 @@ impl GroupSpec {
     }
 }
 
-/// The kwok provider's configuration ConfigMap: groups by the
-/// `kwok-nodegroup` label, templates from [`TEMPLATES_CONFIG_MAP`].
-pub fn provider_config_map() -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", "namespace": "kube-system"},
-        "data": {"config": KWOK_PROVIDER_CONFIG}})
-}
-
 /// The node group templates as the kwok provider's templates ConfigMap.
 pub fn templates_config_map(groups: &[GroupSpec]) -> Value {
-    let templates: Vec<Value> = groups.iter().map(GroupSpec::template).collect();
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": templates});
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": TEMPLATES_CONFIG_MAP, "namespace": "kube-system"},
-        "data": {"templates": list.to_string()}})
+    harness::kwok_provider::templates_config_map(groups.iter().map(GroupSpec::template).collect())
 }
 
 /// The group label of a node.
@@ -191,7 +173,7 @@ pub fn node_group_of(n: &Node) -> Option<&str> {
     n.metadata
         .labels
         .as_ref()
-        .and_then(|l| l.get("kwok-nodegroup"))
+        .and_then(|l| l.get(GROUP_LABEL))
         .map(String::as_str)
 }
 

@@ -40,9 +40,17 @@ impl Controllers {
             })
             .cloned()
             .collect();
-        let current = owned
-            .iter()
-            .find(|rs| rs.labels().get("pod-template-hash") == Some(&hash));
+        // The ReplicaSet of the current template is the one whose template
+        // equals the Deployment's but for the hash label, as the Deployment
+        // controller finds it: a ReplicaSet made elsewhere (restored from
+        // another cluster) with another hash is adopted, not replaced.
+        let is_current = |rs: &ReplicaSet| {
+            rs.spec
+                .as_ref()
+                .and_then(|s| s.template.as_ref())
+                .is_some_and(|t| equal_ignoring_hash(t, &spec.template))
+        };
+        let current = owned.iter().find(|rs| is_current(rs));
         let rs_api: Api<ReplicaSet> = Api::namespaced(self.client.clone(), &ns);
         match current {
             None => {
@@ -87,10 +95,7 @@ impl Controllers {
             Some(_) => {}
         }
         // Older templates are scaled down (no rolling update).
-        for old in owned
-            .iter()
-            .filter(|rs| rs.labels().get("pod-template-hash") != Some(&hash))
-        {
+        for old in owned.iter().filter(|rs| !is_current(rs)) {
             if old.spec.as_ref().and_then(|s| s.replicas) != Some(0) {
                 let patch = Patch::Merge(json!({"spec": {"replicas": 0}}));
                 if let Err(e) = rs_api
@@ -111,7 +116,7 @@ impl Controllers {
         });
         let updated = owned
             .iter()
-            .filter(|rs| rs.labels().get("pod-template-hash") == Some(&hash))
+            .filter(|rs| is_current(rs))
             .map(|rs| rs.status.as_ref().map_or(0, |s| s.replicas))
             .sum::<i32>();
         let available = if ready >= want { "True" } else { "False" };
@@ -133,6 +138,24 @@ impl Controllers {
             })).await;
         }
     }
+}
+
+/// Whether two pod templates are equal once the `pod-template-hash` label
+/// is left out of both (client-go's `EqualIgnoreHash`).
+fn equal_ignoring_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
+    let without_hash = |t: &PodTemplateSpec| {
+        let mut t = t.clone();
+        if let Some(meta) = t.metadata.as_mut() {
+            if let Some(labels) = meta.labels.as_mut() {
+                labels.remove("pod-template-hash");
+            }
+            if meta.labels.as_ref().is_some_and(BTreeMap::is_empty) {
+                meta.labels = None;
+            }
+        }
+        t
+    };
+    without_hash(a) == without_hash(b)
 }
 
 /// A short stable hash of a pod template (the `pod-template-hash` label).

@@ -1,0 +1,150 @@
+//! `testbed whatif FILE... [--side NAME=FLAGS]...`: the command line of
+//! the what-if. It prints the coverage and the outcome, writes the whole
+//! report as `report.json` and `report.md` under `--out`, and exits 3 when
+//! a side's pending pod-minutes pass `--max-pending-pod-minutes` (a gate
+//! for CI).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::flags::Flags;
+use crate::{SideSpec, WhatIf};
+
+/// The exit status when a gate fails.
+const GATE_FAILED: u8 = 3;
+
+/// `testbed whatif`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The cluster's state: `kubectl get ... -A -o json|yaml` output,
+    /// multi-document YAML, or an autoscaler's `/snapshotz` answer.
+    #[arg(required = true, value_name = "FILE")]
+    pub inputs: Vec<PathBuf>,
+    /// A side to run, `NAME=FLAGS` (repeatable): the autoscaler's flags
+    /// over the input's, e.g. `--side 'strict=--scale-down-utilization-threshold=0.3'`.
+    /// Without any, one side runs with the input's flags.
+    #[arg(long = "side", value_name = "NAME=FLAGS")]
+    pub sides: Vec<String>,
+    /// Flags for every side, over those of the Cluster Autoscaler
+    /// Deployment in the input (or its defaults when there is none).
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub flags: Option<String>,
+    /// A node group's bounds, `MIN:MAX:GROUP` (repeatable; over the
+    /// input autoscaler's `--nodes`).
+    #[arg(long = "nodes", value_name = "MIN:MAX:GROUP")]
+    pub nodes: Vec<String>,
+    /// Group nodes by this label's value instead of the platforms' labels.
+    #[arg(long, value_name = "KEY")]
+    pub group_label: Option<String>,
+    /// How long the autoscaler runs, in virtual time (`90m`, `24h`).
+    #[arg(long = "for", default_value = "24h", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// The seed of node names and the random expander: the same inputs
+    /// and seed give the same report.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where `report.json` and `report.md` are written.
+    #[arg(long, default_value = "target/whatif", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Exit with status 3 when a side's pending pod-minutes pass this.
+    #[arg(long, value_name = "MINUTES")]
+    pub max_pending_pod_minutes: Option<f64>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    simclock::parse_go_duration(s)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not a duration such as 90m or 24h"))
+}
+
+/// Runs the command; its exit status.
+pub fn main(args: Args) -> ExitCode {
+    match what_if(&args) {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("testbed whatif: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn what_if(args: &Args) -> Result<ExitCode, String> {
+    let what = request(args).map_err(|e| e.to_string())?;
+    let report = crate::run(&what).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    let markdown = report.markdown();
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
+    for (name, text) in [("report.json", &json), ("report.md", &markdown)] {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    // The input and the outcome; the sides' details are in the files.
+    let short = markdown
+        .split("\n## Side ")
+        .next()
+        .unwrap_or(&markdown)
+        .to_string();
+    print!("{short}");
+    println!(
+        "\nreport: {} and {}",
+        args.out.join("report.json").display(),
+        args.out.join("report.md").display()
+    );
+    if let Some(max) = args.max_pending_pod_minutes {
+        let over: Vec<String> = report
+            .sides
+            .iter()
+            .filter(|s| s.summary.pending_pod_minutes > max)
+            .map(|s| format!("{} ({})", s.name, s.summary.pending_pod_minutes))
+            .collect();
+        if !over.is_empty() {
+            eprintln!(
+                "testbed whatif: pending pod-minutes over {max}: {}",
+                over.join(", ")
+            );
+            return Ok(ExitCode::from(GATE_FAILED));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The what-if the arguments ask for.
+pub fn request(args: &Args) -> Result<WhatIf, crate::WhatIfError> {
+    let words = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_string).collect() };
+    let mut flags = match &args.flags {
+        Some(f) => Flags::parse("--flags", &words(f))?,
+        None => Flags::default(),
+    };
+    flags.nodes.extend(crate::nodes_flags(&args.nodes)?);
+    let sides = args
+        .sides
+        .iter()
+        .map(|s| {
+            let (name, text) = s.split_once('=').ok_or_else(|| {
+                crate::WhatIfError::Sides(format!(
+                    "--side {s:?}: expected NAME=FLAGS, e.g. 'strict=--scale-down-utilization-threshold=0.3'"
+                ))
+            })?;
+            if name.trim().is_empty() {
+                return Err(crate::WhatIfError::Sides(format!(
+                    "--side {s:?}: the side has no name"
+                )));
+            }
+            Ok(SideSpec {
+                name: name.trim().to_string(),
+                flags: Flags::parse(&format!("side {name}"), &words(text))?,
+            })
+        })
+        .collect::<Result<Vec<_>, crate::WhatIfError>>()?;
+    Ok(WhatIf {
+        inputs: args.inputs.clone(),
+        flags,
+        sides,
+        group_label: args.group_label.clone(),
+        duration: args.duration,
+        seed: args.seed,
+        parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    })
+}

@@ -1,0 +1,268 @@
+//! The coverage table printed for every load: each kind the what-if
+//! knows, how many objects of it the input held and what was done with
+//! them; what is missing and what that means for the run; what was
+//! derived or defaulted instead; and what the input held that the what-if
+//! does not use. Nothing is filled in silently.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::flags::Deployed;
+use crate::groups::{Bounds, Grouping};
+use crate::input::{Format, Input};
+use crate::kinds::Kind;
+use crate::plan::{Dropped, Plan};
+
+/// One kind's row.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// The kind, or what was derived (`node group bounds`).
+    pub what: String,
+    /// Objects read.
+    pub count: usize,
+    /// `loaded`, `read`, `derived`, `defaulted` or `missing`.
+    pub status: &'static str,
+    /// What it means for the run.
+    pub note: String,
+}
+
+/// What was read and how it was used.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Coverage {
+    /// Each file and its form (`objects` or `snapshotz`).
+    pub files: Vec<(String, &'static str)>,
+    /// One row per kind, then the derived rows.
+    pub rows: Vec<Row>,
+    /// Objects of kinds the what-if does not use, by kind.
+    pub unused: BTreeMap<String, usize>,
+    /// What the input held that the cluster will not.
+    pub dropped: Dropped,
+    /// Objects read twice.
+    pub duplicates: usize,
+    /// Upcoming nodes of a `/snapshotz`, left out.
+    pub upcoming_nodes: usize,
+    /// Nodes in no group.
+    pub ungrouped_nodes: Vec<String>,
+    /// Flags of the input's autoscaler the what-if leaves out, and why.
+    pub flags_left_out: Vec<String>,
+}
+
+/// What a missing kind means for the run.
+fn when_missing(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Namespace => "made for the namespaces the objects name",
+        Kind::PriorityClass => "pods keep the priority they carry (spec.priority)",
+        Kind::Node => "groups come from /snapshotz templates alone",
+        Kind::PodDisruptionBudget => "no budget limits evictions: drains are unhindered",
+        Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::Job => {
+            "pods whose owner is missing are not recreated when evicted"
+        }
+        Kind::DaemonSet => "new nodes get no DaemonSet pods",
+        Kind::ConfigMap => "no priority expander ConfigMap",
+        Kind::CsiNode => "no volume attach limits per node",
+        Kind::DeviceClass
+        | Kind::ResourceSlice
+        | Kind::ResourceClaimTemplate
+        | Kind::ResourceClaim => "no DRA devices",
+        Kind::Pod => "no workload: nothing to schedule or drain",
+    }
+}
+
+impl Coverage {
+    /// The coverage of a load.
+    pub fn new(
+        input: &Input,
+        plan: &Plan,
+        grouping: &Grouping,
+        deployed: Option<&Deployed>,
+        flags_left_out: Vec<String>,
+    ) -> Coverage {
+        let snapshotz = input.files.iter().any(|(_, f)| *f == Format::Snapshotz);
+        let mut rows = Vec::new();
+        for kind in Kind::ALL {
+            let count = input.of(kind).count();
+            let (status, note) = match kind {
+                _ if count == 0 && snapshotz && kind == Kind::PodDisruptionBudget => (
+                    "missing",
+                    "a /snapshotz holds none: no budget limits evictions".to_string(),
+                ),
+                _ if count == 0 => ("missing", when_missing(kind).to_string()),
+                Kind::ConfigMap => (
+                    "read",
+                    "the priority expander's only; others are not used".to_string(),
+                ),
+                Kind::Pod => (
+                    "loaded",
+                    format!(
+                        "{} bound where they were, {} pending",
+                        plan.bound_pods, plan.pending_pods
+                    ),
+                ),
+                Kind::Node => (
+                    "loaded",
+                    format!(
+                        "as kwok nodes; {} in node groups, {} in none",
+                        count - grouping.ungrouped.len(),
+                        grouping.ungrouped.len()
+                    ),
+                ),
+                _ => ("loaded", String::new()),
+            };
+            rows.push(Row {
+                what: kind.name().into(),
+                count,
+                status,
+                note,
+            });
+        }
+        let defaulted: Vec<&str> = grouping
+            .groups
+            .iter()
+            .filter(|g| g.bounds == Bounds::Defaulted)
+            .map(|g| g.name.as_str())
+            .collect();
+        rows.push(Row {
+            what: "node group bounds".into(),
+            count: grouping.groups.len(),
+            status: if defaulted.is_empty() {
+                "read"
+            } else {
+                "defaulted"
+            },
+            note: if defaulted.is_empty() {
+                "from --nodes".into()
+            } else {
+                format!(
+                    "0 to twice today's size for {} (give --nodes MIN:MAX:GROUP)",
+                    defaulted.join(", ")
+                )
+            },
+        });
+        rows.push(Row {
+            what: "node group templates".into(),
+            count: grouping.groups.len(),
+            status: if input.templates.is_empty() {
+                "derived"
+            } else {
+                "read"
+            },
+            note: if input.templates.is_empty() {
+                "from a node of each group".into()
+            } else {
+                "the /snapshotz TemplateNodes where they match a group".into()
+            },
+        });
+        rows.push(Row {
+            what: "autoscaler flags".into(),
+            count: usize::from(deployed.is_some()),
+            status: if deployed.is_some() {
+                "read"
+            } else {
+                "missing"
+            },
+            note: match deployed {
+                Some(d) => format!("from {}", d.object),
+                None => "no Cluster Autoscaler in the input: its defaults, and --flags".into(),
+            },
+        });
+        if snapshotz {
+            rows.push(Row {
+                what: "pods that fit no node".into(),
+                count: 0,
+                status: "missing",
+                note: "a /snapshotz lists only pending pods that fit a node".into(),
+            });
+        }
+        Coverage {
+            files: input
+                .files
+                .iter()
+                .map(|(f, format)| {
+                    (
+                        f.clone(),
+                        match format {
+                            Format::Objects => "objects",
+                            Format::Snapshotz => "snapshotz",
+                        },
+                    )
+                })
+                .collect(),
+            rows,
+            unused: input.unused.clone(),
+            dropped: plan.dropped.clone(),
+            duplicates: input.duplicates,
+            upcoming_nodes: input.upcoming,
+            ungrouped_nodes: grouping.ungrouped.clone(),
+            flags_left_out,
+        }
+    }
+
+    /// The table and the lists under it, as Markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        for (f, format) in &self.files {
+            out.push_str(&format!("- `{f}` ({format})\n"));
+        }
+        out.push_str("\n| kind | objects | | what it means |\n|---|---:|---|---|\n");
+        for r in &self.rows {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                r.what, r.count, r.status, r.note
+            ));
+        }
+        out.push('\n');
+        if !self.unused.is_empty() {
+            let list: Vec<String> = self
+                .unused
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            out.push_str(&format!("- not used: {}\n", list.join(", ")));
+        }
+        let d = &self.dropped;
+        let counted = [
+            (d.finished_pods, "finished pods not loaded"),
+            (d.terminating, "objects being deleted, not loaded"),
+            (
+                d.config_maps,
+                "ConfigMaps other than the priority expander's, not loaded",
+            ),
+            (
+                d.not_ready_nodes,
+                "nodes not Ready in the input, Ready here",
+            ),
+            (self.duplicates, "objects read twice, the first kept"),
+            (
+                self.upcoming_nodes,
+                "upcoming nodes of the /snapshotz (the loop's own), left out",
+            ),
+        ];
+        for (n, what) in counted.into_iter().filter(|(n, _)| *n > 0) {
+            out.push_str(&format!("- {what}: {n}\n"));
+        }
+        if !d.owners_missing.is_empty() {
+            let list: Vec<String> = d
+                .owners_missing
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            out.push_str(&format!(
+                "- owner references to objects not in the input, left out: {}\n",
+                list.join(", ")
+            ));
+        }
+        if !self.ungrouped_nodes.is_empty() {
+            out.push_str(&format!(
+                "- nodes in no group (kept, never scaled): {}\n",
+                self.ungrouped_nodes.join(", ")
+            ));
+        }
+        for f in &self.flags_left_out {
+            out.push_str(&format!("- flag left out: {f}\n"));
+        }
+        out
+    }
+}

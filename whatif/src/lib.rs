@@ -1,0 +1,260 @@
+//! The what-if: what an autoscaler would do to a real cluster.
+//!
+//! A cluster's state, read from files ([`input`]: `kubectl get -o
+//! json|yaml` dumps, multi-document YAML, upstream Cluster Autoscaler's
+//! `/snapshotz`), is turned into node groups ([`groups`]: from the labels
+//! the common platforms put on nodes, or a label the operator names) and
+//! a plan of objects to create ([`plan`]: nodes as kwok nodes of their
+//! groups, pods bound where they were, owners before what they own). Each
+//! side ([`run`]) loads the plan into a fresh embedded cluster before its
+//! control plane starts ([`load`]), runs our autoscaler with the side's
+//! flags ([`flags`]: the input's Cluster Autoscaler Deployment's, with the
+//! side's over them) in virtual time, watches the cluster ([`observe`])
+//! and keeps every loop's decisions. The [`report`] (versioned JSON and
+//! Markdown) says, side by side, what each would do, node by node, and
+//! the [`coverage`] table says what the input held, what was derived or
+//! defaulted and what is missing.
+//!
+//! Sides run in parallel threads, each on a single-threaded runtime on
+//! paused time with seeded generators: the same inputs and seed give a
+//! byte-identical JSON report. `testbed whatif` is the command ([`cli`]).
+
+pub mod cli;
+pub mod coverage;
+pub mod flags;
+pub mod groups;
+pub mod input;
+pub mod kinds;
+pub mod load;
+pub mod observe;
+pub mod plan;
+pub mod report;
+pub mod run;
+
+use std::time::{Duration, SystemTime};
+
+use crate::coverage::Coverage;
+use crate::flags::{Flags, FlagsError};
+use crate::groups::{GroupError, NodesFlag};
+use crate::input::{Input, InputError};
+use crate::plan::PlanError;
+use crate::report::Report;
+use crate::run::{RunError, Settings};
+
+/// Why a what-if could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WhatIfError {
+    /// An input file was refused.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// Flags were refused.
+    #[error(transparent)]
+    Flags(#[from] FlagsError),
+    /// The node groups could not be inferred.
+    #[error(transparent)]
+    Groups(#[from] GroupError),
+    /// The input cannot be loaded.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The sides are not what a comparison needs.
+    #[error("{0}")]
+    Sides(String),
+    /// A side failed.
+    #[error("side {side}: {source}")]
+    Run {
+        /// The side.
+        side: String,
+        /// Why.
+        source: Box<RunError>,
+    },
+}
+
+/// A side to run: its name and its own flags (over the input's).
+#[derive(Debug, Clone)]
+pub struct SideSpec {
+    /// Its name.
+    pub name: String,
+    /// Its flags.
+    pub flags: Flags,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct WhatIf {
+    /// The input's state.
+    pub inputs: Vec<std::path::PathBuf>,
+    /// Flags over the input autoscaler's (or its defaults).
+    pub flags: Flags,
+    /// The sides; none is one side with the input's flags.
+    pub sides: Vec<SideSpec>,
+    /// Group nodes by this label instead of the platforms' labels.
+    pub group_label: Option<String>,
+    /// How long the autoscaler runs (virtual time).
+    pub duration: Duration,
+    /// The generators' seed.
+    pub seed: u64,
+    /// How many sides run at once.
+    pub parallel: usize,
+}
+
+/// Where the cluster's clock starts when the input does not say when it
+/// was taken.
+const DEFAULT_EPOCH_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+/// Reads the input, runs every side and reports.
+pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
+    let input = Input::read(&what.inputs)?;
+    let deployed = flags::deployed(&input);
+    let base = match &deployed {
+        Some(d) => Flags::parse(&d.object, &d.args)?,
+        None => Flags::default(),
+    }
+    .with(&what.flags);
+    let sides: Vec<SideSpec> = if what.sides.is_empty() {
+        vec![SideSpec {
+            name: if deployed.is_some() {
+                "as deployed".into()
+            } else {
+                "defaults".into()
+            },
+            flags: base.clone(),
+        }]
+    } else {
+        what.sides
+            .iter()
+            .map(|s| SideSpec {
+                name: s.name.clone(),
+                flags: base.with(&s.flags),
+            })
+            .collect()
+    };
+    check_sides(&sides)?;
+    for s in &sides {
+        autoscaler::inprocess::check_flags("kwok", &s.flags.args()).map_err(|source| {
+            WhatIfError::Run {
+                side: s.name.clone(),
+                source: Box::new(RunError::Autoscaler(source)),
+            }
+        })?;
+    }
+    let groupings = sides
+        .iter()
+        .map(|s| groups::infer(&input, what.group_label.as_deref(), &s.flags.nodes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = plan::plan(&input, &groupings[0])?;
+    let left_out: Vec<String> = base
+        .left_out
+        .iter()
+        .map(|(f, why)| format!("{f}: {why}"))
+        .collect();
+    let coverage = Coverage::new(&input, &plan, &groupings[0], deployed.as_ref(), left_out);
+    let settings = Settings {
+        duration: what.duration,
+        seed: what.seed,
+        epoch: input
+            .taken
+            .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(DEFAULT_EPOCH_SECONDS)),
+    };
+    let runs = run_sides(&sides, &groupings, &plan, &settings, what.parallel.max(1))?;
+    let sides: Vec<report::Side> = sides
+        .iter()
+        .zip(&runs)
+        .map(|(s, r)| {
+            let mut shown = s.flags.args();
+            shown.extend(s.flags.nodes.iter().map(|n| format!("--nodes={n}")));
+            report::side(&s.name, shown, r)
+        })
+        .collect();
+    let differences = sides
+        .iter()
+        .skip(1)
+        .map(|s| report::difference(&sides[0], s))
+        .collect();
+    Ok(Report {
+        schema: report::SCHEMA,
+        coverage,
+        duration_seconds: what.duration.as_secs(),
+        seed: what.seed,
+        groups: groupings
+            .into_iter()
+            .next()
+            .map(|g| g.groups)
+            .unwrap_or_default(),
+        sides,
+        differences,
+    })
+}
+
+/// Sides need distinct names and distinct flags.
+fn check_sides(sides: &[SideSpec]) -> Result<(), WhatIfError> {
+    for (i, a) in sides.iter().enumerate() {
+        for b in &sides[i + 1..] {
+            if a.name == b.name {
+                return Err(WhatIfError::Sides(format!(
+                    "two sides are named {}: give each its own name",
+                    a.name
+                )));
+            }
+            if a.flags.canonical() == b.flags.canonical() {
+                return Err(WhatIfError::Sides(format!(
+                    "sides {} and {} have the same flags ({}): they would give the same result",
+                    a.name,
+                    b.name,
+                    if a.flags.args().is_empty() {
+                        "the defaults".to_string()
+                    } else {
+                        a.flags.args().join(" ")
+                    }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the sides, `parallel` at a time, each on a thread of its own.
+fn run_sides(
+    sides: &[SideSpec],
+    groupings: &[groups::Grouping],
+    plan: &plan::Plan,
+    settings: &Settings,
+    parallel: usize,
+) -> Result<Vec<run::SideRun>, WhatIfError> {
+    let mut out = Vec::with_capacity(sides.len());
+    let jobs: Vec<(&SideSpec, &groups::Grouping)> = sides.iter().zip(groupings).collect();
+    for batch in jobs.chunks(parallel) {
+        let results: Vec<Result<run::SideRun, WhatIfError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|(side, grouping)| {
+                    scope.spawn(move || {
+                        run::run_side(plan, grouping, &side.flags.args(), settings).map_err(
+                            |source| WhatIfError::Run {
+                                side: side.name.clone(),
+                                source: Box::new(source),
+                            },
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(batch)
+                .map(|(h, (side, _))| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(WhatIfError::Sides(format!("side {} panicked", side.name)))
+                    })
+                })
+                .collect()
+        });
+        for r in results {
+            out.push(r?);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `--nodes` values.
+pub fn nodes_flags(values: &[String]) -> Result<Vec<NodesFlag>, GroupError> {
+    values.iter().map(|v| v.parse()).collect()
+}

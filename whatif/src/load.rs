@@ -1,0 +1,154 @@
+//! Creating a [`Plan`]'s objects in the embedded cluster, in order,
+//! through the API as a client would: each dependent's ownerReferences
+//! (and a Job's pods' uid labels) are pointed at its owner's new uid.
+
+use std::collections::{BTreeMap, HashMap};
+
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::Value;
+
+use crate::kinds::Kind;
+use crate::plan::{JOB_UID_LABELS, Plan};
+
+/// Why an object could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The API server refused it.
+    #[error("creating {object}: {source}")]
+    Create {
+        /// `Kind namespace/name`.
+        object: String,
+        /// The API's answer.
+        source: kube::Error,
+    },
+    /// It is not an object the client can send.
+    #[error("{object}: {source}")]
+    Encode {
+        /// `Kind namespace/name`.
+        object: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
+/// What was created.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Loaded {
+    /// Objects created, by kind.
+    pub created: BTreeMap<String, usize>,
+    /// Objects the cluster already had (its own namespaces and
+    /// PriorityClasses).
+    pub already_present: usize,
+}
+
+/// Creates `plan`'s objects through `client`.
+pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
+    let mut uids: HashMap<String, String> = HashMap::new();
+    let mut loaded = Loaded::default();
+    for p in &plan.objects {
+        let mut value = p.value.clone();
+        point_at_new_owners(&mut value, &uids);
+        if p.kind == Kind::Pod {
+            relabel_job_pods(&mut value, &uids);
+        }
+        let object = describe(p.kind, &value);
+        let api_version = value.get("apiVersion").and_then(Value::as_str);
+        let resource = p.kind.resource(api_version);
+        let namespace = value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string();
+        let api: Api<DynamicObject> = if p.kind.namespaced() {
+            Api::namespaced_with(client.clone(), &namespace, &resource)
+        } else {
+            Api::all_with(client.clone(), &resource)
+        };
+        let dynamic: DynamicObject =
+            serde_json::from_value(value).map_err(|source| LoadError::Encode {
+                object: object.clone(),
+                source,
+            })?;
+        let created = match api.create(&PostParams::default(), &dynamic).await {
+            Ok(created) => {
+                *loaded.created.entry(p.kind.name().into()).or_default() += 1;
+                created
+            }
+            Err(kube::Error::Api(status))
+                if status.code == 409
+                    && matches!(p.kind, Kind::Namespace | Kind::PriorityClass) =>
+            {
+                loaded.already_present += 1;
+                let name = dynamic.metadata.name.clone().unwrap_or_default();
+                api.get(&name).await.map_err(|source| LoadError::Create {
+                    object: object.clone(),
+                    source,
+                })?
+            }
+            Err(source) => return Err(LoadError::Create { object, source }),
+        };
+        if let (Some(old), Some(new)) = (&p.old_uid, created.metadata.uid) {
+            uids.insert(old.clone(), new);
+        }
+    }
+    Ok(loaded)
+}
+
+/// Points ownerReferences at the owners' new uids; a reference to an
+/// owner that was not created goes.
+fn point_at_new_owners(value: &mut Value, uids: &HashMap<String, String>) {
+    let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+        refs.retain_mut(|r| {
+            let new = r
+                .get("uid")
+                .and_then(Value::as_str)
+                .and_then(|u| uids.get(u));
+            match new {
+                Some(new) => {
+                    r["uid"] = Value::from(new.as_str());
+                    true
+                }
+                None => false,
+            }
+        });
+        if refs.is_empty() {
+            meta.remove("ownerReferences");
+        }
+    }
+}
+
+/// A Job's pods carry its uid in labels its selector matches: the new one.
+fn relabel_job_pods(value: &mut Value, uids: &HashMap<String, String>) {
+    let Some(labels) = value
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for key in JOB_UID_LABELS {
+        if let Some(new) = labels
+            .get(*key)
+            .and_then(Value::as_str)
+            .and_then(|old| uids.get(old))
+            .cloned()
+        {
+            labels.insert((*key).into(), Value::from(new));
+        }
+    }
+}
+
+fn describe(kind: Kind, value: &Value) -> String {
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match value.pointer("/metadata/namespace").and_then(Value::as_str) {
+        Some(ns) if kind.namespaced() => format!("{kind} {ns}/{name}"),
+        _ => format!("{kind} {name}"),
+    }
+}

@@ -1,0 +1,228 @@
+//! What happens to the cluster during a side's run, seen through the API
+//! as any watcher sees it: when each node came and went, when each pod was
+//! pending and when a bound pod was deleted (evicted, or gone with its
+//! node). Times are seconds since the autoscaler started, on the
+//! cluster's virtual clock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use tokio::time::Instant;
+
+use harness::kwok_provider::GROUP_LABEL;
+
+/// A node's life during the run.
+#[derive(Debug, Clone, Default)]
+pub struct NodeLife {
+    /// Its group (the `kwok-nodegroup` label), if any.
+    pub group: Option<String>,
+    /// When it was created; `None` for a node there at the start.
+    pub added: Option<f64>,
+    /// When it was deleted.
+    pub removed: Option<f64>,
+}
+
+/// What the watchers saw.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// Every node, by name.
+    pub nodes: BTreeMap<String, NodeLife>,
+    /// Node counts per group after each change: `(time, group, count)`.
+    pub node_changes: Vec<(f64, Option<String>, usize)>,
+    /// The number of pending pods after each change.
+    pub pending_changes: Vec<(f64, usize)>,
+    /// Pod-seconds spent pending.
+    pub pending_seconds: f64,
+    /// Bound pods deleted.
+    pub evictions: usize,
+    /// Pods pending at the start.
+    pub pending_at_start: usize,
+    /// Pods pending now, by `namespace/name`, with since when.
+    pub pending: BTreeMap<String, f64>,
+    /// Pods seen, by uid: whether bound.
+    bound: HashMap<String, bool>,
+    group_counts: BTreeMap<Option<String>, usize>,
+}
+
+/// Watches nodes and pods from now on.
+pub struct Observer {
+    seen: Arc<Mutex<Seen>>,
+    start: Instant,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Observer {
+    /// Starts watching, the clock at zero now.
+    pub fn start(client: Client) -> Observer {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let start = Instant::now();
+        let nodes = watch::<Node>(
+            client.clone(),
+            seen.clone(),
+            start,
+            Seen::node_applied,
+            Seen::node_deleted,
+        );
+        let pods = watch::<Pod>(
+            client,
+            seen.clone(),
+            start,
+            Seen::pod_applied,
+            Seen::pod_deleted,
+        );
+        Observer {
+            seen,
+            start,
+            tasks: vec![nodes, pods],
+        }
+    }
+
+    /// Seconds since the start.
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Stops watching and closes the books at `end` seconds: pods still
+    /// pending count until then.
+    pub fn finish(self, end: f64) -> Seen {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let mut seen = match Arc::try_unwrap(self.seen) {
+            Ok(m) => m.into_inner().unwrap_or_else(|e| e.into_inner()),
+            Err(shared) => std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner())),
+        };
+        let still: f64 = seen.pending.values().map(|since| end - since).sum();
+        seen.pending_seconds += still;
+        seen
+    }
+}
+
+/// Watches every object of kind `K`, handing each change to `applied` or
+/// `deleted` with its time.
+fn watch<K>(
+    client: Client,
+    seen: Arc<Mutex<Seen>>,
+    start: Instant,
+    applied: fn(&mut Seen, &K, f64),
+    deleted: fn(&mut Seen, &K, f64),
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    let api: Api<K> = Api::all(client);
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+        while let Some(event) = stream.next().await {
+            let t = start.elapsed().as_secs_f64();
+            let Ok(mut seen) = seen.lock() else { return };
+            match event {
+                Ok(Event::Apply(o) | Event::InitApply(o)) => applied(&mut seen, &o, t),
+                Ok(Event::Delete(o)) => deleted(&mut seen, &o, t),
+                _ => {}
+            }
+        }
+    })
+}
+
+impl Seen {
+    fn node_applied(&mut self, n: &Node, t: f64) {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        if self.nodes.contains_key(&name) {
+            return;
+        }
+        let group = n
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(GROUP_LABEL))
+            .cloned();
+        self.nodes.insert(
+            name,
+            NodeLife {
+                group: group.clone(),
+                added: (t > 0.0).then_some(t),
+                removed: None,
+            },
+        );
+        self.count(group, 1, t);
+    }
+
+    fn node_deleted(&mut self, n: &Node, t: f64) {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let Some(life) = self.nodes.get_mut(&name) else {
+            return;
+        };
+        if life.removed.is_some() {
+            return;
+        }
+        life.removed = Some(t);
+        let group = life.group.clone();
+        self.count(group, -1, t);
+    }
+
+    fn count(&mut self, group: Option<String>, by: isize, t: f64) {
+        let n = self.group_counts.entry(group.clone()).or_default();
+        *n = n.saturating_add_signed(by);
+        let n = *n;
+        self.node_changes.push((t, group, n));
+    }
+
+    fn pod_applied(&mut self, p: &Pod, t: f64) {
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let key = pod_key(p);
+        let bound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+        let finished = matches!(
+            p.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        );
+        let pending = !bound && !finished && p.metadata.deletion_timestamp.is_none();
+        self.bound.insert(uid, bound && !finished);
+        match (pending, self.pending.contains_key(&key)) {
+            (true, false) => {
+                if t == 0.0 {
+                    self.pending_at_start += 1;
+                }
+                self.pending.insert(key, t);
+                self.pending_changes.push((t, self.pending.len()));
+            }
+            (false, true) => self.stop_pending(&key, t),
+            _ => {}
+        }
+    }
+
+    fn pod_deleted(&mut self, p: &Pod, t: f64) {
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        if self.bound.remove(&uid) == Some(true) {
+            self.evictions += 1;
+        }
+        let key = pod_key(p);
+        if self.pending.contains_key(&key) {
+            self.stop_pending(&key, t);
+        }
+    }
+
+    fn stop_pending(&mut self, key: &str, t: f64) {
+        if let Some(since) = self.pending.remove(key) {
+            self.pending_seconds += t - since;
+            self.pending_changes.push((t, self.pending.len()));
+        }
+    }
+}
+
+fn pod_key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or(""),
+        p.metadata.name.as_deref().unwrap_or("")
+    )
+}

@@ -1,0 +1,188 @@
+//! The what-if end to end on a small cluster dump (`data/shop.json`, as
+//! `kubectl get -A -o json` writes it): three EKS nodes of group
+//! `general`, one control-plane node, a web Deployment under a PDB, a
+//! lone cache pod on the third node, a report pod (3.8 CPU) pending for want of room,
+//! and the Cluster Autoscaler's own Deployment with its flags.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use whatif::flags::Flags;
+use whatif::report::Report;
+use whatif::{SideSpec, WhatIf};
+
+fn shop() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/shop.json")
+}
+
+fn what_if(sides: &[(&str, &str)]) -> WhatIf {
+    WhatIf {
+        inputs: vec![shop()],
+        flags: Flags::default(),
+        sides: sides
+            .iter()
+            .map(|(name, flags)| SideSpec {
+                name: (*name).into(),
+                flags: Flags::parse(
+                    name,
+                    &flags
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect::<Vec<_>>(),
+                )
+                .expect("flags parse"),
+            })
+            .collect(),
+        group_label: None,
+        duration: Duration::from_secs(3600),
+        seed: 7,
+        parallel: 2,
+    }
+}
+
+fn run(w: &WhatIf) -> Report {
+    whatif::run(w).expect("the what-if runs")
+}
+
+#[test]
+fn the_deployed_flags_scale_up_for_the_pending_pod_and_remove_the_idle_node() {
+    let report = run(&what_if(&[]));
+    assert_eq!(report.sides.len(), 1);
+    let side = &report.sides[0];
+    assert_eq!(side.name, "as deployed");
+    assert!(
+        side.flags
+            .contains(&"--scale-down-unneeded-time=10m".to_string()),
+        "{:?}",
+        side.flags
+    );
+    // The group comes from the EKS label, its bounds from the Deployment's --nodes.
+    let general = &report.groups[0];
+    assert_eq!(
+        (general.name.as_str(), general.min, general.max),
+        ("general", 1, 5)
+    );
+    assert_eq!(general.nodes.len(), 3);
+    // The report pod (3.8 CPU) fits no node: one scale-up of general.
+    assert_eq!(side.scale_ups.len(), 1, "{:#?}", side.scale_ups);
+    assert_eq!(side.scale_ups[0].groups["general"], "3->4");
+    assert!(
+        side.scale_ups[0]
+            .pods
+            .contains(&"shop/report-6c9f7d5b8-p1".to_string())
+    );
+    assert_eq!(side.summary.pending_at_start, 1);
+    assert_eq!(side.summary.pending_at_end, 0);
+    // The cache's node (5% of its CPU requested) and the first web node
+    // (26%) are under the 0.5 threshold and their pods fit elsewhere:
+    // removed after 10 minutes unneeded, one at a time as the PDB allows.
+    for (name, utilization) in [("ip-10-0-1-13", 0.051), ("ip-10-0-1-11", 0.255)] {
+        let node = side
+            .nodes
+            .iter()
+            .find(|n| n.name == name)
+            .unwrap_or_else(|| panic!("{name} is reported"));
+        let removed = node
+            .removed_at
+            .unwrap_or_else(|| panic!("{name} is removed"));
+        let since = node.unneeded_since.expect("it was unneeded first");
+        assert!(
+            removed >= since + 600,
+            "{name} removed at {removed}, unneeded since {since}"
+        );
+        assert_eq!(node.utilization, Some(utilization), "{name}");
+    }
+    assert_eq!(side.summary.evictions, 3);
+    let kept = side
+        .nodes
+        .iter()
+        .find(|n| n.name == "ip-10-0-1-12")
+        .expect("reported");
+    assert!(kept.removed_at.is_none());
+    assert!(kept.kept_because.is_some());
+    // The control-plane node is in no group: never touched.
+    assert!(
+        report
+            .coverage
+            .ungrouped_nodes
+            .contains(&"control-1".to_string())
+    );
+    let control = side
+        .nodes
+        .iter()
+        .find(|n| n.name == "control-1")
+        .expect("reported");
+    assert!(control.removed_at.is_none());
+}
+
+#[test]
+fn a_stricter_threshold_keeps_the_idle_node_and_the_difference_says_so() {
+    let report = run(&what_if(&[
+        ("default", ""),
+        ("strict", "--scale-down-utilization-threshold=0.2"),
+    ]));
+    // At 0.2 the web node (26% of its CPU) is not underutilized; the
+    // cache's node (5%) still goes.
+    let strict = &report.sides[1];
+    let node = |name: &str| {
+        strict
+            .nodes
+            .iter()
+            .find(|n| n.name == name)
+            .unwrap_or_else(|| panic!("{name} is reported"))
+    };
+    assert!(node("ip-10-0-1-11").removed_at.is_none());
+    assert_eq!(
+        node("ip-10-0-1-11").kept_because.as_deref(),
+        Some("NotUnderutilized")
+    );
+    assert!(node("ip-10-0-1-13").removed_at.is_some());
+    let d = &report.differences[0];
+    assert_eq!(d.removed_only_by_base, vec!["ip-10-0-1-11".to_string()]);
+    assert!(d.removed_only_by_side.is_empty());
+    assert!(
+        d.node_hours > 0.0,
+        "strict keeps more node-hours: {}",
+        d.node_hours
+    );
+}
+
+#[test]
+fn the_same_inputs_and_seed_give_the_same_bytes() {
+    let w = what_if(&[("a", ""), ("b", "--expander=random")]);
+    let first = serde_json::to_string(&run(&w)).expect("serialises");
+    for _ in 0..2 {
+        let again = serde_json::to_string(&run(&w)).expect("serialises");
+        assert_eq!(first, again);
+    }
+}
+
+#[test]
+fn the_coverage_says_what_was_read_and_what_is_missing() {
+    let report = run(&WhatIf {
+        duration: Duration::from_secs(60),
+        ..what_if(&[])
+    });
+    let c = &report.coverage;
+    let row = |what: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.what == what)
+            .unwrap_or_else(|| panic!("no row {what}"))
+    };
+    assert_eq!((row("Node").count, row("Node").status), (4, "loaded"));
+    assert_eq!(row("PodDisruptionBudget").status, "loaded");
+    assert_eq!(row("StatefulSet").status, "missing");
+    assert_eq!(
+        row("autoscaler flags").note,
+        "from Deployment kube-system/cluster-autoscaler"
+    );
+    assert_eq!(row("node group bounds").status, "read");
+    assert_eq!(c.unused.get("Service"), Some(&1));
+    assert_eq!(c.dropped.config_maps, 1);
+    assert!(
+        c.flags_left_out
+            .iter()
+            .any(|f| f.starts_with("--cloud-provider=aws"))
+    );
+}
