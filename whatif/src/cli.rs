@@ -19,8 +19,12 @@ const GATE_FAILED: u8 = 3;
 pub struct Args {
     /// The cluster's state: `kubectl get ... -A -o json|yaml` output,
     /// multi-document YAML, or an autoscaler's `/snapshotz` answer.
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "kubeconfig", value_name = "FILE")]
     pub inputs: Vec<PathBuf>,
+    /// Read a live cluster through this kubeconfig (its current context):
+    /// list calls only, never a write.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
     /// A side to run, `NAME=FLAGS` (repeatable): the autoscaler's flags
     /// over the input's, e.g. `--side 'strict=--scale-down-utilization-threshold=0.3'`.
     /// Without any, one side runs with the input's flags.
@@ -140,6 +144,7 @@ pub fn request(args: &Args) -> Result<WhatIf, crate::WhatIfError> {
         .collect::<Result<Vec<_>, crate::WhatIfError>>()?;
     Ok(WhatIf {
         inputs: args.inputs.clone(),
+        kubeconfig: args.kubeconfig.clone(),
         flags,
         sides,
         group_label: args.group_label.clone(),

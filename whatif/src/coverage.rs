@@ -22,7 +22,8 @@ pub struct Row {
     pub what: String,
     /// Objects read.
     pub count: usize,
-    /// `loaded`, `read`, `derived`, `defaulted` or `missing`.
+    /// `loaded`, `read`, `derived`, `defaulted`, `missing` or
+    /// `unreadable` (a live cluster would not list them).
     pub status: &'static str,
     /// What it means for the run.
     pub note: String,
@@ -89,6 +90,14 @@ impl Coverage {
                     "missing",
                     "a /snapshotz holds none: no budget limits evictions".to_string(),
                 ),
+                _ if count == 0 && input.unreadable.contains_key(kind.name()) => (
+                    "unreadable",
+                    format!(
+                        "the cluster would not list them ({}): {}",
+                        input.unreadable[kind.name()],
+                        when_missing(kind)
+                    ),
+                ),
                 _ if count == 0 => ("missing", when_missing(kind).to_string()),
                 Kind::ConfigMap => (
                     "read",
@@ -133,7 +142,7 @@ impl Coverage {
                 "defaulted"
             },
             note: if defaulted.is_empty() {
-                "from --nodes".into()
+                "from --nodes or the kwok provider's templates".into()
             } else {
                 format!(
                     "0 to twice today's size for {} (give --nodes MIN:MAX:GROUP)",
@@ -141,19 +150,23 @@ impl Coverage {
                 )
             },
         });
+        let from_nodes = grouping
+            .groups
+            .iter()
+            .filter(|g| g.template_from.starts_with("node "))
+            .count();
         rows.push(Row {
             what: "node group templates".into(),
             count: grouping.groups.len(),
-            status: if input.templates.is_empty() {
+            status: if from_nodes == grouping.groups.len() {
                 "derived"
             } else {
                 "read"
             },
-            note: if input.templates.is_empty() {
-                "from a node of each group".into()
-            } else {
-                "the /snapshotz TemplateNodes where they match a group".into()
-            },
+            note: format!(
+                "{from_nodes} made from a node of the group, {} the autoscaler's own",
+                grouping.groups.len() - from_nodes
+            ),
         });
         rows.push(Row {
             what: "autoscaler flags".into(),

@@ -92,6 +92,9 @@ pub enum GroupError {
 pub enum Bounds {
     /// A `--nodes MIN:MAX:NAME` flag (the autoscaler's, or given).
     NodesFlag,
+    /// The kwok provider's template annotations (`min-count`,
+    /// `max-count`).
+    Template,
     /// None given: 0 to twice the group's size (at least 1).
     Defaulted,
 }
@@ -265,7 +268,7 @@ pub fn infer(
             });
         }
     }
-    adopt_snapshot_templates(input, label, &mut groups);
+    adopt_templates(input, label, &mut groups);
     apply_bounds(&mut groups, bounds)?;
     for g in &mut groups {
         g.template = template(&g.template, g);
@@ -274,28 +277,83 @@ pub fn infer(
     Ok(Grouping { groups, ungrouped })
 }
 
-/// `/snapshotz`'s template nodes: the autoscaler's own templates of the
-/// groups they match, and groups of their own for those no node matches
-/// (a group at zero).
-fn adopt_snapshot_templates(input: &Input, label: Option<&str>, groups: &mut Vec<Group>) {
-    for (id, node) in &input.templates {
-        let key = group_key(node, label);
-        let itype = instance_type(node);
-        let matching = groups.iter_mut().find(|g| {
-            key.as_ref()
-                .is_some_and(|(_, _, value)| g.aliases.contains(value))
+/// A template node the input holds: `/snapshotz`'s `TemplateNodes`, or
+/// the kwok provider's templates ConfigMap.
+struct Template {
+    /// The autoscaler's group id.
+    id: String,
+    /// The node.
+    node: Value,
+    /// `/snapshotz template ID`, `kwok provider template ID`.
+    from: String,
+    /// Its size bounds, when it carries them (the kwok provider's
+    /// annotations).
+    bounds: Option<(usize, usize)>,
+}
+
+/// The templates of the input: `/snapshotz`'s, then the kwok provider's.
+fn templates(input: &Input) -> Vec<Template> {
+    let mut out: Vec<Template> = input
+        .templates
+        .iter()
+        .map(|(id, node)| Template {
+            id: id.clone(),
+            node: node.clone(),
+            from: format!("/snapshotz template {id}"),
+            bounds: None,
+        })
+        .collect();
+    let kwok = input.of(Kind::ConfigMap).find(|o| {
+        o.namespace() == "kube-system" && o.name() == harness::kwok_provider::TEMPLATES_CONFIG_MAP
+    });
+    let items: Vec<Value> = kwok
+        .and_then(|o| o.value.pointer("/data/templates"))
+        .and_then(Value::as_str)
+        .and_then(|text| serde_saphyr::from_str::<Value>(text).ok())
+        .and_then(|list| list.get("items").and_then(Value::as_array).cloned())
+        .unwrap_or_default();
+    for node in items {
+        let annotation = |key: &str| {
+            node.pointer("/metadata/annotations")
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let Some(id) = annotation(GROUP_NAME_ANNOTATION)
+            .or_else(|| label_of(&node, GROUP_LABEL).map(str::to_string))
+        else {
+            continue;
+        };
+        let bound = |b: &str| annotation(&size_annotation(b)).and_then(|v| v.parse().ok());
+        out.push(Template {
+            from: format!("kwok provider template {id}"),
+            bounds: bound("min-count").zip(bound("max-count")),
+            id,
+            node,
+        });
+    }
+    out
+}
+
+/// The input's template nodes: the autoscaler's own templates of the
+/// groups they match (and their bounds, when they carry them), and groups
+/// of their own for those no node matches (a group at zero).
+fn adopt_templates(input: &Input, label: Option<&str>, groups: &mut Vec<Group>) {
+    for t in templates(input) {
+        let key = group_key(&t.node, label);
+        let itype = instance_type(&t.node);
+        let matching = groups.iter().position(|g| {
+            (g.aliases.contains(&t.id)
+                || key
+                    .as_ref()
+                    .is_some_and(|(_, _, value)| g.aliases.contains(value)))
                 && (g.split_by.is_none() || g.split_by == itype)
         });
-        match matching {
-            Some(g) => {
-                g.template = node.clone();
-                g.template_from = format!("/snapshotz template {id}");
-                g.aliases.push(id.clone());
-            }
+        let i = match matching {
+            Some(i) => i,
             None => {
-                let (platform, selector, value) = key.unwrap_or_else(|| {
-                    ("/snapshotz template".into(), "template".into(), id.clone())
-                });
+                let (platform, selector, value) =
+                    key.unwrap_or_else(|| ("template".into(), "template".into(), t.id.clone()));
                 groups.push(Group {
                     name: label_value(&value),
                     platform,
@@ -304,12 +362,22 @@ fn adopt_snapshot_templates(input: &Input, label: Option<&str>, groups: &mut Vec
                     min: 0,
                     max: 0,
                     bounds: Bounds::Defaulted,
-                    template_from: format!("/snapshotz template {id}"),
-                    template: node.clone(),
+                    template_from: String::new(),
+                    template: Value::Null,
                     split_by: None,
-                    aliases: vec![value, id.clone()],
+                    aliases: vec![value],
                 });
+                groups.len() - 1
             }
+        };
+        let group = &mut groups[i];
+        group.template = t.node;
+        group.template_from = t.from;
+        group.aliases.push(t.id);
+        if let Some((min, max)) = t.bounds {
+            group.min = min;
+            group.max = max;
+            group.bounds = Bounds::Template;
         }
     }
 }

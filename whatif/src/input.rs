@@ -161,6 +161,8 @@ pub struct Input {
     pub upcoming: usize,
     /// Each file and its form.
     pub files: Vec<(String, Format)>,
+    /// Kinds a live cluster would not list, and why.
+    pub unreadable: BTreeMap<String, String>,
     /// When the state was taken: a `/snapshotz`'s `StartTimestamp`, else
     /// the newest `creationTimestamp` read.
     pub taken: Option<SystemTime>,
@@ -174,8 +176,15 @@ impl Input {
         for p in paths {
             input.read_file(p.as_ref())?;
         }
-        if input.taken.is_none() {
-            input.taken = input
+        input.date();
+        Ok(input)
+    }
+
+    /// When the state was taken, if nothing said: the newest
+    /// `creationTimestamp` read.
+    pub fn date(&mut self) {
+        if self.taken.is_none() {
+            self.taken = self
                 .objects
                 .iter()
                 .filter_map(|o| o.value.pointer("/metadata/creationTimestamp"))
@@ -183,7 +192,6 @@ impl Input {
                 .filter_map(simclock::parse_rfc3339)
                 .max();
         }
-        Ok(input)
     }
 
     /// The objects of `kind`.
@@ -223,6 +231,12 @@ impl Input {
                 message: e.to_string(),
             })?
         };
+        self.read_documents(file, docs)
+    }
+
+    /// Reads documents already parsed, which came from `file` (a live
+    /// cluster's List, say).
+    pub fn read_documents(&mut self, file: &str, docs: Vec<Value>) -> Result<(), InputError> {
         let file: Arc<str> = file.into();
         let before = self.objects.len() + self.unused.values().sum::<usize>();
         let mut snapshotz = false;

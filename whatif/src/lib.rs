@@ -25,6 +25,7 @@ pub mod flags;
 pub mod groups;
 pub mod input;
 pub mod kinds;
+pub mod live;
 pub mod load;
 pub mod observe;
 pub mod plan;
@@ -47,6 +48,9 @@ pub enum WhatIfError {
     /// An input file was refused.
     #[error(transparent)]
     Input(#[from] InputError),
+    /// The live cluster could not be read.
+    #[error("reading the cluster: {0}")]
+    Live(#[from] live::LiveError),
     /// Flags were refused.
     #[error(transparent)]
     Flags(#[from] FlagsError),
@@ -83,6 +87,8 @@ pub struct SideSpec {
 pub struct WhatIf {
     /// The input's state.
     pub inputs: Vec<std::path::PathBuf>,
+    /// A live cluster to read (list only) besides the files.
+    pub kubeconfig: Option<std::path::PathBuf>,
     /// Flags over the input autoscaler's (or its defaults).
     pub flags: Flags,
     /// The sides; none is one side with the input's flags.
@@ -103,7 +109,10 @@ const DEFAULT_EPOCH_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 
 /// Reads the input, runs every side and reports.
 pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
-    let input = Input::read(&what.inputs)?;
+    let mut input = Input::read(&what.inputs)?;
+    if let Some(path) = &what.kubeconfig {
+        read_live(&mut input, path)?;
+    }
     let deployed = flags::deployed(&input);
     let base = match &deployed {
         Some(d) => Flags::parse(&d.object, &d.args)?,
@@ -183,6 +192,22 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         sides,
         differences,
     })
+}
+
+/// Adds a live cluster's state (list calls only) to `input`.
+fn read_live(input: &mut Input, kubeconfig: &std::path::Path) -> Result<(), WhatIfError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| live::LiveError::Kubeconfig(format!("starting the runtime: {e}")))?;
+    let (list, unreadable) = runtime.block_on(async {
+        let client = live::client(kubeconfig).await?;
+        live::read(&client).await
+    })?;
+    input.read_documents(&format!("{} (live)", kubeconfig.display()), vec![list])?;
+    input.unreadable.extend(unreadable);
+    input.date();
+    Ok(())
 }
 
 /// Sides need distinct names and distinct flags.

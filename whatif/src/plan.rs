@@ -39,7 +39,9 @@ pub enum PlanError {
         node: String,
     },
     /// Nothing to run on.
-    #[error("the input holds no Node and no /snapshotz template: there is no cluster to run")]
+    #[error(
+        "the input holds no Node and no node group template (/snapshotz's or the kwok provider's): there is no cluster to run"
+    )]
     NoNodes,
 }
 
@@ -85,7 +87,7 @@ pub struct Plan {
 
 /// The plan for `input` with `grouping`.
 pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
-    if input.of(Kind::Node).next().is_none() && input.templates.is_empty() {
+    if input.of(Kind::Node).next().is_none() && grouping.groups.is_empty() {
         return Err(PlanError::NoNodes);
     }
     let mut plan = Plan::default();

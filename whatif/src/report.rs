@@ -343,6 +343,7 @@ impl Report {
                 g.max,
                 match g.bounds {
                     crate::groups::Bounds::NodesFlag => "--nodes",
+                    crate::groups::Bounds::Template => "template annotations",
                     crate::groups::Bounds::Defaulted => "defaulted (give --nodes MIN:MAX:GROUP)",
                 },
                 g.template_from

@@ -27,6 +27,7 @@ fn error(w: WhatIf) -> String {
 fn what_if(inputs: Vec<PathBuf>) -> WhatIf {
     WhatIf {
         inputs,
+        kubeconfig: None,
         flags: Flags::default(),
         sides: Vec::new(),
         group_label: None,

@@ -18,6 +18,7 @@ fn shop() -> PathBuf {
 fn what_if(sides: &[(&str, &str)]) -> WhatIf {
     WhatIf {
         inputs: vec![shop()],
+        kubeconfig: None,
         flags: Flags::default(),
         sides: sides
             .iter()
