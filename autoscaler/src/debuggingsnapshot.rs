@@ -13,8 +13,10 @@
 //! `Error` "Unable to collect any data" when the loop ended before
 //! collecting (an error, an unhealthy cluster). A second request meanwhile
 //! gets 429; a client that goes away returns it to `Listening`. Upstream's
-//! log lines are kept. Pods are as the cache keeps them: without their
-//! containers (their requests are what the simulation used).
+//! log lines are kept. Pods are as the cache keeps them, their containers
+//! replaced by one that carries the pod's effective requests and host
+//! ports (what the simulation used), so that the snapshot can be loaded
+//! back (`testbed whatif`).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -154,7 +156,7 @@ impl DebuggingSnapshotter {
             return;
         }
         tracing::debug!("UnscheduledPodsCanBeScheduled is being set for the debugging snapshot");
-        let list = pods.iter().map(|p| to_value(&*p.pod)).collect();
+        let list = pods.iter().map(pod_value).collect();
         let mut inner = self.lock();
         inner.data.unscheduled_pods_can_be_scheduled = Some(list);
         inner.state = State::DataCollected;
@@ -231,11 +233,47 @@ fn answer(data: Collected, end: SystemTime) -> (u16, String) {
 
 /// A node and its pods (upstream's `ClusterNode`; `Pods` null when none).
 fn cluster_node(info: &NodeInfo) -> Value {
-    let pods: Vec<Value> = info.pods.iter().map(|p| to_value(&*p.pod)).collect();
+    let pods: Vec<Value> = info.pods.iter().map(pod_value).collect();
     json!({
         "Node": to_value(&*info.node),
         "Pods": if pods.is_empty() { Value::Null } else { Value::Array(pods) },
     })
+}
+
+/// A pod as the snapshot gives it. The cache keeps pods without their
+/// containers; what the simulation read of them stands in their place:
+/// one container, `requests`, with the pod's effective requests (init
+/// containers and overhead counted) and its host ports, so that a reader
+/// of the snapshot (the what-if) sees what the loop saw.
+fn pod_value(info: &PodInfo) -> Value {
+    let mut pod = to_value(&*info.pod);
+    let empty = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if empty {
+        let r = &info.requests;
+        let mut requests = Map::new();
+        requests.insert("cpu".into(), json!(format!("{}m", r.milli_cpu)));
+        requests.insert("memory".into(), json!(r.memory.to_string()));
+        if r.ephemeral_storage > 0 {
+            requests.insert(
+                "ephemeral-storage".into(),
+                json!(r.ephemeral_storage.to_string()),
+            );
+        }
+        for (name, v) in &r.scalar {
+            requests.insert(name.clone(), json!(v.to_string()));
+        }
+        let ports: Vec<Value> = info
+            .ports
+            .iter()
+            .map(|p| json!({"containerPort": p.port, "hostPort": p.port, "hostIP": p.ip, "protocol": p.protocol}))
+            .collect();
+        pod["spec"]["containers"] = json!([{"name": "requests", "image": "registry.k8s.io/pause:3.10",
+            "resources": {"requests": requests}, "ports": ports}]);
+    }
+    pod
 }
 
 fn to_value<T: serde::Serialize>(object: &T) -> Value {

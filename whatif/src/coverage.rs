@@ -45,6 +45,8 @@ pub struct Coverage {
     pub duplicates: usize,
     /// Upcoming nodes of a `/snapshotz`, left out.
     pub upcoming_nodes: usize,
+    /// Owners made from their pods, by kind.
+    pub derived_owners: BTreeMap<String, usize>,
     /// Nodes in no group.
     pub ungrouped_nodes: Vec<String>,
     /// Flags of the input's autoscaler the what-if leaves out, and why.
@@ -84,8 +86,13 @@ impl Coverage {
         let snapshotz = input.files.iter().any(|(_, f)| *f == Format::Snapshotz);
         let mut rows = Vec::new();
         for kind in Kind::ALL {
-            let count = input.of(kind).count();
+            let derived = input.derived.get(kind.name()).copied().unwrap_or(0);
+            let count = input.of(kind).count() - derived;
             let (status, note) = match kind {
+                _ if derived > 0 => (
+                    if count == 0 { "derived" } else { "loaded" },
+                    format!("{derived} more made from the pods that name them"),
+                ),
                 _ if count == 0 && snapshotz && kind == Kind::PodDisruptionBudget => (
                     "missing",
                     "a /snapshotz holds none: no budget limits evictions".to_string(),
@@ -208,6 +215,7 @@ impl Coverage {
             dropped: plan.dropped.clone(),
             duplicates: input.duplicates,
             upcoming_nodes: input.upcoming,
+            derived_owners: input.derived.clone(),
             ungrouped_nodes: grouping.ungrouped.clone(),
             flags_left_out,
         }
@@ -255,6 +263,17 @@ impl Coverage {
         ];
         for (n, what) in counted.into_iter().filter(|(n, _)| *n > 0) {
             out.push_str(&format!("- {what}: {n}\n"));
+        }
+        if !self.derived_owners.is_empty() {
+            let list: Vec<String> = self
+                .derived_owners
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            out.push_str(&format!(
+                "- owners made from their pods (so that evicted pods come back): {}\n",
+                list.join(", ")
+            ));
         }
         if !d.owners_missing.is_empty() {
             let list: Vec<String> = d

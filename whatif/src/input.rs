@@ -161,6 +161,8 @@ pub struct Input {
     pub upcoming: usize,
     /// Each file and its form.
     pub files: Vec<(String, Format)>,
+    /// Owners made from their pods ([`crate::owners`]), by kind.
+    pub derived: BTreeMap<String, usize>,
     /// Kinds a live cluster would not list, and why.
     pub unreadable: BTreeMap<String, String>,
     /// When the state was taken: a `/snapshotz`'s `StartTimestamp`, else

@@ -2,7 +2,9 @@
 //!
 //! A cluster's state, read from files ([`input`]: `kubectl get -o
 //! json|yaml` dumps, multi-document YAML, upstream Cluster Autoscaler's
-//! `/snapshotz`), is turned into node groups ([`groups`]: from the labels
+//! `/snapshotz`), with the ReplicaSets and DaemonSets its pods name but it
+//! lacks made from those pods ([`owners`]), is turned into node groups
+//! ([`groups`]: from the labels
 //! the common platforms put on nodes, or a label the operator names) and
 //! a plan of objects to create ([`plan`]: nodes as kwok nodes of their
 //! groups, pods bound where they were, owners before what they own). Each
@@ -28,6 +30,7 @@ pub mod kinds;
 pub mod live;
 pub mod load;
 pub mod observe;
+pub mod owners;
 pub mod plan;
 pub mod report;
 pub mod run;
@@ -112,6 +115,10 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
     let mut input = Input::read(&what.inputs)?;
     if let Some(path) = &what.kubeconfig {
         read_live(&mut input, path)?;
+    }
+    for owner in owners::derive(&input) {
+        *input.derived.entry(owner.kind.name().into()).or_default() += 1;
+        input.objects.push(owner);
     }
     let deployed = flags::deployed(&input);
     let base = match &deployed {

@@ -56,15 +56,26 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Starts watching, the clock at zero now.
-    pub fn start(client: Client) -> Observer {
-        let seen = Arc::new(Mutex::new(Seen::default()));
+    /// Lists the nodes and pods there now (the start), then watches, the
+    /// clock at zero now: a node the watch shows that the list did not is
+    /// one added since, whenever its event comes.
+    pub async fn start(client: Client) -> Result<Observer, kube::Error> {
+        let mut at_start = Seen::default();
+        let params = kube::api::ListParams::default();
+        for n in Api::<Node>::all(client.clone()).list(&params).await?.items {
+            at_start.node_applied(&n, None);
+        }
+        for p in Api::<Pod>::all(client.clone()).list(&params).await?.items {
+            at_start.pod_applied(&p, 0.0);
+        }
+        at_start.pending_at_start = at_start.pending.len();
+        let seen = Arc::new(Mutex::new(at_start));
         let start = Instant::now();
         let nodes = watch::<Node>(
             client.clone(),
             seen.clone(),
             start,
-            Seen::node_applied,
+            |seen, n, t| seen.node_applied(n, Some(t)),
             Seen::node_deleted,
         );
         let pods = watch::<Pod>(
@@ -74,11 +85,11 @@ impl Observer {
             Seen::pod_applied,
             Seen::pod_deleted,
         );
-        Observer {
+        Ok(Observer {
             seen,
             start,
             tasks: vec![nodes, pods],
-        }
+        })
     }
 
     /// Seconds since the start.
@@ -135,7 +146,8 @@ where
 }
 
 impl Seen {
-    fn node_applied(&mut self, n: &Node, t: f64) {
+    /// A node seen: at the start (`t` none) or added at `t`.
+    fn node_applied(&mut self, n: &Node, t: Option<f64>) {
         let name = n.metadata.name.clone().unwrap_or_default();
         if self.nodes.contains_key(&name) {
             return;
@@ -150,11 +162,11 @@ impl Seen {
             name,
             NodeLife {
                 group: group.clone(),
-                added: (t > 0.0).then_some(t),
+                added: t,
                 removed: None,
             },
         );
-        self.count(group, 1, t);
+        self.count(group, 1, t.unwrap_or(0.0));
     }
 
     fn node_deleted(&mut self, n: &Node, t: f64) {
@@ -189,9 +201,6 @@ impl Seen {
         self.bound.insert(uid, bound && !finished);
         match (pending, self.pending.contains_key(&key)) {
             (true, false) => {
-                if t == 0.0 {
-                    self.pending_at_start += 1;
-                }
                 self.pending.insert(key, t);
                 self.pending_changes.push((t, self.pending.len()));
             }

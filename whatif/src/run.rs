@@ -110,7 +110,12 @@ async fn run(
     // The controllers make the pods of loaded workloads that had none and
     // the scheduler places what it can, before the autoscaler looks.
     tokio::time::sleep(SETTLE).await;
-    let observer = Observer::start(cluster.client());
+    let observer = Observer::start(cluster.client())
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: "listing the nodes and pods at the start".into(),
+            source,
+        })?;
     let clock = cluster.clock().clone();
     let mut built = autoscaler::inprocess::kwok(cluster.client_under_test(), clock, args).await?;
     let mut log = built.autoscaler.decision_log();

@@ -73,6 +73,10 @@ fn the_deployed_flags_scale_up_for_the_pending_pod_and_remove_the_idle_node() {
             .contains(&"shop/report-6c9f7d5b8-p1".to_string())
     );
     assert_eq!(side.summary.pending_at_start, 1);
+    assert_eq!(
+        (side.summary.nodes_at_start, side.summary.nodes_added),
+        (4, 1)
+    );
     assert_eq!(side.summary.pending_at_end, 0);
     // The cache's node (5% of its CPU requested) and the first web node
     // (26%) are under the 0.5 threshold and their pods fit elsewhere:
