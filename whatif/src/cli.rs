@@ -153,3 +153,32 @@ pub fn request(args: &Args) -> Result<WhatIf, crate::WhatIfError> {
         parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })
 }
+
+/// `testbed synthetic`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct SyntheticArgs {
+    /// Nodes.
+    #[arg(long, default_value_t = 1000)]
+    pub nodes: usize,
+    /// Pods per node (besides one DaemonSet pod each).
+    #[arg(long, default_value_t = 30)]
+    pub pods_per_node: usize,
+    /// Where to write the dump (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// Writes a synthetic cluster dump ([`crate::synthetic`]).
+pub fn synthetic(args: &SyntheticArgs) -> ExitCode {
+    let dump = crate::synthetic::cluster(args.nodes, args.pods_per_node);
+    match std::fs::write(&args.out, dump.to_string()) {
+        Ok(()) => {
+            println!("{}", args.out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("testbed synthetic: writing {}: {e}", args.out.display());
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -19,7 +19,9 @@
 //!
 //! Sides run in parallel threads, each on a single-threaded runtime on
 //! paused time with seeded generators: the same inputs and seed give a
-//! byte-identical JSON report. `testbed whatif` is the command ([`cli`]).
+//! byte-identical JSON report. `testbed whatif` is the command ([`cli`]);
+//! `testbed synthetic` writes a cluster dump of any size for its
+//! benchmark ([`synthetic`]).
 
 pub mod cli;
 pub mod coverage;
@@ -34,6 +36,7 @@ pub mod owners;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod synthetic;
 
 use std::time::{Duration, SystemTime};
 

@@ -77,6 +77,9 @@ enum Command {
     /// what the autoscaler would do to it in virtual time, flag sets side
     /// by side.
     Whatif(whatif::cli::Args),
+    /// Write a synthetic cluster dump (a kubectl List) of any size, for
+    /// the what-if's benchmark.
+    Synthetic(whatif::cli::SyntheticArgs),
 }
 
 #[derive(clap::Args)]
@@ -191,6 +194,7 @@ fn main() -> ExitCode {
             init_logging_at("off");
             whatif::cli::main(args)
         }
+        Command::Synthetic(args) => whatif::cli::synthetic(&args),
         Command::Up(up) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(serve(up)),
             Err(e) => {

@@ -8,7 +8,9 @@
 //! They watch the store like any controller and act through the same
 //! operations as clients do; each change is handled in commit order.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, HashMap};
+
+use apimachinery::labels::Labels;
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
@@ -18,15 +20,25 @@ use crate::registry::GroupResource;
 use crate::server::{DeleteOptions, Server, Subresource, WriteOptions};
 use crate::store::{ChangeType, Stored, WatchFrom, WatchItem};
 
+/// How long the disruption controller's refresh waits for more changes:
+/// a burst of pod updates (kwok starting thousands of pods) refreshes each
+/// budget once, not once per pod. Budgets' status lags pods by as much,
+/// as the disruption controller's work queue makes it lag in a cluster.
+const BUDGET_REFRESH_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Starts the loops; they stop when the server is dropped.
 pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
     let from = WatchFrom::Version(server.store.current_rv());
     let watch = server.store.watch(None, None, from);
     let weak: Weak<Server> = Arc::downgrade(server);
+    let budgets = spawn_budget_refresher(weak.clone());
     tokio::spawn(simclock::busy::timed("apiserver", async move {
         let Ok((id, mut rx, _)) = watch else {
             return;
         };
+        // Each pod's labels as last seen, so that a budget a pod's labels
+        // leave is refreshed too.
+        let mut labels: HashMap<String, Labels> = HashMap::new();
         while let Some(item) = rx.recv().await {
             let Some(server) = weak.upgrade() else {
                 break;
@@ -34,22 +46,21 @@ pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
             let WatchItem::Change(change) = item else {
                 continue;
             };
-            let mut dirty_pdb_namespaces = BTreeSet::new();
+            let mut dirty = BTreeMap::new();
             handle(
                 &server,
                 &change.gr,
                 change.kind,
                 &change.obj,
-                &mut dirty_pdb_namespaces,
+                &mut dirty,
+                &mut labels,
             );
             // Batch what is already queued before refreshing budgets.
             while let Ok(WatchItem::Change(c)) = rx.try_recv() {
-                handle(&server, &c.gr, c.kind, &c.obj, &mut dirty_pdb_namespaces);
+                handle(&server, &c.gr, c.kind, &c.obj, &mut dirty, &mut labels);
             }
-            for ns in dirty_pdb_namespaces {
-                if let Err(e) = server.refresh_budgets(&ns) {
-                    tracing::warn!(namespace = %ns, error = %e, "refreshing PodDisruptionBudget status failed");
-                }
+            if !dirty.is_empty() && budgets.send(dirty).is_err() {
+                break;
             }
         }
         if let Some(server) = weak.upgrade() {
@@ -58,19 +69,100 @@ pub fn spawn(server: &Arc<Server>) -> JoinHandle<()> {
     }))
 }
 
+/// The disruption controller's status refresh: what the loop found dirty,
+/// gathered for [`BUDGET_REFRESH_DELAY`], then each budget concerned
+/// refreshed once.
+fn spawn_budget_refresher(
+    weak: Weak<Server>,
+) -> tokio::sync::mpsc::UnboundedSender<BTreeMap<String, Changed>> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<BTreeMap<String, Changed>>();
+    tokio::spawn(simclock::busy::timed("apiserver", async move {
+        while let Some(first) = rx.recv().await {
+            tokio::time::sleep(BUDGET_REFRESH_DELAY).await;
+            let mut dirty = first;
+            while let Ok(more) = rx.try_recv() {
+                for (ns, changed) in more {
+                    merge(&mut dirty, ns, changed);
+                }
+            }
+            let Some(server) = weak.upgrade() else {
+                break;
+            };
+            for (ns, changed) in dirty {
+                let pods = match &changed {
+                    Changed::Budgets => None,
+                    Changed::Pods(pods) => Some(pods.as_slice()),
+                };
+                if let Err(e) = server.refresh_budgets_of(&ns, pods) {
+                    tracing::warn!(namespace = %ns, error = %e, "refreshing PodDisruptionBudget status failed");
+                }
+            }
+        }
+    }));
+    tx
+}
+
+/// Adds a namespace's change to what is dirty: every budget wins over
+/// some, pods' label sets add up.
+fn merge(dirty: &mut BTreeMap<String, Changed>, ns: String, changed: Changed) {
+    match (dirty.get_mut(&ns), changed) {
+        (Some(Changed::Budgets), _) => {}
+        (Some(Changed::Pods(sets)), Changed::Pods(more)) => {
+            for l in more {
+                if !sets.contains(&l) {
+                    sets.push(l);
+                }
+            }
+        }
+        (_, changed) => {
+            dirty.insert(ns, changed);
+        }
+    }
+}
+
+/// What a namespace's budgets must be refreshed for.
+enum Changed {
+    /// A budget changed: every budget of the namespace.
+    Budgets,
+    /// Pods changed, with these labels (now and before): the budgets that
+    /// select any of them.
+    Pods(Vec<Labels>),
+}
+
 fn handle(
     server: &Server,
     gr: &GroupResource,
     kind: ChangeType,
     obj: &Stored,
-    dirty: &mut BTreeSet<String>,
+    dirty: &mut BTreeMap<String, Changed>,
+    labels: &mut HashMap<String, Labels>,
 ) {
     let pods = gr.group.is_empty() && gr.resource == "pods";
     let pdbs = gr.group == "policy" && gr.resource == "poddisruptionbudgets";
-    if (pods || (pdbs && kind != ChangeType::Deleted && !status_written_by_us(obj)))
+    if pods && !obj.namespace.is_empty() {
+        let before = if kind == ChangeType::Deleted {
+            labels.remove(&obj.uid)
+        } else {
+            labels.insert(obj.uid.clone(), obj.labels.clone())
+        };
+        let entry = dirty
+            .entry(obj.namespace.clone())
+            .or_insert_with(|| Changed::Pods(Vec::new()));
+        if let Changed::Pods(sets) = entry {
+            if let Some(before) = before.filter(|b| *b != obj.labels) {
+                sets.push(before);
+            }
+            if !sets.contains(&obj.labels) {
+                sets.push(obj.labels.clone());
+            }
+        }
+    }
+    if pdbs
+        && kind != ChangeType::Deleted
+        && !status_written_by_us(obj)
         && !obj.namespace.is_empty()
     {
-        dirty.insert(obj.namespace.clone());
+        dirty.insert(obj.namespace.clone(), Changed::Budgets);
     }
     match kind {
         ChangeType::Deleted => {

@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::registry::GroupResource;
 use crate::server::{DeleteOptions, Deleted, Server, Subresource, WriteOptions};
 use crate::store::Stored;
-use apimachinery::labels::LabelSelector;
+use apimachinery::labels::{LabelSelector, Labels};
 
 /// How long an evicted pod counts as disrupted while it is still present (upstream: 2 minutes).
 const DISRUPTED_POD_TIMEOUT: Duration = Duration::from_secs(120);
@@ -293,10 +293,27 @@ impl Server {
 
     /// Recomputes and stores the status of every budget in a namespace.
     pub fn refresh_budgets(&self, ns: &str) -> ApiResult<()> {
+        self.refresh_budgets_of(ns, None)
+    }
+
+    /// Recomputes and stores the status of a namespace's budgets: all of
+    /// them, or (given the labels of the pods that changed) those that
+    /// select one of those pods.
+    pub fn refresh_budgets_of(&self, ns: &str, pods: Option<&[Labels]>) -> ApiResult<()> {
         let def = self.def("policy", "poddisruptionbudgets")?;
         let (_, pdbs) = self.store.list(&def.gr(), Some(ns), None);
         for p in pdbs {
             let v = p.value();
+            if let Some(pods) = pods {
+                let selects = match LabelSelector::from_value(v.pointer("/spec/selector")) {
+                    Ok(s) => pods.iter().any(|l| s.matches(l)),
+                    // A bad selector: its status says why, refreshed.
+                    Err(_) => true,
+                };
+                if !selects {
+                    continue;
+                }
+            }
             let st = self.budget_status(&v);
             match self.write_budget_status(&v, &st, None) {
                 Ok(()) => {}

@@ -184,22 +184,33 @@ impl Controllers {
                 _ => {}
             },
             Change::Node(ev) => {
-                match ev {
+                // DaemonSets place pods by what a node is (labels, taints,
+                // schedulability, allocatable), not by its heartbeats.
+                let placement_changed = match ev {
                     Event::Apply(n) | Event::InitApply(n) => {
+                        let changed = self
+                            .nodes
+                            .get(&n.name_any())
+                            .is_none_or(|old| placement_differs(old, &n));
                         self.nodes.insert(n.name_any(), n);
+                        changed
                     }
                     Event::Delete(n) => {
                         self.nodes.remove(&n.name_any());
                         self.orphan_scan_all = true;
+                        true
                     }
                     Event::InitDone => {
                         self.nodes_synced = true;
                         self.orphan_scan_all = true;
+                        true
                     }
-                    Event::Init => {}
+                    Event::Init => false,
+                };
+                if placement_changed {
+                    let all: Vec<String> = self.daemonsets.keys().cloned().collect();
+                    self.dirty.extend(all.into_iter().map(Owner::DaemonSet));
                 }
-                let all: Vec<String> = self.daemonsets.keys().cloned().collect();
-                self.dirty.extend(all.into_iter().map(Owner::DaemonSet));
             }
             Change::ReplicaSet(ev) => {
                 if let Event::Apply(rs) | Event::Delete(rs) = &ev {
@@ -430,4 +441,22 @@ impl Controllers {
             tracing::debug!("updating the status of {}: {e}", key(obj));
         }
     }
+}
+
+/// Whether a node changed in what decides where DaemonSet pods run: its
+/// labels, taints, schedulability, allocatable resources or readiness.
+fn placement_differs(old: &Node, new: &Node) -> bool {
+    let ready = |n: &Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| c.status.clone())
+    };
+    old.metadata.labels != new.metadata.labels
+        || old.spec.as_ref().map(|s| (&s.taints, s.unschedulable))
+            != new.spec.as_ref().map(|s| (&s.taints, s.unschedulable))
+        || old.status.as_ref().map(|s| &s.allocatable)
+            != new.status.as_ref().map(|s| &s.allocatable)
+        || ready(old) != ready(new)
 }
