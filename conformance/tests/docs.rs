@@ -205,7 +205,7 @@ fn check(
             let Some(sub) = args.first() else {
                 return Some("testbed without a subcommand".into());
             };
-            if !["run", "up", "compare", "bench"].contains(sub) {
+            if !["run", "up", "compare", "bench", "whatif", "synthetic"].contains(sub) {
                 return Some(format!("testbed has no subcommand {sub:?}"));
             }
             let help = testbed_help(sub);

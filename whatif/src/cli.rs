@@ -1,6 +1,7 @@
 //! `testbed whatif FILE... [--side NAME=FLAGS]...`: the command line of
 //! the what-if. It prints the coverage and the outcome, writes the whole
-//! report as `report.json` and `report.md` under `--out`, and exits 3 when
+//! report as `report.json`, `report.md` and `report.html` (with SVG
+//! timelines) under `--out`, and exits 3 when
 //! a side's pending pod-minutes pass `--max-pending-pod-minutes` (a gate
 //! for CI).
 
@@ -48,7 +49,7 @@ pub struct Args {
     /// and seed give the same report.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Where `report.json` and `report.md` are written.
+    /// Where `report.json`, `report.md` and `report.html` are written.
     #[arg(long, default_value = "target/whatif", value_name = "DIR")]
     pub out: PathBuf,
     /// Exit with status 3 when a side's pending pod-minutes pass this.
@@ -80,7 +81,12 @@ fn what_if(args: &Args) -> Result<ExitCode, String> {
     let markdown = report.markdown();
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
-    for (name, text) in [("report.json", &json), ("report.md", &markdown)] {
+    let html = crate::html::page(&report);
+    for (name, text) in [
+        ("report.json", &json),
+        ("report.md", &markdown),
+        ("report.html", &html),
+    ] {
         let path = args.out.join(name);
         std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
@@ -92,9 +98,10 @@ fn what_if(args: &Args) -> Result<ExitCode, String> {
         .to_string();
     print!("{short}");
     println!(
-        "\nreport: {} and {}",
+        "\nreport: {}, {} and {}",
         args.out.join("report.json").display(),
-        args.out.join("report.md").display()
+        args.out.join("report.md").display(),
+        args.out.join("report.html").display()
     );
     if let Some(max) = args.max_pending_pod_minutes {
         let over: Vec<String> = report

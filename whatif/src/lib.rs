@@ -12,8 +12,8 @@
 //! control plane starts ([`load`]), runs our autoscaler with the side's
 //! flags ([`flags`]: the input's Cluster Autoscaler Deployment's, with the
 //! side's over them) in virtual time, watches the cluster ([`observe`])
-//! and keeps every loop's decisions. The [`report`] (versioned JSON and
-//! Markdown) says, side by side, what each would do, node by node, and
+//! and keeps every loop's decisions. The [`report`] (versioned JSON,
+//! Markdown, and an HTML page with SVG timelines: [`html`]) says, side by side, what each would do, node by node, and
 //! the [`coverage`] table says what the input held, what was derived or
 //! defaulted and what is missing.
 //!
@@ -27,6 +27,7 @@ pub mod cli;
 pub mod coverage;
 pub mod flags;
 pub mod groups;
+pub mod html;
 pub mod input;
 pub mod kinds;
 pub mod live;

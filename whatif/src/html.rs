@@ -1,0 +1,161 @@
+//! The report as one self-contained HTML page: the outcome and the
+//! differences as tables, and SVG timelines of the nodes and the pending
+//! pods of every side on one time axis. No script, no outside resource.
+
+use std::fmt::Write;
+
+use crate::report::{Report, Side};
+
+/// Colours of the sides' lines, in order.
+const COLOURS: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+
+/// Chart size.
+const WIDTH: f64 = 760.0;
+const HEIGHT: f64 = 220.0;
+const MARGIN: f64 = 40.0;
+
+/// The page.
+pub fn page(report: &Report) -> String {
+    let mut out = String::from(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>What-if</title>\n<style>\
+         body{font-family:sans-serif;margin:2em;max-width:900px}table{border-collapse:collapse;margin:1em 0}\
+         td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}\
+         </style></head><body>\n",
+    );
+    let _ = writeln!(
+        out,
+        "<h1>What-if: {} h of virtual time</h1>",
+        report.duration_seconds as f64 / 3600.0
+    );
+    out.push_str("<table><tr><th>side</th><th>nodes start</th><th>nodes end</th><th>added</th><th>removed</th><th>node-hours</th><th>pending pod-minutes</th><th>evictions</th></tr>\n");
+    for s in &report.sides {
+        let m = &s.summary;
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&s.name),
+            m.nodes_at_start,
+            m.nodes_at_end,
+            m.nodes_added,
+            m.nodes_removed,
+            m.node_hours,
+            m.pending_pod_minutes,
+            m.evictions
+        );
+    }
+    out.push_str("</table>\n");
+    for d in &report.differences {
+        let _ = writeln!(
+            out,
+            "<p>{} against {}: node-hours {:+}, pending pod-minutes {:+}, evictions {:+}; removed by {} only: {}; by {} only: {}</p>",
+            escape(&d.side),
+            escape(&d.base),
+            d.node_hours,
+            d.pending_pod_minutes,
+            d.evictions,
+            escape(&d.side),
+            escape(&list(&d.removed_only_by_side)),
+            escape(&d.base),
+            escape(&list(&d.removed_only_by_base)),
+        );
+    }
+    let end = report.duration_seconds.max(1);
+    out.push_str("<h2>Nodes</h2>\n");
+    out.push_str(&chart(&report.sides, end, nodes_series));
+    out.push_str("<h2>Pending pods</h2>\n");
+    out.push_str(&chart(&report.sides, end, pending_series));
+    out.push_str("<p>");
+    for (i, s) in report.sides.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<span style=\"color:{}\">&#9632; {}</span> ",
+            COLOURS[i % COLOURS.len()],
+            escape(&s.name)
+        );
+    }
+    out.push_str("</p>\n</body></html>\n");
+    out
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A side's total node count after each change.
+fn nodes_series(side: &Side) -> Vec<(u64, usize)> {
+    let mut by_group: std::collections::BTreeMap<&str, usize> = Default::default();
+    side.node_timeline
+        .iter()
+        .map(|(t, g, n)| {
+            by_group.insert(g, *n);
+            (*t, by_group.values().sum::<usize>())
+        })
+        .collect()
+}
+
+fn pending_series(side: &Side) -> Vec<(u64, usize)> {
+    side.pending_timeline.clone()
+}
+
+/// An SVG chart of each side's series as a step line.
+fn chart(sides: &[Side], end: u64, series: fn(&Side) -> Vec<(u64, usize)>) -> String {
+    let all: Vec<Vec<(u64, usize)>> = sides.iter().map(series).collect();
+    let max = all
+        .iter()
+        .flatten()
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let x = |t: u64| MARGIN + (WIDTH - 2.0 * MARGIN) * t.min(end) as f64 / end as f64;
+    let y = |n: usize| HEIGHT - MARGIN + (2.0 * MARGIN - HEIGHT) * n as f64 / max as f64;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" font-size=\"11\">\
+         <line x1=\"{MARGIN}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/>\
+         <line x1=\"{MARGIN}\" y1=\"{MARGIN}\" x2=\"{MARGIN}\" y2=\"{b}\" stroke=\"#888\"/>\
+         <text x=\"{MARGIN}\" y=\"{t}\" text-anchor=\"end\">{max}</text>\
+         <text x=\"{MARGIN}\" y=\"{b2}\" text-anchor=\"end\">0</text>\
+         <text x=\"{r}\" y=\"{b2}\" text-anchor=\"end\">{h} h</text>\n",
+        b = HEIGHT - MARGIN,
+        r = WIDTH - MARGIN,
+        t = MARGIN,
+        b2 = HEIGHT - MARGIN + 14.0,
+        h = end as f64 / 3600.0,
+    );
+    for (i, points) in all.iter().enumerate() {
+        let mut path = String::new();
+        let mut last: Option<usize> = None;
+        for (t, n) in points {
+            match last {
+                None => {
+                    let _ = write!(path, "M{:.1},{:.1}", x(*t), y(*n));
+                }
+                Some(prev) => {
+                    let _ = write!(path, " L{:.1},{:.1} L{:.1},{:.1}", x(*t), y(prev), x(*t), y(*n));
+                }
+            }
+            last = Some(*n);
+        }
+        if let Some(n) = last {
+            let _ = write!(path, " L{:.1},{:.1}", x(end), y(n));
+        }
+        let _ = writeln!(
+            out,
+            "<path d=\"{path}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>",
+            COLOURS[i % COLOURS.len()]
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
