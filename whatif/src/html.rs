@@ -7,7 +7,9 @@ use std::fmt::Write;
 use crate::report::{Report, Side};
 
 /// Colours of the sides' lines, in order.
-const COLOURS: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+const COLOURS: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+];
 
 /// Chart size.
 const WIDTH: f64 = 760.0;
@@ -135,7 +137,14 @@ fn chart(sides: &[Side], end: u64, series: fn(&Side) -> Vec<(u64, usize)>) -> St
                     let _ = write!(path, "M{:.1},{:.1}", x(*t), y(*n));
                 }
                 Some(prev) => {
-                    let _ = write!(path, " L{:.1},{:.1} L{:.1},{:.1}", x(*t), y(prev), x(*t), y(*n));
+                    let _ = write!(
+                        path,
+                        " L{:.1},{:.1} L{:.1},{:.1}",
+                        x(*t),
+                        y(prev),
+                        x(*t),
+                        y(*n)
+                    );
                 }
             }
             last = Some(*n);
