@@ -138,7 +138,9 @@ fn the_history_checker_catches_each_kind_of_phrase() {
     // finds only the tree's own text, not this test's data.
     let text = concat!(
         "Fixed in iss",
-        "ue 44's seventh stop.\nSee the research notes.\n",
+        "ue 44's seventh st",
+        "op.\nSee the res",
+        "earch notes.\n",
         "A helper does it.\nMeasured at commit a5fb135.\n(spec42)\n",
         "The build after that was faster.\nNOTE: old.\n"
     );
