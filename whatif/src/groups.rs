@@ -144,15 +144,6 @@ pub struct Grouping {
     pub ungrouped: Vec<String>,
 }
 
-impl Grouping {
-    /// The group of node `name`.
-    pub fn group_of(&self, name: &str) -> Option<&Group> {
-        self.groups
-            .iter()
-            .find(|g| g.nodes.iter().any(|n| n == name))
-    }
-}
-
 /// A `--nodes MIN:MAX:NAME` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodesFlag {

@@ -93,6 +93,11 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
     let mut plan = Plan::default();
     let nodes: BTreeSet<&str> = input.of(Kind::Node).map(Object::name).collect();
     let uids: BTreeSet<&str> = input.objects.iter().filter_map(Object::uid).collect();
+    let group_of: BTreeMap<&str, &str> = grouping
+        .groups
+        .iter()
+        .flat_map(|g| g.nodes.iter().map(|n| (n.as_str(), g.name.as_str())))
+        .collect();
     let mut namespaces: BTreeSet<String> = input
         .of(Kind::Namespace)
         .map(|o| o.name().to_string())
@@ -127,7 +132,7 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                     if !node_ready(&value) {
                         plan.dropped.not_ready_nodes += 1;
                     }
-                    value = kwok_node(&value, grouping.group_of(o.name()).map(|g| g.name.as_str()));
+                    value = kwok_node(&value, group_of.get(o.name()).copied());
                 }
                 Kind::ConfigMap if (o.namespace(), o.name()) != PRIORITY_EXPANDER_CONFIG_MAP => {
                     plan.dropped.config_maps += 1;

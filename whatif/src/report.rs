@@ -118,7 +118,7 @@ pub struct NodeOutcome {
 }
 
 /// A scale-up.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleUp {
     /// When.
@@ -163,25 +163,51 @@ pub struct Difference {
     pub evictions: isize,
 }
 
+/// What the report keeps of the autoscaler's loops, folded in as each
+/// loop ends (keeping every loop's record would hold a copy of every
+/// node's reason per loop).
+#[derive(Debug, Default)]
+pub struct Loops {
+    /// How many ended.
+    pub count: usize,
+    /// When each node was first found unneeded, in seconds.
+    unneeded_since: BTreeMap<String, u64>,
+    /// Each node's utilization when last found unneeded.
+    utilization: BTreeMap<String, f64>,
+    /// The scale-ups.
+    scale_ups: Vec<ScaleUp>,
+    /// The last loop's record (reasons of the nodes kept, verdicts on the
+    /// pods pending).
+    last: Option<Decisions>,
+}
+
+impl Loops {
+    /// Folds in the record of a loop that ended `t` seconds after the
+    /// start.
+    pub fn add(&mut self, t: f64, d: Decisions) {
+        self.count += 1;
+        for (node, text) in &d.unneeded {
+            if let Some((_, u)) = parse_unneeded(text) {
+                self.utilization.insert(node.clone(), u);
+            }
+            self.unneeded_since.entry(node.clone()).or_insert(secs(t));
+        }
+        if !d.scaled_up.is_empty() {
+            self.scale_ups.push(scale_up(t, &d));
+        }
+        self.last = Some(d);
+    }
+}
+
 /// A side's outcome from its run.
 pub fn side(name: &str, flags: Vec<String>, run: &SideRun) -> Side {
     let seen = &run.seen;
     let end = run.end;
-    let mut unneeded_since: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut utilization: BTreeMap<&str, f64> = BTreeMap::new();
-    let mut scale_ups = Vec::new();
-    for (t, d) in &run.decisions {
-        for (node, text) in &d.unneeded {
-            if let Some((_, u)) = parse_unneeded(text) {
-                utilization.insert(node, u);
-            }
-            unneeded_since.entry(node).or_insert(secs(*t));
-        }
-        if !d.scaled_up.is_empty() {
-            scale_ups.push(scale_up(*t, d));
-        }
-    }
-    let last = run.decisions.last().map(|(_, d)| d);
+    let loops = &run.loops;
+    let unneeded_since = &loops.unneeded_since;
+    let utilization = &loops.utilization;
+    let scale_ups = &loops.scale_ups;
+    let last = loops.last.as_ref();
     let node_hours: f64 = seen
         .nodes
         .values()
@@ -226,7 +252,7 @@ pub fn side(name: &str, flags: Vec<String>, run: &SideRun) -> Side {
         pending_at_end: seen.pending.len(),
         pending_pod_minutes: round(seen.pending_seconds / 60.0, 1),
         evictions: seen.evictions,
-        loops: run.decisions.len(),
+        loops: loops.count,
         scale_ups: scale_ups.len(),
     };
     Side {
@@ -234,7 +260,7 @@ pub fn side(name: &str, flags: Vec<String>, run: &SideRun) -> Side {
         flags,
         summary,
         nodes,
-        scale_ups,
+        scale_ups: scale_ups.clone(),
         pending_at_end,
         node_timeline: seen
             .node_changes

@@ -1,7 +1,8 @@
 //! One side of a what-if: a fresh embedded cluster on paused time, the
 //! plan loaded before its control plane starts, our autoscaler with the
 //! side's flags, the cluster watched for the run's duration, and the
-//! autoscaler's decisions of every loop kept.
+//! autoscaler's decisions of every loop folded into what the report
+//! needs ([`Loops`]).
 //!
 //! Each side runs on a thread of its own, on a single-threaded runtime
 //! whose generators are seeded: the same inputs and seed give the same
@@ -9,7 +10,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use autoscaler::decisions::Decisions;
 use harness::cluster::{Cluster, ClusterError};
 use harness::kwok_provider::{provider_config_map, templates_config_map};
 
@@ -17,6 +17,7 @@ use crate::groups::Grouping;
 use crate::load::{LoadError, Loaded, load};
 use crate::observe::{Observer, Seen};
 use crate::plan::Plan;
+use crate::report::Loops;
 
 /// How long the cluster may take to make the loaded nodes Ready and run
 /// the bound pods before the autoscaler starts (virtual time).
@@ -50,8 +51,8 @@ pub struct SideRun {
     pub loaded: Loaded,
     /// What the watchers saw.
     pub seen: Seen,
-    /// Every loop's decisions, with its time in seconds since the start.
-    pub decisions: Vec<(f64, Decisions)>,
+    /// The autoscaler's loops, folded.
+    pub loops: Loops,
     /// The run's length in seconds.
     pub end: f64,
 }
@@ -122,23 +123,23 @@ async fn run(
     let task = tokio::spawn(built.autoscaler.run());
     let started = tokio::time::Instant::now();
     let collector = tokio::spawn(async move {
-        let mut all = Vec::new();
+        let mut loops = Loops::default();
         while let Some(d) = log.recv().await {
-            all.push((started.elapsed().as_secs_f64(), d));
+            loops.add(started.elapsed().as_secs_f64(), d);
         }
-        all
+        loops
     });
     tokio::time::sleep(settings.duration).await;
     let end = observer.elapsed();
     task.abort();
     let _ = task.await;
-    let decisions = collector.await.unwrap_or_default();
+    let loops = collector.await.unwrap_or_default();
     let seen = observer.finish(end);
     drop(cluster);
     Ok(SideRun {
         loaded,
         seen,
-        decisions,
+        loops,
         end,
     })
 }

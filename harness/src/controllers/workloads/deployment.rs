@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -141,11 +141,12 @@ impl Controllers {
 }
 
 /// Whether two pod templates are equal once the `pod-template-hash` label
-/// is left out of both (client-go's `EqualIgnoreHash`).
+/// is left out of both (client-go's `EqualIgnoreHash`). Only the
+/// metadata is copied to compare; the specs are compared in place.
 fn equal_ignoring_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    let without_hash = |t: &PodTemplateSpec| {
-        let mut t = t.clone();
-        if let Some(meta) = t.metadata.as_mut() {
+    let without_hash = |m: &Option<ObjectMeta>| {
+        let mut m = m.clone();
+        if let Some(meta) = m.as_mut() {
             if let Some(labels) = meta.labels.as_mut() {
                 labels.remove("pod-template-hash");
             }
@@ -153,9 +154,9 @@ fn equal_ignoring_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
                 meta.labels = None;
             }
         }
-        t
+        m
     };
-    without_hash(a) == without_hash(b)
+    a.spec == b.spec && without_hash(&a.metadata) == without_hash(&b.metadata)
 }
 
 /// A short stable hash of a pod template (the `pod-template-hash` label).
