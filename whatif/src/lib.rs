@@ -182,7 +182,7 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         .map(|(s, r)| {
             let mut shown = s.flags.args();
             shown.extend(s.flags.nodes.iter().map(|n| format!("--nodes={n}")));
-            report::side(&s.name, shown, r)
+            report::side(&s.name, shown, &r.seen, &r.loops, r.end)
         })
         .collect();
     let differences = sides

@@ -11,7 +11,7 @@ use autoscaler::decisions::Decisions;
 
 use crate::coverage::Coverage;
 use crate::groups::Group;
-use crate::run::SideRun;
+use crate::observe::Seen;
 
 /// The report's schema version.
 pub const SCHEMA: &str = "testbed.whatif/v1";
@@ -199,11 +199,9 @@ impl Loops {
     }
 }
 
-/// A side's outcome from its run.
-pub fn side(name: &str, flags: Vec<String>, run: &SideRun) -> Side {
-    let seen = &run.seen;
-    let end = run.end;
-    let loops = &run.loops;
+/// A side's outcome from what its watchers saw and its loops, for a run
+/// of `end` seconds.
+pub fn side(name: &str, flags: Vec<String>, seen: &Seen, loops: &Loops, end: f64) -> Side {
     let unneeded_since = &loops.unneeded_since;
     let utilization = &loops.utilization;
     let scale_ups = &loops.scale_ups;
