@@ -361,6 +361,8 @@ fn predicted(case: &Case, dump: &Value) -> Outcome {
         group_label: None,
         duration: Duration::from_secs(case.minutes * 60),
         seed: 0,
+        timeline: Default::default(),
+        prices: Default::default(),
         parallel: 1,
     })
     .unwrap_or_else(|e| panic!("{}: the what-if fails: {e}", case.name));

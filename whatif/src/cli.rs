@@ -45,6 +45,17 @@ pub struct Args {
     /// How long the autoscaler runs, in virtual time (`90m`, `24h`).
     #[arg(long = "for", default_value = "24h", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Duration,
+    /// Changes to make during the run, the same on every side: a YAML
+    /// list of steps (`- {at: 30m, scale: Deployment shop/web, replicas:
+    /// 12}`; also cordon, uncordon, delete and create). Without it the
+    /// workloads stay as the input had them.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// An instance type's hourly price, `TYPE=PRICE` (repeatable), e.g.
+    /// `--price m5.large=0.096`: the report then gives each side's cost
+    /// (node-hours by the nodes' `node.kubernetes.io/instance-type`).
+    #[arg(long = "price", value_name = "TYPE=PRICE")]
+    pub prices: Vec<String>,
     /// The seed of node names and the random expander: the same inputs
     /// and seed give the same report.
     #[arg(long, default_value_t = 0)]
@@ -156,9 +167,34 @@ pub fn request(args: &Args) -> Result<WhatIf, crate::WhatIfError> {
         sides,
         group_label: args.group_label.clone(),
         duration: args.duration,
+        timeline: match &args.timeline {
+            Some(path) => crate::timeline::Timeline::read(path)?,
+            None => crate::timeline::Timeline::default(),
+        },
         seed: args.seed,
+        prices: prices(&args.prices).map_err(crate::WhatIfError::Price)?,
         parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })
+}
+
+/// `--price TYPE=PRICE` values.
+fn prices(values: &[String]) -> Result<std::collections::BTreeMap<String, f64>, String> {
+    values
+        .iter()
+        .map(|v| {
+            let bad = || {
+                format!(
+                    "--price {v:?}: expected TYPE=PRICE, an hourly price such as m5.large=0.096"
+                )
+            };
+            let (t, p) = v.split_once('=').ok_or_else(bad)?;
+            let price: f64 = p.trim().parse().map_err(|_| bad())?;
+            if t.trim().is_empty() || !price.is_finite() || price < 0.0 {
+                return Err(bad());
+            }
+            Ok((t.trim().to_string(), price))
+        })
+        .collect()
 }
 
 /// `testbed synthetic`'s arguments.

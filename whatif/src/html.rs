@@ -29,18 +29,19 @@ pub fn page(report: &Report) -> String {
         "<h1>What-if: {} h of virtual time</h1>",
         report.duration_seconds as f64 / 3600.0
     );
-    out.push_str("<table><tr><th>side</th><th>nodes start</th><th>nodes end</th><th>added</th><th>removed</th><th>node-hours</th><th>pending pod-minutes</th><th>evictions</th></tr>\n");
+    out.push_str("<table><tr><th>side</th><th>nodes start</th><th>nodes end</th><th>added</th><th>removed</th><th>node-hours</th><th>cost</th><th>pending pod-minutes</th><th>evictions</th></tr>\n");
     for s in &report.sides {
         let m = &s.summary;
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&s.name),
             m.nodes_at_start,
             m.nodes_at_end,
             m.nodes_added,
             m.nodes_removed,
             m.node_hours,
+            m.cost.map_or("-".into(), |c| format!("{c:.2}")),
             m.pending_pod_minutes,
             m.evictions
         );

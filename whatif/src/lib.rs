@@ -38,6 +38,7 @@ pub mod plan;
 pub mod report;
 pub mod run;
 pub mod synthetic;
+pub mod timeline;
 
 use std::time::{Duration, SystemTime};
 
@@ -48,6 +49,7 @@ use crate::input::{Input, InputError};
 use crate::plan::PlanError;
 use crate::report::Report;
 use crate::run::{RunError, Settings};
+use crate::timeline::{Timeline, TimelineError};
 
 /// Why a what-if could not run.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +69,15 @@ pub enum WhatIfError {
     /// The input cannot be loaded.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The timeline was refused.
+    #[error(transparent)]
+    Timeline(#[from] TimelineError),
+    /// The timeline does not fit the run.
+    #[error("{0}")]
+    TimelineEnd(String),
+    /// A price was refused.
+    #[error("{0}")]
+    Price(String),
     /// The sides are not what a comparison needs.
     #[error("{0}")]
     Sides(String),
@@ -104,6 +115,10 @@ pub struct WhatIf {
     pub group_label: Option<String>,
     /// How long the autoscaler runs (virtual time).
     pub duration: Duration,
+    /// Changes made during the run (none: workloads stay as they were).
+    pub timeline: Timeline,
+    /// Hourly prices by instance type, for a cost line (none: no cost).
+    pub prices: std::collections::BTreeMap<String, f64>,
     /// The generators' seed.
     pub seed: u64,
     /// How many sides run at once.
@@ -116,6 +131,9 @@ const DEFAULT_EPOCH_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 
 /// Reads the input, runs every side and reports.
 pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
+    what.timeline
+        .check(what.duration)
+        .map_err(WhatIfError::TimelineEnd)?;
     let mut input = Input::read(&what.inputs)?;
     if let Some(path) = &what.kubeconfig {
         read_live(&mut input, path)?;
@@ -174,6 +192,7 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         epoch: input
             .taken
             .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(DEFAULT_EPOCH_SECONDS)),
+        timeline: what.timeline.clone(),
     };
     let runs = run_sides(&sides, &groupings, &plan, &settings, what.parallel.max(1))?;
     let sides: Vec<report::Side> = sides
@@ -182,7 +201,12 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         .map(|(s, r)| {
             let mut shown = s.flags.args();
             shown.extend(s.flags.nodes.iter().map(|n| format!("--nodes={n}")));
-            report::side(&s.name, shown, &r.seen, &r.loops, r.end)
+            let ran = report::Ran {
+                seen: &r.seen,
+                loops: &r.loops,
+                end: r.end,
+            };
+            report::side(&s.name, shown, ran, &what.prices)
         })
         .collect();
     let differences = sides
@@ -195,6 +219,8 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         coverage,
         duration_seconds: what.duration.as_secs(),
         seed: what.seed,
+        prices: what.prices.clone(),
+        timeline: what.timeline.steps.clone(),
         groups: groupings
             .into_iter()
             .next()

@@ -41,17 +41,20 @@ pub struct Loaded {
     /// Objects the cluster already had (its own namespaces and
     /// PriorityClasses).
     pub already_present: usize,
+    /// The input's uids and the created objects' (for objects created
+    /// later that name them as owners).
+    #[serde(skip)]
+    pub uids: HashMap<String, String>,
 }
 
 /// Creates `plan`'s objects through `client`.
 pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
-    let mut uids: HashMap<String, String> = HashMap::new();
     let mut loaded = Loaded::default();
     for p in &plan.objects {
         let mut value = p.value.clone();
-        point_at_new_owners(&mut value, &uids);
+        point_at_new_owners(&mut value, &loaded.uids);
         if p.kind == Kind::Pod {
-            relabel_job_pods(&mut value, &uids);
+            relabel_job_pods(&mut value, &loaded.uids);
         }
         let object = describe(p.kind, &value);
         let api_version = value.get("apiVersion").and_then(Value::as_str);
@@ -90,7 +93,7 @@ pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
             Err(source) => return Err(LoadError::Create { object, source }),
         };
         if let (Some(old), Some(new)) = (&p.old_uid, created.metadata.uid) {
-            uids.insert(old.clone(), new);
+            loaded.uids.insert(old.clone(), new);
         }
     }
     Ok(loaded)
@@ -98,7 +101,7 @@ pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
 
 /// Points ownerReferences at the owners' new uids; a reference to an
 /// owner that was not created goes.
-fn point_at_new_owners(value: &mut Value, uids: &HashMap<String, String>) {
+pub fn point_at_new_owners(value: &mut Value, uids: &HashMap<String, String>) {
     let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };

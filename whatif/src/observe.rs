@@ -15,11 +15,20 @@ use tokio::time::Instant;
 
 use harness::kwok_provider::GROUP_LABEL;
 
+/// The labels that give a node's instance type, the current one first.
+const INSTANCE_TYPE_LABELS: [&str; 2] = [
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+];
+
 /// A node's life during the run.
 #[derive(Debug, Clone, Default)]
 pub struct NodeLife {
     /// Its group (the `kwok-nodegroup` label), if any.
     pub group: Option<String>,
+    /// Its instance type (the `node.kubernetes.io/instance-type` label, or
+    /// the beta one), if any.
+    pub instance_type: Option<String>,
     /// When it was created; `None` for a node there at the start.
     pub added: Option<f64>,
     /// When it was deleted.
@@ -152,16 +161,16 @@ impl Seen {
         if self.nodes.contains_key(&name) {
             return;
         }
-        let group = n
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(GROUP_LABEL))
+        let labels = n.metadata.labels.as_ref();
+        let group = labels.and_then(|l| l.get(GROUP_LABEL)).cloned();
+        let instance_type = labels
+            .and_then(|l| INSTANCE_TYPE_LABELS.iter().find_map(|k| l.get(*k)))
             .cloned();
         self.nodes.insert(
             name,
             NodeLife {
                 group: group.clone(),
+                instance_type,
                 added: t,
                 removed: None,
             },

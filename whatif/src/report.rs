@@ -31,6 +31,12 @@ pub struct Report {
     pub duration_seconds: u64,
     /// The seed of the generators.
     pub seed: u64,
+    /// Hourly prices by instance type, for the cost line.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub prices: BTreeMap<String, f64>,
+    /// The changes made during the run, the same on every side.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<crate::timeline::Step>,
     /// The node groups.
     pub groups: Vec<Group>,
     /// Each side.
@@ -49,6 +55,10 @@ pub struct Side {
     pub flags: Vec<String>,
     /// The totals.
     pub summary: Summary,
+    /// Instance types of nodes it ran that have no price (their hours are
+    /// left out of the cost).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
     /// Every node: what became of it.
     pub nodes: Vec<NodeOutcome>,
     /// Every scale-up.
@@ -76,6 +86,9 @@ pub struct Summary {
     pub nodes_removed: usize,
     /// Node-hours over the run.
     pub node_hours: f64,
+    /// What the node-hours cost at the prices given (none given: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     /// Pods pending at the start.
     pub pending_at_start: usize,
     /// Pods pending at the end.
@@ -157,6 +170,9 @@ pub struct Difference {
     pub removed_only_by_side: Vec<String>,
     /// The other's node-hours less the base's.
     pub node_hours: f64,
+    /// The other's cost less the base's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     /// The other's pending pod-minutes less the base's.
     pub pending_pod_minutes: f64,
     /// The other's evictions less the base's.
@@ -199,19 +215,44 @@ impl Loops {
     }
 }
 
-/// A side's outcome from what its watchers saw and its loops, for a run
-/// of `end` seconds.
-pub fn side(name: &str, flags: Vec<String>, seen: &Seen, loops: &Loops, end: f64) -> Side {
+/// What a side ran through: what its watchers saw and its loops, for a
+/// run of `end` seconds.
+pub struct Ran<'a> {
+    /// The watchers' record.
+    pub seen: &'a Seen,
+    /// The loops, folded.
+    pub loops: &'a Loops,
+    /// The run's length in seconds.
+    pub end: f64,
+}
+
+/// A side's outcome from its run, its cost at `prices` (hourly, by
+/// instance type; none: no cost).
+pub fn side(name: &str, flags: Vec<String>, ran: Ran, prices: &BTreeMap<String, f64>) -> Side {
+    let Ran { seen, loops, end } = ran;
     let unneeded_since = &loops.unneeded_since;
     let utilization = &loops.utilization;
     let scale_ups = &loops.scale_ups;
     let last = loops.last.as_ref();
-    let node_hours: f64 = seen
-        .nodes
-        .values()
-        .map(|n| n.removed.unwrap_or(end) - n.added.unwrap_or(0.0))
-        .sum::<f64>()
-        / 3600.0;
+    let hours =
+        |n: &crate::observe::NodeLife| (n.removed.unwrap_or(end) - n.added.unwrap_or(0.0)) / 3600.0;
+    let node_hours: f64 = seen.nodes.values().map(hours).sum();
+    let mut unpriced = BTreeSet::new();
+    let cost = (!prices.is_empty()).then(|| {
+        let cost: f64 = seen
+            .nodes
+            .values()
+            .filter_map(|n| {
+                let t = n.instance_type.as_deref().unwrap_or("(no instance type)");
+                let price = prices.get(t);
+                if price.is_none() {
+                    unpriced.insert(t.to_string());
+                }
+                price.map(|p| p * hours(n))
+            })
+            .sum();
+        round(cost, 2)
+    });
     let nodes: Vec<NodeOutcome> = seen
         .nodes
         .iter()
@@ -246,6 +287,7 @@ pub fn side(name: &str, flags: Vec<String>, seen: &Seen, loops: &Loops, end: f64
         nodes_added: seen.nodes.values().filter(|n| n.added.is_some()).count(),
         nodes_removed: seen.nodes.values().filter(|n| n.removed.is_some()).count(),
         node_hours: round(node_hours, 2),
+        cost,
         pending_at_start: seen.pending_at_start,
         pending_at_end: seen.pending.len(),
         pending_pod_minutes: round(seen.pending_seconds / 60.0, 1),
@@ -257,6 +299,7 @@ pub fn side(name: &str, flags: Vec<String>, seen: &Seen, loops: &Loops, end: f64
         name: name.into(),
         flags,
         summary,
+        unpriced: unpriced.into_iter().collect(),
         nodes,
         scale_ups: scale_ups.clone(),
         pending_at_end,
@@ -289,6 +332,11 @@ pub fn difference(base: &Side, other: &Side) -> Difference {
         removed_only_by_base: a.difference(&b).cloned().collect(),
         removed_only_by_side: b.difference(&a).cloned().collect(),
         node_hours: round(other.summary.node_hours - base.summary.node_hours, 2),
+        cost: base
+            .summary
+            .cost
+            .zip(other.summary.cost)
+            .map(|(b, o)| round(o - b, 2)),
         pending_pod_minutes: round(
             other.summary.pending_pod_minutes - base.summary.pending_pod_minutes,
             1,
@@ -373,17 +421,24 @@ impl Report {
                 g.template_from
             ));
         }
-        out.push_str("\n## Outcome\n\n| side | nodes start → end | added | removed | node-hours | pending start → end | pending pod-minutes | evictions | loops |\n|---|---|---:|---:|---:|---|---:|---:|---:|\n");
+        if !self.timeline.is_empty() {
+            out.push_str("\n## Timeline\n\nThe same changes on every side:\n\n");
+            for step in &self.timeline {
+                out.push_str(&format!("- {}: {}\n", clock(step.at), step.action));
+            }
+        }
+        out.push_str("\n## Outcome\n\n| side | nodes start → end | added | removed | node-hours | cost | pending start → end | pending pod-minutes | evictions | loops |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|\n");
         for s in &self.sides {
             let m = &s.summary;
             out.push_str(&format!(
-                "| {} | {} → {} | {} | {} | {} | {} → {} | {} | {} | {} |\n",
+                "| {} | {} → {} | {} | {} | {} | {} | {} → {} | {} | {} | {} |\n",
                 s.name,
                 m.nodes_at_start,
                 m.nodes_at_end,
                 m.nodes_added,
                 m.nodes_removed,
                 m.node_hours,
+                m.cost.map_or("-".into(), |c| format!("{c:.2}")),
                 m.pending_at_start,
                 m.pending_at_end,
                 m.pending_pod_minutes,
@@ -393,8 +448,13 @@ impl Report {
         }
         for d in &self.differences {
             out.push_str(&format!(
-                "\n### {} against {}\n\nnode-hours {:+}, pending pod-minutes {:+}, evictions {:+}\n\n",
-                d.side, d.base, d.node_hours, d.pending_pod_minutes, d.evictions
+                "\n### {} against {}\n\nnode-hours {:+}{}, pending pod-minutes {:+}, evictions {:+}\n\n",
+                d.side,
+                d.base,
+                d.node_hours,
+                d.cost.map_or(String::new(), |c| format!(", cost {c:+.2}")),
+                d.pending_pod_minutes,
+                d.evictions
             ));
             if !d.removed_only_by_side.is_empty() {
                 out.push_str(&format!(
@@ -417,6 +477,12 @@ impl Report {
                 s.name,
                 s.flags.join(" ")
             ));
+            if !s.unpriced.is_empty() {
+                out.push_str(&format!(
+                    "Instance types without a price (left out of the cost): {}\n\n",
+                    s.unpriced.join(", ")
+                ));
+            }
             let removed: Vec<&NodeOutcome> =
                 s.nodes.iter().filter(|n| n.removed_at.is_some()).collect();
             if !removed.is_empty() {

@@ -2,7 +2,7 @@
 //! plan loaded before its control plane starts, our autoscaler with the
 //! side's flags, the cluster watched for the run's duration, and the
 //! autoscaler's decisions of every loop folded into what the report
-//! needs ([`Loops`]).
+//! needs ([`Loops`]). A timeline's steps are made at their times.
 //!
 //! Each side runs on a thread of its own, on a single-threaded runtime
 //! whose generators are seeded: the same inputs and seed give the same
@@ -18,6 +18,7 @@ use crate::load::{LoadError, Loaded, load};
 use crate::observe::{Observer, Seen};
 use crate::plan::Plan;
 use crate::report::Loops;
+use crate::timeline::{StepFailed, Timeline};
 
 /// How long the cluster may take to make the loaded nodes Ready and run
 /// the bound pods before the autoscaler starts (virtual time).
@@ -42,6 +43,9 @@ pub enum RunError {
     /// The autoscaler refused its flags or configuration.
     #[error("starting the autoscaler: {0}")]
     Autoscaler(#[from] autoscaler::inprocess::InProcessError),
+    /// A step of the timeline could not be made.
+    #[error("{0}")]
+    Timeline(#[from] StepFailed),
 }
 
 /// What one side's run gives.
@@ -66,6 +70,8 @@ pub struct Settings {
     pub seed: u64,
     /// Where the cluster's clock starts.
     pub epoch: SystemTime,
+    /// The changes made during the run.
+    pub timeline: Timeline,
 }
 
 /// Runs one side on this thread.
@@ -129,7 +135,12 @@ async fn run(
         }
         loops
     });
-    tokio::time::sleep(settings.duration).await;
+    let client = cluster.client();
+    for step in &settings.timeline.steps {
+        tokio::time::sleep_until(started + Duration::from_secs(step.at)).await;
+        step.apply(&client, &loaded.uids).await?;
+    }
+    tokio::time::sleep_until(started + settings.duration).await;
     let end = observer.elapsed();
     task.abort();
     let _ = task.await;

@@ -33,6 +33,8 @@ fn what_if(inputs: Vec<PathBuf>) -> WhatIf {
         group_label: None,
         duration: Duration::from_secs(60),
         seed: 0,
+        timeline: Default::default(),
+        prices: Default::default(),
         parallel: 1,
     }
 }

@@ -37,6 +37,8 @@ fn what_if(sides: &[(&str, &str)]) -> WhatIf {
         group_label: None,
         duration: Duration::from_secs(3600),
         seed: 7,
+        timeline: Default::default(),
+        prices: Default::default(),
         parallel: 2,
     }
 }
@@ -190,4 +192,92 @@ fn the_coverage_says_what_was_read_and_what_is_missing() {
             .iter()
             .any(|f| f.starts_with("--cloud-provider=aws"))
     );
+}
+
+#[test]
+fn a_timeline_changes_the_cluster_mid_run_and_prices_give_a_cost() {
+    let timeline = whatif::timeline::Timeline::parse(
+        "timeline.yaml",
+        "- {at: 30m, scale: Deployment shop/web, replicas: 20}\n\
+         - {at: 35m, cordon: ip-10-0-1-12}\n\
+         - at: 40m\n  create:\n    apiVersion: v1\n    kind: Pod\n    metadata: {name: batch-1, namespace: shop}\n    \
+         spec: {containers: [{name: main, image: busybox, resources: {requests: {cpu: '3'}}}]}\n",
+    )
+    .expect("the timeline parses");
+    let report = run(&WhatIf {
+        timeline,
+        prices: [("m5.xlarge".to_string(), 0.192)].into(),
+        ..what_if(&[])
+    });
+    let actions: Vec<(u64, &str)> = report
+        .timeline
+        .iter()
+        .map(|s| (s.at, s.action.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (1800, "scale Deployment shop/web to 20"),
+            (2100, "cordon Node ip-10-0-1-12"),
+            (2400, "create Pod shop/batch-1"),
+        ]
+    );
+    assert!(report.markdown().contains("## Timeline"));
+    let side = &report.sides[0];
+    // Sixteen more web pods (half a CPU each) and the batch pod pending:
+    // scale-ups after the steps, none of them for the batch pod before it
+    // exists.
+    let later: Vec<_> = side.scale_ups.iter().filter(|u| u.at >= 1800).collect();
+    assert!(!later.is_empty(), "{:#?}", side.scale_ups);
+    assert!(
+        later
+            .iter()
+            .any(|u| u.pods.iter().any(|p| p.starts_with("shop/web-"))),
+        "{later:#?}"
+    );
+    assert!(
+        side.scale_ups
+            .iter()
+            .filter(|u| u.pods.contains(&"shop/batch-1".to_string()))
+            .all(|u| u.at >= 2400),
+        "{:#?}",
+        side.scale_ups
+    );
+    // The cost counts the m5.xlarge hours; the control-plane node's
+    // m5.large (there all hour) has no price and says so.
+    assert_eq!(side.unpriced, ["m5.large"]);
+    let xlarge_hours = side.summary.node_hours - 1.0;
+    let cost = side.summary.cost.expect("a cost with prices given");
+    assert!(
+        (cost - xlarge_hours * 0.192).abs() < 0.01,
+        "cost {cost} for {xlarge_hours} m5.xlarge hours"
+    );
+}
+
+#[test]
+fn a_timeline_step_that_fails_names_itself() {
+    let timeline = whatif::timeline::Timeline::parse(
+        "timeline.yaml",
+        "- {at: 5m, delete: Deployment shop/nothing}\n",
+    )
+    .expect("the timeline parses");
+    let e = whatif::run(&WhatIf {
+        timeline,
+        ..what_if(&[])
+    })
+    .expect_err("no such Deployment")
+    .to_string();
+    assert!(
+        e.contains("timeline step at 300 s (delete Deployment shop/nothing)"),
+        "{e}"
+    );
+    let late = whatif::timeline::Timeline::parse("timeline.yaml", "- {at: 2h, cordon: n}\n")
+        .expect("the timeline parses");
+    let e = whatif::run(&WhatIf {
+        timeline: late,
+        ..what_if(&[])
+    })
+    .expect_err("after the end")
+    .to_string();
+    assert!(e.contains("not before the run's end (3600 s)"), "{e}");
 }
