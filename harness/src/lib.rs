@@ -9,6 +9,8 @@
 //!   wait on that clock. With [`cluster::ClusterBuilder::capi`] it also
 //!   serves Cluster API (CRDs and [`controllers::CapiController`]), whose
 //!   Machines become kwok Nodes with `kwok://<machine>` provider IDs.
+//! - [`crds`]: upstream Cluster Autoscaler's CRDs (CapacityBuffers,
+//!   CapacityQuotas, ProvisioningRequests).
 //! - [`kwok_provider`]: the ConfigMaps the kwok cloud provider reads (its
 //!   configuration and the node group templates).
 //! - [`aws`]: an AWS API emulator (moto) for tests, and the bridge that
@@ -30,6 +32,7 @@ pub mod backend;
 pub mod cluster;
 pub mod container;
 pub mod controllers;
+pub mod crds;
 pub mod kwok_provider;
 pub mod scheduler;
 

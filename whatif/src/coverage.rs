@@ -71,6 +71,10 @@ fn when_missing(kind: Kind) -> &'static str {
         | Kind::ResourceClaimTemplate
         | Kind::ResourceClaim => "no DRA devices",
         Kind::Pod => "no workload: nothing to schedule or drain",
+        Kind::PodTemplate => "ProvisioningRequests and CapacityBuffers name no pods",
+        Kind::CapacityQuota => "no quota limits scale-ups",
+        Kind::CapacityBuffer => "no spare capacity is kept",
+        Kind::ProvisioningRequest => "no capacity is asked for all at once",
     }
 }
 

@@ -33,6 +33,15 @@ pub enum Kind {
     DaemonSet,
     /// Jobs.
     Job,
+    /// PodTemplates: the pods ProvisioningRequests and CapacityBuffers
+    /// ask for.
+    PodTemplate,
+    /// CapacityQuotas: limits on what the autoscaler may add.
+    CapacityQuota,
+    /// CapacityBuffers: spare capacity the autoscaler keeps.
+    CapacityBuffer,
+    /// ProvisioningRequests: capacity asked for all at once.
+    ProvisioningRequest,
     /// ResourceClaimTemplates (DRA).
     ResourceClaimTemplate,
     /// ResourceClaims (DRA).
@@ -44,7 +53,7 @@ pub enum Kind {
 impl Kind {
     /// Every kind, in the order they are created (owners before what they
     /// own, nodes before the pods bound to them).
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 20] = [
         Kind::Namespace,
         Kind::PriorityClass,
         Kind::Node,
@@ -58,6 +67,10 @@ impl Kind {
         Kind::StatefulSet,
         Kind::DaemonSet,
         Kind::Job,
+        Kind::PodTemplate,
+        Kind::CapacityQuota,
+        Kind::CapacityBuffer,
+        Kind::ProvisioningRequest,
         Kind::ResourceClaimTemplate,
         Kind::ResourceClaim,
         Kind::Pod,
@@ -79,6 +92,10 @@ impl Kind {
             Kind::StatefulSet => "StatefulSet",
             Kind::DaemonSet => "DaemonSet",
             Kind::Job => "Job",
+            Kind::PodTemplate => "PodTemplate",
+            Kind::CapacityQuota => "CapacityQuota",
+            Kind::CapacityBuffer => "CapacityBuffer",
+            Kind::ProvisioningRequest => "ProvisioningRequest",
             Kind::ResourceClaimTemplate => "ResourceClaimTemplate",
             Kind::ResourceClaim => "ResourceClaim",
             Kind::Pod => "Pod",
@@ -95,7 +112,7 @@ impl Kind {
     /// The API group.
     pub fn group(self) -> &'static str {
         match self {
-            Kind::Namespace | Kind::Node | Kind::ConfigMap | Kind::Pod => "",
+            Kind::Namespace | Kind::Node | Kind::ConfigMap | Kind::Pod | Kind::PodTemplate => "",
             Kind::PriorityClass => "scheduling.k8s.io",
             Kind::CsiNode => "storage.k8s.io",
             Kind::DeviceClass
@@ -105,12 +122,28 @@ impl Kind {
             Kind::PodDisruptionBudget => "policy",
             Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::DaemonSet => "apps",
             Kind::Job => "batch",
+            Kind::CapacityQuota | Kind::CapacityBuffer | Kind::ProvisioningRequest => {
+                "autoscaling.x-k8s.io"
+            }
         }
     }
 
     /// The version created when an object gives none.
     fn default_version(self) -> &'static str {
-        "v1"
+        match self {
+            Kind::CapacityQuota => "v1alpha1",
+            Kind::CapacityBuffer => "v1beta1",
+            _ => "v1",
+        }
+    }
+
+    /// Whether the kind is served through a CRD, whose status is its
+    /// own to keep: created, then its status written as the input had it.
+    pub fn is_custom(self) -> bool {
+        matches!(
+            self,
+            Kind::CapacityQuota | Kind::CapacityBuffer | Kind::ProvisioningRequest
+        )
     }
 
     /// The lowercase plural of the resource.
@@ -129,6 +162,10 @@ impl Kind {
             Kind::StatefulSet => "statefulsets",
             Kind::DaemonSet => "daemonsets",
             Kind::Job => "jobs",
+            Kind::PodTemplate => "podtemplates",
+            Kind::CapacityQuota => "capacityquotas",
+            Kind::CapacityBuffer => "capacitybuffers",
+            Kind::ProvisioningRequest => "provisioningrequests",
             Kind::ResourceClaimTemplate => "resourceclaimtemplates",
             Kind::ResourceClaim => "resourceclaims",
             Kind::Pod => "pods",
@@ -145,6 +182,7 @@ impl Kind {
                 | Kind::CsiNode
                 | Kind::DeviceClass
                 | Kind::ResourceSlice
+                | Kind::CapacityQuota
         )
     }
 

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::ApiResource;
 use serde_json::Value;
 
 use crate::kinds::Kind;
@@ -22,6 +23,17 @@ pub enum LoadError {
         /// The API's answer.
         source: kube::Error,
     },
+    /// Its status could not be written.
+    #[error("writing the status of {object}: {source}")]
+    Status {
+        /// `Kind namespace/name`.
+        object: String,
+        /// The API's answer.
+        source: kube::Error,
+    },
+    /// The autoscaler's CRDs could not be installed.
+    #[error("installing the autoscaler's CRDs: {0}")]
+    Crds(String),
     /// It is not an object the client can send.
     #[error("{object}: {source}")]
     Encode {
@@ -47,8 +59,11 @@ pub struct Loaded {
     pub uids: HashMap<String, String>,
 }
 
-/// Creates `plan`'s objects through `client`.
+/// Creates `plan`'s objects through `client`, upstream's CRDs
+/// (CapacityBuffers, CapacityQuotas, ProvisioningRequests) first, as a
+/// cluster running the autoscaler serves them.
 pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
+    install_crds(&client).await?;
     let mut loaded = Loaded::default();
     for p in &plan.objects {
         let mut value = p.value.clone();
@@ -92,11 +107,41 @@ pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
             }
             Err(source) => return Err(LoadError::Create { object, source }),
         };
+        if let Some(status) = &p.status {
+            let name = created.metadata.name.clone().unwrap_or_default();
+            let patch = serde_json::json!({ "status": status });
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|source| LoadError::Status {
+                    object: object.clone(),
+                    source,
+                })?;
+        }
         if let (Some(old), Some(new)) = (&p.old_uid, created.metadata.uid) {
             loaded.uids.insert(old.clone(), new);
         }
     }
     Ok(loaded)
+}
+
+async fn install_crds(client: &Client) -> Result<(), LoadError> {
+    let resource = ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    for crd in harness::crds::all().map_err(LoadError::Crds)? {
+        let crd: DynamicObject =
+            serde_json::from_value(crd).map_err(|e| LoadError::Crds(e.to_string()))?;
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.create(&PostParams::default(), &crd)
+            .await
+            .map_err(|e| LoadError::Crds(format!("{name}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Points ownerReferences at the owners' new uids; a reference to an

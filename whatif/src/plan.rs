@@ -54,6 +54,10 @@ pub struct Planned {
     pub value: Value,
     /// Its uid in the input, to point its dependents at its new one.
     pub old_uid: Option<String>,
+    /// The status to write once it is created: a custom resource's, which
+    /// no controller of the cluster rebuilds (a ProvisioningRequest's
+    /// conditions, say).
+    pub status: Option<Value>,
 }
 
 /// What the input held that the cluster will not, counted.
@@ -141,10 +145,11 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                 Kind::Job => without_generated_selector(&mut value),
                 _ => {}
             }
+            let mut status = None;
             if kind != Kind::Node
                 && let Some(s) = value.as_object_mut()
             {
-                s.remove("status");
+                status = s.remove("status").filter(|_| kind.is_custom());
             }
             clean_metadata(&mut value, &uids, &mut plan.dropped.owners_missing);
             if kind.namespaced() {
@@ -154,6 +159,7 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                 kind,
                 value,
                 old_uid: o.uid().map(str::to_string),
+                status,
             });
         }
     }
@@ -168,6 +174,7 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
             kind: Kind::Namespace,
             value: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
             old_uid: None,
+            status: None,
         })
         .collect();
     plan.objects.splice(0..0, extra);

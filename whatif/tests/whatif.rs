@@ -281,3 +281,40 @@ fn a_timeline_step_that_fails_names_itself() {
     .to_string();
     assert!(e.contains("not before the run's end (3600 s)"), "{e}");
 }
+
+#[test]
+fn a_provisioning_request_in_the_input_is_loaded_and_acted_on_when_enabled() {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/batch.yaml");
+    // Room for all of them: were yesterday's request served again, its two
+    // pods would take two nodes more.
+    let flags = Flags::parse("test", &["--nodes=1:10:general".to_string()]).expect("parses");
+    let report = run(&WhatIf {
+        inputs: vec![shop(), data],
+        flags,
+        ..what_if(&[
+            ("without", ""),
+            ("provreq", "--enable-provisioning-requests"),
+        ])
+    });
+    let row = |what: &str| {
+        let r = report
+            .coverage
+            .rows
+            .iter()
+            .find(|r| r.what == what)
+            .unwrap_or_else(|| panic!("no row {what}"));
+        (r.count, r.status)
+    };
+    assert_eq!(row("ProvisioningRequest"), (2, "loaded"));
+    assert_eq!(row("PodTemplate"), (1, "loaded"));
+    // Without the flag only the report pod's scale-up; with it the
+    // request's second 3.5-CPU pod gets a node of its own too; yesterday's
+    // request, its booking expired, none.
+    let added = |i: usize| report.sides[i].summary.nodes_added;
+    assert_eq!(
+        (added(0), added(1)),
+        (1, 2),
+        "{:#?}",
+        report.sides[1].scale_ups
+    );
+}
