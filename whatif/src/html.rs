@@ -1,6 +1,7 @@
 //! The report as one self-contained HTML page: the outcome and the
-//! differences as tables, and SVG timelines of the nodes and the pending
-//! pods of every side on one time axis. No script, no outside resource.
+//! differences as tables, and SVG timelines of every side on one time
+//! axis: the nodes (in all, and per group), the node-hours adding up and
+//! the pending pods. No script, no outside resource.
 
 use std::fmt::Write;
 
@@ -64,9 +65,23 @@ pub fn page(report: &Report) -> String {
     }
     let end = report.duration_seconds.max(1);
     out.push_str("<h2>Nodes</h2>\n");
-    out.push_str(&chart(&report.sides, end, nodes_series));
+    out.push_str(&chart(&report.sides, end, Shape::Steps, |s| {
+        nodes_series(s, None)
+    }));
+    if report.groups.len() > 1 {
+        for g in &report.groups {
+            let _ = writeln!(out, "<h3>Group {}</h3>", escape(&g.name));
+            out.push_str(&chart(&report.sides, end, Shape::Steps, |s| {
+                nodes_series(s, Some(&g.name))
+            }));
+        }
+    }
+    out.push_str("<h2>Node-hours, adding up</h2>\n");
+    out.push_str(&chart(&report.sides, end, Shape::Lines, |s| {
+        node_hours_series(s, end)
+    }));
     out.push_str("<h2>Pending pods</h2>\n");
-    out.push_str(&chart(&report.sides, end, pending_series));
+    out.push_str(&chart(&report.sides, end, Shape::Steps, pending_series));
     out.push_str("<p>");
     for (i, s) in report.sides.iter().enumerate() {
         let _ = write!(
@@ -88,39 +103,73 @@ fn list(names: &[String]) -> String {
     }
 }
 
-/// A side's total node count after each change.
-fn nodes_series(side: &Side) -> Vec<(u64, usize)> {
+/// A side's node count (of one group, or all) after each change.
+fn nodes_series(side: &Side, group: Option<&str>) -> Vec<(u64, f64)> {
     let mut by_group: std::collections::BTreeMap<&str, usize> = Default::default();
     side.node_timeline
         .iter()
+        .filter(|(_, g, _)| group.is_none_or(|w| w == g))
         .map(|(t, g, n)| {
             by_group.insert(g, *n);
-            (*t, by_group.values().sum::<usize>())
+            (*t, by_group.values().sum::<usize>() as f64)
         })
         .collect()
 }
 
-fn pending_series(side: &Side) -> Vec<(u64, usize)> {
-    side.pending_timeline.clone()
+/// A side's node-hours so far, at each change and at the end.
+fn node_hours_series(side: &Side, end: u64) -> Vec<(u64, f64)> {
+    let mut out = vec![(0, 0.0)];
+    let (mut hours, mut at, mut nodes) = (0.0, 0, 0.0);
+    for (t, n) in nodes_series(side, None)
+        .into_iter()
+        .chain([(end, f64::NAN)])
+    {
+        hours += nodes * (t.min(end) - at.min(end)) as f64 / 3600.0;
+        at = t;
+        if !n.is_nan() {
+            nodes = n;
+        }
+        out.push((t.min(end), hours));
+    }
+    out
 }
 
-/// An SVG chart of each side's series as a step line.
-fn chart(sides: &[Side], end: u64, series: fn(&Side) -> Vec<(u64, usize)>) -> String {
-    let all: Vec<Vec<(u64, usize)>> = sides.iter().map(series).collect();
+fn pending_series(side: &Side) -> Vec<(u64, f64)> {
+    side.pending_timeline
+        .iter()
+        .map(|(t, n)| (*t, *n as f64))
+        .collect()
+}
+
+/// How a series is drawn: a count holds until its next change; a running
+/// total grows in a straight line between them.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Steps,
+    Lines,
+}
+
+/// An SVG chart of each side's series.
+fn chart(
+    sides: &[Side],
+    end: u64,
+    shape: Shape,
+    series: impl Fn(&Side) -> Vec<(u64, f64)>,
+) -> String {
+    let all: Vec<Vec<(u64, f64)>> = sides.iter().map(series).collect();
     let max = all
         .iter()
         .flatten()
         .map(|(_, n)| *n)
-        .max()
-        .unwrap_or(0)
-        .max(1);
+        .fold(0.0_f64, f64::max)
+        .max(1.0);
     let x = |t: u64| MARGIN + (WIDTH - 2.0 * MARGIN) * t.min(end) as f64 / end as f64;
-    let y = |n: usize| HEIGHT - MARGIN + (2.0 * MARGIN - HEIGHT) * n as f64 / max as f64;
+    let y = |n: f64| HEIGHT - MARGIN + (2.0 * MARGIN - HEIGHT) * n / max;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" font-size=\"11\">\
          <line x1=\"{MARGIN}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/>\
          <line x1=\"{MARGIN}\" y1=\"{MARGIN}\" x2=\"{MARGIN}\" y2=\"{b}\" stroke=\"#888\"/>\
-         <text x=\"{MARGIN}\" y=\"{t}\" text-anchor=\"end\">{max}</text>\
+         <text x=\"{MARGIN}\" y=\"{t}\" text-anchor=\"end\">{top}</text>\
          <text x=\"{MARGIN}\" y=\"{b2}\" text-anchor=\"end\">0</text>\
          <text x=\"{r}\" y=\"{b2}\" text-anchor=\"end\">{h} h</text>\n",
         b = HEIGHT - MARGIN,
@@ -128,14 +177,18 @@ fn chart(sides: &[Side], end: u64, series: fn(&Side) -> Vec<(u64, usize)>) -> St
         t = MARGIN,
         b2 = HEIGHT - MARGIN + 14.0,
         h = end as f64 / 3600.0,
+        top = (max * 100.0).round() / 100.0,
     );
     for (i, points) in all.iter().enumerate() {
         let mut path = String::new();
-        let mut last: Option<usize> = None;
+        let mut last: Option<f64> = None;
         for (t, n) in points {
             match last {
                 None => {
                     let _ = write!(path, "M{:.1},{:.1}", x(*t), y(*n));
+                }
+                Some(_) if shape == Shape::Lines => {
+                    let _ = write!(path, " L{:.1},{:.1}", x(*t), y(*n));
                 }
                 Some(prev) => {
                     let _ = write!(
@@ -168,4 +221,54 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Summary;
+
+    fn side(node_timeline: Vec<(u64, String, usize)>) -> Side {
+        Side {
+            name: "s".into(),
+            flags: Vec::new(),
+            summary: Summary {
+                nodes_at_start: 0,
+                nodes_at_end: 0,
+                nodes_added: 0,
+                nodes_removed: 0,
+                node_hours: 0.0,
+                cost: None,
+                pending_at_start: 0,
+                pending_at_end: 0,
+                pending_pod_minutes: 0.0,
+                evictions: 0,
+                loops: 0,
+                scale_ups: 0,
+            },
+            unpriced: Vec::new(),
+            nodes: Vec::new(),
+            scale_ups: Vec::new(),
+            pending_at_end: Vec::new(),
+            node_timeline,
+            pending_timeline: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn node_hours_add_up_the_counts_over_time_and_groups_are_apart() {
+        let s = side(vec![
+            (0, "a".into(), 1),
+            (0, "a".into(), 2),
+            (0, "b".into(), 1),
+            (1800, "a".into(), 1),
+        ]);
+        // Three nodes for half an hour, then two: 2.5 node-hours.
+        assert_eq!(node_hours_series(&s, 3600).last(), Some(&(3600, 2.5)));
+        assert_eq!(
+            nodes_series(&s, Some("a")),
+            [(0, 1.0), (0, 2.0), (1800, 1.0)]
+        );
+        assert_eq!(nodes_series(&s, None).last(), Some(&(1800, 2.0)));
+    }
 }
