@@ -27,7 +27,9 @@
 //! compare`). [`latency`] measures each pod's scale-up latency as the FAQ
 //! defines it, for `compare` and for the objective's step. [`bench`] runs
 //! the `compare` scenario at several scales for one binary and writes a
-//! table and an SVG plot (`testbed bench`).
+//! table and an SVG plot (`testbed bench`). [`binary_side`] starts a CA
+//! binary as a side of the what-if (crate `whatif`, `testbed whatif
+//! --binary`), as binary mode starts one.
 //!
 //! [`invariants`] watches the safety promises over a whole scenario (group
 //! bounds, blocking pods, PDBs, leftover taints, replicas back) for the
@@ -46,6 +48,7 @@
 pub mod aws;
 pub mod bench;
 pub mod binary;
+pub mod binary_side;
 pub mod capacity;
 pub mod capi;
 pub mod child_run;

@@ -431,3 +431,63 @@ fn check(cases: Vec<Case>, source: Source) {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A binary side (our `cluster-autoscaler` binary, started as binary mode
+/// starts one, in real time at 60x) does to the shop what the in-process
+/// side does: the same nodes removed, the same node added.
+#[test]
+fn a_binary_side_does_what_the_in_process_side_does() {
+    let binary = conformance::binary::sibling_binary("autoscaler", "cluster-autoscaler")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shop =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../whatif/tests/data/shop.json");
+    let side = |name: &str, binary: Option<whatif::binary::BinarySide>| whatif::SideSpec {
+        name: name.into(),
+        flags: Flags::default(),
+        binary,
+    };
+    let report = whatif::run(&whatif::WhatIf {
+        inputs: vec![shop],
+        kubeconfig: None,
+        flags: Flags::default(),
+        sides: vec![
+            side("in-process", None),
+            side(
+                "binary",
+                Some(whatif::binary::BinarySide {
+                    path: binary.clone(),
+                    time_scale: 60.0,
+                    dir: dir.path().to_path_buf(),
+                    launcher: std::sync::Arc::new(conformance::binary_side::BinaryLauncher),
+                }),
+            ),
+        ],
+        group_label: None,
+        duration: Duration::from_secs(30 * 60),
+        seed: 0,
+        timeline: Default::default(),
+        prices: Default::default(),
+        parallel: 2,
+    })
+    .unwrap_or_else(|e| panic!("the what-if fails: {e}"));
+    let removed = |i: usize| -> BTreeSet<String> {
+        report.sides[i]
+            .nodes
+            .iter()
+            .filter(|n| n.added_at.is_none() && n.removed_at.is_some())
+            .map(|n| n.name.clone())
+            .collect()
+    };
+    let expected: BTreeSet<String> = ["ip-10-0-1-11", "ip-10-0-1-13"].map(String::from).into();
+    assert_eq!(removed(0), expected);
+    assert_eq!(removed(1), expected, "see {}", dir.path().display());
+    assert_eq!(report.sides[1].summary.nodes_added, 1);
+    let b = report.sides[1]
+        .binary
+        .as_ref()
+        .expect("the binary is reported");
+    assert_eq!(b.path, binary.display().to_string());
+    let log = std::fs::read_to_string(&b.log).expect("its log is kept");
+    assert!(log.contains("Cluster Autoscaler"), "{log}");
+}

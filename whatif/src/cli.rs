@@ -1,5 +1,5 @@
-//! `testbed whatif FILE... [--side NAME=FLAGS]...`: the command line of
-//! the what-if. It prints the coverage and the outcome, writes the whole
+//! `testbed whatif FILE... [--side NAME=FLAGS]... [--binary NAME=PATH]...`:
+//! the command line of the what-if. It prints the coverage and the outcome, writes the whole
 //! report as `report.json`, `report.md` and `report.html` (with SVG
 //! timelines) under `--out`, and exits 3 when
 //! a side's pending pod-minutes pass `--max-pending-pod-minutes` (a gate
@@ -7,8 +7,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::binary::{BinarySide, Launcher};
 use crate::flags::Flags;
 use crate::{SideSpec, WhatIf};
 
@@ -31,6 +33,17 @@ pub struct Args {
     /// Without any, one side runs with the input's flags.
     #[arg(long = "side", value_name = "NAME=FLAGS")]
     pub sides: Vec<String>,
+    /// Run side NAME with this autoscaler binary instead of ours
+    /// in-process, `NAME=PATH` (repeatable): upstream CA built with its
+    /// kwok cloud provider, say. NAME is a `--side` (its flags apply) or a
+    /// side of its own with the input's flags. A binary side runs in real
+    /// time divided by `--time-scale`; its log is written under `--out`.
+    #[arg(long = "binary", value_name = "NAME=PATH")]
+    pub binaries: Vec<String>,
+    /// Cluster time per real time for binary sides: 60 runs a simulated
+    /// hour in a real minute.
+    #[arg(long, default_value_t = 60.0, value_name = "SCALE")]
+    pub time_scale: f64,
     /// Flags for every side, over those of the Cluster Autoscaler
     /// Deployment in the input (or its defaults when there is none).
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
@@ -74,9 +87,10 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration such as 90m or 24h"))
 }
 
-/// Runs the command; its exit status.
-pub fn main(args: Args) -> ExitCode {
-    match what_if(&args) {
+/// Runs the command; its exit status. `launcher` starts the binaries of
+/// binary sides (none: `--binary` is refused).
+pub fn main(args: Args, launcher: Option<Arc<dyn Launcher>>) -> ExitCode {
+    match what_if(&args, launcher) {
         Ok(status) => status,
         Err(e) => {
             eprintln!("testbed whatif: {e}");
@@ -85,8 +99,8 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-fn what_if(args: &Args) -> Result<ExitCode, String> {
-    let what = request(args).map_err(|e| e.to_string())?;
+fn what_if(args: &Args, launcher: Option<Arc<dyn Launcher>>) -> Result<ExitCode, String> {
+    let what = request(args, launcher).map_err(|e| e.to_string())?;
     let report = crate::run(&what).map_err(|e| e.to_string())?;
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     let markdown = report.markdown();
@@ -133,14 +147,17 @@ fn what_if(args: &Args) -> Result<ExitCode, String> {
 }
 
 /// The what-if the arguments ask for.
-pub fn request(args: &Args) -> Result<WhatIf, crate::WhatIfError> {
+pub fn request(
+    args: &Args,
+    launcher: Option<Arc<dyn Launcher>>,
+) -> Result<WhatIf, crate::WhatIfError> {
     let words = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_string).collect() };
     let mut flags = match &args.flags {
         Some(f) => Flags::parse("--flags", &words(f))?,
         None => Flags::default(),
     };
     flags.nodes.extend(crate::nodes_flags(&args.nodes)?);
-    let sides = args
+    let mut sides = args
         .sides
         .iter()
         .map(|s| {
@@ -157,9 +174,57 @@ pub fn request(args: &Args) -> Result<WhatIf, crate::WhatIfError> {
             Ok(SideSpec {
                 name: name.trim().to_string(),
                 flags: Flags::parse(&format!("side {name}"), &words(text))?,
+                binary: None,
             })
         })
         .collect::<Result<Vec<_>, crate::WhatIfError>>()?;
+    // Binaries alone are compared with ours on the input's flags.
+    if sides.is_empty() && !args.binaries.is_empty() {
+        sides.push(SideSpec {
+            name: "ours".into(),
+            flags: Flags::default(),
+            binary: None,
+        });
+    }
+    for b in &args.binaries {
+        let (name, path) = b
+            .split_once('=')
+            .filter(|(n, p)| !n.trim().is_empty() && !p.is_empty())
+            .ok_or_else(|| {
+                crate::WhatIfError::Sides(format!(
+                    "--binary {b:?}: expected NAME=PATH, e.g. upstream=/tmp/ca-1.31.5"
+                ))
+            })?;
+        let launcher = launcher.clone().ok_or_else(|| {
+            crate::WhatIfError::Sides("--binary: this build cannot start binaries".into())
+        })?;
+        if !(args.time_scale.is_finite() && args.time_scale >= 1.0) {
+            return Err(crate::WhatIfError::Sides(format!(
+                "--time-scale {}: give a scale of 1 or more",
+                args.time_scale
+            )));
+        }
+        let binary = BinarySide {
+            path: PathBuf::from(path),
+            time_scale: args.time_scale,
+            dir: args.out.clone(),
+            launcher,
+        };
+        let name = name.trim();
+        match sides.iter_mut().find(|s| s.name == name) {
+            Some(side) if side.binary.is_some() => {
+                return Err(crate::WhatIfError::Sides(format!(
+                    "--binary {b:?}: side {name} has a binary already"
+                )));
+            }
+            Some(side) => side.binary = Some(binary),
+            None => sides.push(SideSpec {
+                name: name.to_string(),
+                flags: Flags::default(),
+                binary: Some(binary),
+            }),
+        }
+    }
     Ok(WhatIf {
         inputs: args.inputs.clone(),
         kubeconfig: args.kubeconfig.clone(),

@@ -232,6 +232,7 @@ mod tests {
         Side {
             name: "s".into(),
             flags: Vec::new(),
+            binary: None,
             summary: Summary {
                 nodes_at_start: 0,
                 nodes_at_end: 0,

@@ -23,6 +23,7 @@
 //! `testbed synthetic` writes a cluster dump of any size for its
 //! benchmark ([`synthetic`]).
 
+pub mod binary;
 pub mod cli;
 pub mod coverage;
 pub mod flags;
@@ -98,6 +99,8 @@ pub struct SideSpec {
     pub name: String,
     /// Its flags.
     pub flags: Flags,
+    /// A binary to run instead of our autoscaler in-process.
+    pub binary: Option<binary::BinarySide>,
 }
 
 /// What to run.
@@ -156,6 +159,7 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
                 "defaults".into()
             },
             flags: base.clone(),
+            binary: None,
         }]
     } else {
         what.sides
@@ -163,11 +167,12 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
             .map(|s| SideSpec {
                 name: s.name.clone(),
                 flags: base.with(&s.flags),
+                binary: s.binary.clone(),
             })
             .collect()
     };
     check_sides(&sides)?;
-    for s in &sides {
+    for s in sides.iter().filter(|s| s.binary.is_none()) {
         autoscaler::inprocess::check_flags("kwok", &s.flags.args()).map_err(|source| {
             WhatIfError::Run {
                 side: s.name.clone(),
@@ -206,7 +211,15 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
                 loops: &r.loops,
                 end: r.end,
             };
-            report::side(&s.name, shown, ran, &what.prices)
+            let mut side = report::side(&s.name, shown, ran, &what.prices);
+            if let Some(b) = &s.binary {
+                side.binary = Some(report::Binary {
+                    path: b.path.display().to_string(),
+                    time_scale: b.time_scale,
+                    log: b.log(&s.name).display().to_string(),
+                });
+            }
+            side
         })
         .collect();
     let differences = sides
@@ -257,7 +270,8 @@ fn check_sides(sides: &[SideSpec]) -> Result<(), WhatIfError> {
                     a.name
                 )));
             }
-            if a.flags.canonical() == b.flags.canonical() {
+            let binary = |s: &SideSpec| s.binary.as_ref().map(|b| b.path.clone());
+            if a.flags.canonical() == b.flags.canonical() && binary(a) == binary(b) {
                 return Err(WhatIfError::Sides(format!(
                     "sides {} and {} have the same flags ({}): they would give the same result",
                     a.name,
@@ -290,7 +304,8 @@ fn run_sides(
                 .iter()
                 .map(|(side, grouping)| {
                     scope.spawn(move || {
-                        run::run_side(plan, grouping, &side.flags.args(), settings).map_err(
+                        let binary = side.binary.as_ref().map(|b| (side.name.as_str(), b));
+                        run::run_side(plan, grouping, &side.flags.args(), settings, binary).map_err(
                             |source| WhatIfError::Run {
                                 side: side.name.clone(),
                                 source: Box::new(source),

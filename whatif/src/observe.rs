@@ -61,14 +61,17 @@ pub struct Seen {
 pub struct Observer {
     seen: Arc<Mutex<Seen>>,
     start: Instant,
+    scale: f64,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Observer {
     /// Lists the nodes and pods there now (the start), then watches, the
     /// clock at zero now: a node the watch shows that the list did not is
-    /// one added since, whenever its event comes.
-    pub async fn start(client: Client) -> Result<Observer, kube::Error> {
+    /// one added since, whenever its event comes. Times are the cluster's:
+    /// tokio's time multiplied by `scale` (1 on virtual time; a binary
+    /// side's time scale in real time).
+    pub async fn start(client: Client, scale: f64) -> Result<Observer, kube::Error> {
         let mut at_start = Seen::default();
         let params = kube::api::ListParams::default();
         for n in Api::<Node>::all(client.clone()).list(&params).await?.items {
@@ -83,27 +86,28 @@ impl Observer {
         let nodes = watch::<Node>(
             client.clone(),
             seen.clone(),
-            start,
+            (start, scale),
             |seen, n, t| seen.node_applied(n, Some(t)),
             Seen::node_deleted,
         );
         let pods = watch::<Pod>(
             client,
             seen.clone(),
-            start,
+            (start, scale),
             Seen::pod_applied,
             Seen::pod_deleted,
         );
         Ok(Observer {
             seen,
             start,
+            scale,
             tasks: vec![nodes, pods],
         })
     }
 
-    /// Seconds since the start.
+    /// Seconds since the start, in cluster time.
     pub fn elapsed(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
+        self.start.elapsed().as_secs_f64() * self.scale
     }
 
     /// Stops watching and closes the books at `end` seconds: pods still
@@ -127,7 +131,7 @@ impl Observer {
 fn watch<K>(
     client: Client,
     seen: Arc<Mutex<Seen>>,
-    start: Instant,
+    (start, scale): (Instant, f64),
     applied: fn(&mut Seen, &K, f64),
     deleted: fn(&mut Seen, &K, f64),
 ) -> tokio::task::JoinHandle<()>
@@ -143,7 +147,7 @@ where
     tokio::spawn(async move {
         let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
         while let Some(event) = stream.next().await {
-            let t = start.elapsed().as_secs_f64();
+            let t = start.elapsed().as_secs_f64() * scale;
             let Ok(mut seen) = seen.lock() else { return };
             match event {
                 Ok(Event::Apply(o) | Event::InitApply(o)) => applied(&mut seen, &o, t),

@@ -53,6 +53,9 @@ pub struct Side {
     pub name: String,
     /// The autoscaler's flags.
     pub flags: Vec<String>,
+    /// The binary it ran, when not ours in-process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<Binary>,
     /// The totals.
     pub summary: Summary,
     /// Instance types of nodes it ran that have no price (their hours are
@@ -70,6 +73,19 @@ pub struct Side {
     pub node_timeline: Vec<(u64, String, usize)>,
     /// Pending pods after each change: `[seconds, count]`.
     pub pending_timeline: Vec<(u64, usize)>,
+}
+
+/// A binary a side ran: its outcome comes from the cluster, its
+/// decisions are in its log.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Binary {
+    /// Its path.
+    pub path: String,
+    /// Cluster time per real time.
+    pub time_scale: f64,
+    /// Its log.
+    pub log: String,
 }
 
 /// A side's totals.
@@ -97,7 +113,8 @@ pub struct Summary {
     pub pending_pod_minutes: f64,
     /// Bound pods deleted (evicted by a drain, or gone with their node).
     pub evictions: usize,
-    /// The autoscaler's loops.
+    /// The autoscaler's loops (ours in-process; 0 for a binary, whose
+    /// loops are in its log).
     pub loops: usize,
     /// Loops that scaled up.
     pub scale_ups: usize,
@@ -298,6 +315,7 @@ pub fn side(name: &str, flags: Vec<String>, ran: Ran, prices: &BTreeMap<String, 
     Side {
         name: name.into(),
         flags,
+        binary: None,
         summary,
         unpriced: unpriced.into_iter().collect(),
         nodes,
@@ -443,7 +461,11 @@ impl Report {
                 m.pending_at_end,
                 m.pending_pod_minutes,
                 m.evictions,
-                m.loops
+                if s.binary.is_some() {
+                    "-".to_string()
+                } else {
+                    m.loops.to_string()
+                }
             ));
         }
         for d in &self.differences {
@@ -477,6 +499,12 @@ impl Report {
                 s.name,
                 s.flags.join(" ")
             ));
+            if let Some(b) = &s.binary {
+                out.push_str(&format!(
+                    "binary: `{}` in real time at {}x; its decisions are in its log, `{}`\n\n",
+                    b.path, b.time_scale, b.log
+                ));
+            }
             if !s.unpriced.is_empty() {
                 out.push_str(&format!(
                     "Instance types without a price (left out of the cost): {}\n\n",

@@ -6,13 +6,16 @@
 //!
 //! Each side runs on a thread of its own, on a single-threaded runtime
 //! whose generators are seeded: the same inputs and seed give the same
-//! run, event for event.
+//! run, event for event. A binary side ([`crate::binary`]) runs in real
+//! time instead, its cluster served over TLS, every wait divided by its
+//! time scale and every time seen multiplied by it.
 
 use std::time::{Duration, SystemTime};
 
 use harness::cluster::{Cluster, ClusterError};
 use harness::kwok_provider::{provider_config_map, templates_config_map};
 
+use crate::binary::{BinarySide, Launch, free_port};
 use crate::groups::Grouping;
 use crate::load::{LoadError, Loaded, load};
 use crate::observe::{Observer, Seen};
@@ -43,6 +46,9 @@ pub enum RunError {
     /// The autoscaler refused its flags or configuration.
     #[error("starting the autoscaler: {0}")]
     Autoscaler(#[from] autoscaler::inprocess::InProcessError),
+    /// A binary side's binary could not be started.
+    #[error("{0}")]
+    Binary(String),
     /// A step of the timeline could not be made.
     #[error("{0}")]
     Timeline(#[from] StepFailed),
@@ -74,20 +80,23 @@ pub struct Settings {
     pub timeline: Timeline,
 }
 
-/// Runs one side on this thread.
+/// Runs one side on this thread: our autoscaler in-process on paused
+/// time, or `binary` (the side's name and binary) in scaled real time.
 pub fn run_side(
     plan: &Plan,
     grouping: &Grouping,
     args: &[String],
     settings: &Settings,
+    binary: Option<(&str, &BinarySide)>,
 ) -> Result<SideRun, RunError> {
     apimachinery::rand::seed_this_thread(settings.seed);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .map_err(RunError::Runtime)?;
-    runtime.block_on(run(plan, grouping, args, settings))
+    let mut runtime = tokio::runtime::Builder::new_current_thread();
+    runtime.enable_all();
+    if binary.is_none() {
+        runtime.start_paused(true);
+    }
+    let runtime = runtime.build().map_err(RunError::Runtime)?;
+    runtime.block_on(run(plan, grouping, args, settings, binary))
 }
 
 async fn run(
@@ -95,13 +104,19 @@ async fn run(
     grouping: &Grouping,
     args: &[String],
     settings: &Settings,
+    binary: Option<(&str, &BinarySide)>,
 ) -> Result<SideRun, RunError> {
+    let scale = binary.map_or(1.0, |(_, b)| b.time_scale);
     let templates = grouping.groups.iter().map(|g| g.template.clone()).collect();
     let builder = Cluster::builder()
-        .epoch(settings.epoch)
         .kwok_config(harness::kwok_config_for_scale())
         .object(provider_config_map())
         .object(templates_config_map(templates));
+    // A binary reads the machine's clock: its cluster's starts now.
+    let builder = match binary {
+        None => builder.epoch(settings.epoch),
+        Some((_, b)) => builder.time_scale(b.time_scale),
+    };
     let (cluster, loaded) = builder
         .start_loaded(|client| async move { load(client, plan).await.map_err(RunError::Load) })
         .await?;
@@ -116,35 +131,26 @@ async fn run(
     }
     // The controllers make the pods of loaded workloads that had none and
     // the scheduler places what it can, before the autoscaler looks.
-    tokio::time::sleep(SETTLE).await;
-    let observer = Observer::start(cluster.client())
+    tokio::time::sleep(SETTLE.div_f64(scale)).await;
+    let observer = Observer::start(cluster.client(), scale)
         .await
         .map_err(|source| ClusterError::Api {
             what: "listing the nodes and pods at the start".into(),
             source,
         })?;
-    let clock = cluster.clock().clone();
-    let mut built = autoscaler::inprocess::kwok(cluster.client_under_test(), clock, args).await?;
-    let mut log = built.autoscaler.decision_log();
-    let task = tokio::spawn(built.autoscaler.run());
     let started = tokio::time::Instant::now();
-    let collector = tokio::spawn(async move {
-        let mut loops = Loops::default();
-        while let Some(d) = log.recv().await {
-            loops.add(started.elapsed().as_secs_f64(), d);
-        }
-        loops
-    });
+    let running = match binary {
+        None => Running::in_process(&cluster, args, started).await?,
+        Some((name, b)) => Running::binary(&cluster, name, b, args).await?,
+    };
     let client = cluster.client();
     for step in &settings.timeline.steps {
-        tokio::time::sleep_until(started + Duration::from_secs(step.at)).await;
+        tokio::time::sleep_until(started + Duration::from_secs(step.at).div_f64(scale)).await;
         step.apply(&client, &loaded.uids).await?;
     }
-    tokio::time::sleep_until(started + settings.duration).await;
+    tokio::time::sleep_until(started + settings.duration.div_f64(scale)).await;
     let end = observer.elapsed();
-    task.abort();
-    let _ = task.await;
-    let loops = collector.await.unwrap_or_default();
+    let loops = running.stop().await;
     let seen = observer.finish(end);
     drop(cluster);
     Ok(SideRun {
@@ -153,4 +159,97 @@ async fn run(
         loops,
         end,
     })
+}
+
+/// The autoscaler of a side, running.
+enum Running {
+    /// Ours, in-process: its task, and the task folding its loops.
+    InProcess {
+        task: tokio::task::JoinHandle<()>,
+        collector: tokio::task::JoinHandle<Loops>,
+    },
+    /// A binary: its process and the cluster's TLS endpoint, both stopped
+    /// when dropped.
+    Binary {
+        _process: Box<dyn Send>,
+        _endpoint: Box<dyn Send>,
+    },
+}
+
+impl Running {
+    /// Our autoscaler on the cluster's clock, its loops folded from
+    /// `started` on.
+    async fn in_process(
+        cluster: &Cluster,
+        args: &[String],
+        started: tokio::time::Instant,
+    ) -> Result<Running, RunError> {
+        let clock = cluster.clock().clone();
+        let mut built =
+            autoscaler::inprocess::kwok(cluster.client_under_test(), clock, args).await?;
+        let mut log = built.autoscaler.decision_log();
+        let task = tokio::spawn(built.autoscaler.run());
+        let collector = tokio::spawn(async move {
+            let mut loops = Loops::default();
+            while let Some(d) = log.recv().await {
+                loops.add(started.elapsed().as_secs_f64(), d);
+            }
+            loops
+        });
+        Ok(Running::InProcess { task, collector })
+    }
+
+    /// `binary` against the cluster served over TLS.
+    async fn binary(
+        cluster: &Cluster,
+        name: &str,
+        binary: &BinarySide,
+        args: &[String],
+    ) -> Result<Running, RunError> {
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            RunError::Binary(format!("{}: {what}: {e}", binary.path.display()))
+        };
+        let api = cluster
+            .api_server()
+            .ok_or_else(|| failed("serving the cluster", &"it is not embedded"))?;
+        let endpoint = api
+            .serve_tls(([127, 0, 0, 1], 0).into())
+            .await
+            .map_err(|e| failed("serving the cluster over TLS", &e))?;
+        std::fs::create_dir_all(&binary.dir)
+            .map_err(|e| failed(&format!("creating {}", binary.dir.display()), &e))?;
+        let kubeconfig = binary.kubeconfig(name);
+        endpoint
+            .write_kubeconfig(&kubeconfig)
+            .map_err(|e| failed("writing its kubeconfig", &e))?;
+        let port = free_port().map_err(|e| failed("finding a free port", &e))?;
+        let log = binary.log(name);
+        let process = binary
+            .launcher
+            .launch(&Launch {
+                binary: &binary.path,
+                kubeconfig: &kubeconfig,
+                port,
+                flags: args,
+                time_scale: binary.time_scale,
+                log: &log,
+            })
+            .map_err(RunError::Binary)?;
+        Ok(Running::Binary {
+            _process: process,
+            _endpoint: Box::new(endpoint),
+        })
+    }
+
+    /// Stops the autoscaler; our loops, folded (none for a binary).
+    async fn stop(self) -> Loops {
+        match self {
+            Running::InProcess { task, collector } => {
+                task.abort();
+                let _ = task.await;
+                collector.await.unwrap_or_default()
+            }
+            Running::Binary { .. } => Loops::default(),
+        }
+    }
 }

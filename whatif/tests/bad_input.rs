@@ -128,10 +128,12 @@ fn two_sides_with_the_same_flags_are_refused() {
             SideSpec {
                 name: "a".into(),
                 flags: flags("--expander=random --scale-down-delay-after-add=5m"),
+                binary: None,
             },
             SideSpec {
                 name: "b".into(),
                 flags: flags("--scale-down-delay-after-add=5m --expander=random"),
+                binary: None,
             },
         ],
         ..what_if(vec![shop()])
@@ -146,6 +148,7 @@ fn a_flag_the_autoscaler_does_not_know_is_refused_naming_the_side() {
             name: "typo".into(),
             flags: Flags::parse("t", &["--scale-down-utilisation-threshold=0.3".to_string()])
                 .expect("parses"),
+            binary: None,
         }],
         ..what_if(vec![shop()])
     });

@@ -32,6 +32,7 @@ fn what_if(sides: &[(&str, &str)]) -> WhatIf {
                         .collect::<Vec<_>>(),
                 )
                 .expect("flags parse"),
+                binary: None,
             })
             .collect(),
         group_label: None,

@@ -192,7 +192,12 @@ fn main() -> ExitCode {
         }
         Command::Whatif(args) => {
             init_logging_at("off");
-            whatif::cli::main(args)
+            whatif::cli::main(
+                args,
+                Some(std::sync::Arc::new(
+                    conformance::binary_side::BinaryLauncher,
+                )),
+            )
         }
         Command::Synthetic(args) => whatif::cli::synthetic(&args),
         Command::Up(up) => match tokio::runtime::Runtime::new() {
