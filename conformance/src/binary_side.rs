@@ -13,6 +13,9 @@ use crate::world::provider::Provider;
 /// the reasons nodes are kept, without every pod's predicates.
 const VERBOSITY: &str = "--v=2";
 
+/// The flag that sets the content type of the binary's API requests.
+const CONTENT_TYPE: &str = "kube-api-content-type";
+
 /// Starts CA binaries for the what-if.
 #[derive(Debug, Default)]
 pub struct BinaryLauncher;
@@ -34,13 +37,21 @@ impl Launcher for BinaryLauncher {
                 unknown.join(", --")
             ));
         }
+        // The connection is the what-if's: JSON, which every kind the
+        // cluster serves speaks (a release before 1.36 writes its
+        // ProvisioningRequests' conditions in the process-wide content type,
+        // and no CRD speaks protobuf).
+        let mut extra = vec![VERBOSITY.to_string()];
+        if info.knows(CONTENT_TYPE) {
+            extra.push(format!("--{CONTENT_TYPE}=application/json"));
+        }
         let mut cmd = command(
             &info,
             Provider::Kwok,
             launch.kubeconfig,
             launch.port,
             launch.flags,
-            &[VERBOSITY.to_string()],
+            &extra,
             launch.time_scale,
         )
         .map_err(|e| format!("{}: {e}", launch.binary.display()))?;
