@@ -494,88 +494,97 @@ impl Report {
             }
         }
         for s in &self.sides {
-            out.push_str(&format!(
-                "\n## Side {}\n\nflags: `{}`\n\n",
-                s.name,
-                s.flags.join(" ")
-            ));
-            if let Some(b) = &s.binary {
-                out.push_str(&format!(
-                    "binary: `{}` in real time at {}x; its decisions are in its log, `{}`\n\n",
-                    b.path, b.time_scale, b.log
-                ));
-            }
-            if !s.unpriced.is_empty() {
-                out.push_str(&format!(
-                    "Instance types without a price (left out of the cost): {}\n\n",
-                    s.unpriced.join(", ")
-                ));
-            }
-            let removed: Vec<&NodeOutcome> =
-                s.nodes.iter().filter(|n| n.removed_at.is_some()).collect();
-            if !removed.is_empty() {
-                out.push_str("Removed nodes:\n\n| node | group | unneeded since | utilization | removed at |\n|---|---|---|---:|---|\n");
-                for n in removed {
-                    out.push_str(&format!(
-                        "| {} | {} | {} | {} | {} |\n",
-                        n.name,
-                        n.group.as_deref().unwrap_or("-"),
-                        n.unneeded_since.map_or("-".into(), clock),
-                        n.utilization.map_or("-".into(), |u| u.to_string()),
-                        n.removed_at.map_or("-".into(), clock)
-                    ));
-                }
-                out.push('\n');
-            }
-            let kept: Vec<&NodeOutcome> = s
-                .nodes
-                .iter()
-                .filter(|n| n.removed_at.is_none() && n.kept_because.is_some())
-                .collect();
-            if !kept.is_empty() {
-                out.push_str("Nodes kept, and why (the last loop's reason):\n\n| node | group | reason |\n|---|---|---|\n");
-                for n in kept {
-                    out.push_str(&format!(
-                        "| {} | {} | {} |\n",
-                        n.name,
-                        n.group.as_deref().unwrap_or("-"),
-                        n.kept_because.as_deref().unwrap_or("")
-                    ));
-                }
-                out.push('\n');
-            }
-            if !s.scale_ups.is_empty() {
-                out.push_str(
-                    "Scale-ups:\n\n| at | groups | options weighed | pods |\n|---|---|---|---:|\n",
-                );
-                for u in &s.scale_ups {
-                    let groups: Vec<String> =
-                        u.groups.iter().map(|(g, s)| format!("{g} {s}")).collect();
-                    let options: Vec<String> =
-                        u.options.iter().map(|(g, n)| format!("{g}: {n}")).collect();
-                    out.push_str(&format!(
-                        "| {} | {} | {} | {} |\n",
-                        clock(u.at),
-                        groups.join(", "),
-                        options.join(", "),
-                        u.pod_count
-                    ));
-                }
-                out.push('\n');
-            }
-            if !s.pending_at_end.is_empty() {
-                out.push_str(&format!(
-                    "Pods pending at the end ({}), and why no group helps:\n\n",
-                    s.summary.pending_at_end
-                ));
-                for p in &s.pending_at_end {
-                    let reasons: Vec<String> =
-                        p.reasons.iter().map(|(g, r)| format!("{g}: {r}")).collect();
-                    out.push_str(&format!("- {}: {}\n", p.pod, reasons.join("; ")));
-                }
-            }
+            s.markdown(&mut out);
         }
         out
+    }
+}
+
+impl Side {
+    /// The side's part of the Markdown report: its flags, removed and
+    /// kept nodes, scale-ups and the pods pending at the end.
+    fn markdown(&self, out: &mut String) {
+        let s = self;
+        out.push_str(&format!(
+            "\n## Side {}\n\nflags: `{}`\n\n",
+            s.name,
+            s.flags.join(" ")
+        ));
+        if let Some(b) = &s.binary {
+            out.push_str(&format!(
+                "binary: `{}` in real time at {}x; its decisions are in its log, `{}`\n\n",
+                b.path, b.time_scale, b.log
+            ));
+        }
+        if !s.unpriced.is_empty() {
+            out.push_str(&format!(
+                "Instance types without a price (left out of the cost): {}\n\n",
+                s.unpriced.join(", ")
+            ));
+        }
+        let removed: Vec<&NodeOutcome> =
+            s.nodes.iter().filter(|n| n.removed_at.is_some()).collect();
+        if !removed.is_empty() {
+            out.push_str("Removed nodes:\n\n| node | group | unneeded since | utilization | removed at |\n|---|---|---|---:|---|\n");
+            for n in removed {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    n.name,
+                    n.group.as_deref().unwrap_or("-"),
+                    n.unneeded_since.map_or("-".into(), clock),
+                    n.utilization.map_or("-".into(), |u| u.to_string()),
+                    n.removed_at.map_or("-".into(), clock)
+                ));
+            }
+            out.push('\n');
+        }
+        let kept: Vec<&NodeOutcome> = s
+            .nodes
+            .iter()
+            .filter(|n| n.removed_at.is_none() && n.kept_because.is_some())
+            .collect();
+        if !kept.is_empty() {
+            out.push_str("Nodes kept, and why (the last loop's reason):\n\n| node | group | reason |\n|---|---|---|\n");
+            for n in kept {
+                out.push_str(&format!(
+                    "| {} | {} | {} |\n",
+                    n.name,
+                    n.group.as_deref().unwrap_or("-"),
+                    n.kept_because.as_deref().unwrap_or("")
+                ));
+            }
+            out.push('\n');
+        }
+        if !s.scale_ups.is_empty() {
+            out.push_str(
+                "Scale-ups:\n\n| at | groups | options weighed | pods |\n|---|---|---|---:|\n",
+            );
+            for u in &s.scale_ups {
+                let groups: Vec<String> =
+                    u.groups.iter().map(|(g, s)| format!("{g} {s}")).collect();
+                let options: Vec<String> =
+                    u.options.iter().map(|(g, n)| format!("{g}: {n}")).collect();
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    clock(u.at),
+                    groups.join(", "),
+                    options.join(", "),
+                    u.pod_count
+                ));
+            }
+            out.push('\n');
+        }
+        if !s.pending_at_end.is_empty() {
+            out.push_str(&format!(
+                "Pods pending at the end ({}), and why no group helps:\n\n",
+                s.summary.pending_at_end
+            ));
+            for p in &s.pending_at_end {
+                let reasons: Vec<String> =
+                    p.reasons.iter().map(|(g, r)| format!("{g}: {r}")).collect();
+                out.push_str(&format!("- {}: {}\n", p.pod, reasons.join("; ")));
+            }
+        }
     }
 }
 
