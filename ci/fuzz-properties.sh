@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every property of outside input (conformance --test parsers and the
+# Runs every property of outside input (conformance --test checks parsers:: and the
 # kwok provider's properties in autoscaler's unit tests) for SECONDS each
 # (600 by default), in rounds of fresh random cases, and prints a line per
 # property: cases run, seconds, and pass or the failure log's path.
@@ -24,7 +24,7 @@ for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m.get("executable"): print(m["executable"])' | tail -1
 }
-parsers=$(test_binary -p conformance --features aws --test parsers)
+parsers=$(test_binary -p conformance --features aws --test checks)
 autoscaler=$(test_binary -p autoscaler --lib)
 run() { # binary test
   local bin=$1 t=$2 start cases=0 log
@@ -46,7 +46,7 @@ while read -r bin t; do
   if [ $((k % shard_n)) -eq "$shard_i" ]; then run "$bin" "$t" || status=1; fi
   k=$((k + 1))
 done < <(
-  "$parsers" --list 2>/dev/null | sed -n "s|: test$||p" | sed "s|^|$parsers |"
+  "$parsers" --list 2>/dev/null | sed -n "s|: test$||p" | grep '^parsers::' | sed "s|^|$parsers |"
   "$autoscaler" --list 2>/dev/null | sed -n "s|: test$||p" | grep 'kwok::tests::properties::' \
     | sed "s|^|$autoscaler |"
 )

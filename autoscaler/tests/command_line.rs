@@ -1,7 +1,7 @@
 //! The `cluster-autoscaler` binary's command line, with no cluster: bad
 //! flags are refused before anything starts, and `--help` stays as compact
 //! as upstream's. (Its runs against a cluster are in
-//! `conformance/tests/autoscaler_binary.rs`.)
+//! `conformance/tests/checks/autoscaler_binary.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;

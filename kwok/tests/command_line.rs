@@ -1,6 +1,6 @@
 //! The `kwok` binary's command line, with no cluster: bad start-up
 //! settings are refused before it connects. (Its runs against an API
-//! server are in `conformance/tests/kwok_binary.rs`.)
+//! server are in `conformance/tests/checks/kwok_binary.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;

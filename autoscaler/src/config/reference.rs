@@ -2,7 +2,7 @@
 //! own definitions ([`Flags`]) beside upstream Cluster Autoscaler 1.37's
 //! flags ([`UPSTREAM_1_37`], read from its source): each flag's type,
 //! default and help, and whether upstream 1.37 has it with the same type and
-//! default. A test in `conformance/tests/docs.rs` compares the document with
+//! default. A test in `conformance/tests/checks/docs.rs` compares the document with
 //! [`markdown`], so a flag added without its line fails it.
 
 use std::collections::BTreeMap;
@@ -153,7 +153,7 @@ pub fn markdown() -> Result<String, UpstreamTableError> {
          Cluster Autoscaler {UPSTREAM_RELEASE}'s flags (`autoscaler/src/config/upstream_flags_1_37.tsv`, \
          read from upstream's source). The column *upstream {UPSTREAM_RELEASE}* says `same` when \
          upstream has the flag with the same type and default. Generated: \
-         `UPDATE_REFERENCE=1 cargo test -p conformance --test docs` writes it, and the same test \
+         `UPDATE_REFERENCE=1 cargo test -p conformance --test checks docs::` writes it, and the same test \
          fails when it differs from the code.\n\n"
     ));
     let comparisons: Vec<Comparison> = ours.iter().map(|a| compare(a, &upstream)).collect();

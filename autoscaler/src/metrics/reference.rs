@@ -3,7 +3,7 @@
 //! ([`Metrics::described`]), with its type and help, the labels of the
 //! series it starts with (from `/metrics`'s text), and whether it needs
 //! `--emit-per-nodegroup-metrics`. A test in
-//! `conformance/tests/docs.rs` compares the document with [`markdown`].
+//! `conformance/tests/checks/docs.rs` compares the document with [`markdown`].
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! The step reference, `docs/reference/steps.md`, rendered from the steps
 //! registered with cucumber (every `#[given]`, `#[when]` and `#[then]` of
 //! the step library), grouped by the file that defines them. A test in
-//! `conformance/tests/docs.rs` compares the document with [`markdown`], so a
+//! `conformance/tests/checks/docs.rs` compares the document with [`markdown`], so a
 //! step added without its line fails it.
 
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ pub fn markdown() -> String {
          says what its steps read and write. A step written as `Given` also matches after \
          `And` or `But` in a `Given` block, and so on. How to use them: \
          [Write a scenario](../suite/writing-scenarios.md). Generated: \
-         `UPDATE_REFERENCE=1 cargo test -p conformance --test docs` writes it, and the same \
+         `UPDATE_REFERENCE=1 cargo test -p conformance --test checks docs::` writes it, and the same \
          test fails when it differs from the code.\n\n",
     );
     out.push_str(&format!(

@@ -14,7 +14,7 @@
 //! `tools/gen_protobuf_fields.py`. The table holds every group and version
 //! k8s-pb knows, not only the newest: kube-apiserver takes older versions
 //! too, and clients send them (every upstream Cluster Autoscaler up to 1.36
-//! evicts with a `policy/v1beta1` Eviction). `tests/protobuf_kinds.rs`
+//! evicts with a `policy/v1beta1` Eviction). `tests/checks/protobuf_kinds/`
 //! checks each kind a client writes against an independent encoder.
 //!
 //! Go's protobuf marshalling writes non-pointer fields even when they hold

@@ -127,7 +127,7 @@ fn templates_are_prepared_as_upstream() {
 }
 
 /// Properties of the provider's two ConfigMaps (the other
-/// parsers' properties are in `conformance --test parsers`): whatever the
+/// parsers' properties are in `conformance --test checks parsers::`): whatever the
 /// text, no panic, and an error that names the ConfigMap.
 mod properties {
     use super::*;
