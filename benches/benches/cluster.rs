@@ -16,18 +16,6 @@ use kube::Api;
 use kube::api::ListParams;
 use serde_json::json;
 
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 async fn run(nodes: usize, pods: usize) {
     let start = Instant::now();
     let template = NodeTemplate {
@@ -124,7 +112,7 @@ async fn run(nodes: usize, pods: usize) {
     );
     println!(
         "  peak memory (VmHWM)                  {:>9.0} MiB",
-        peak_rss_mib()
+        benches::peak_rss_mib()
     );
     println!("  busy time per component (one thread; the rest is runtime and timers):");
     let mut charged = Duration::ZERO;

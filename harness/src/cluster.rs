@@ -345,6 +345,7 @@ impl ClusterBuilder {
             clock,
             embedded: Some(Embedded { api, tasks }),
             remote: None,
+            poll: POLL,
         };
         for obj in self.objects {
             cluster.create(obj).await?;
@@ -394,7 +395,12 @@ pub struct Cluster {
     clock: Clock,
     embedded: Option<Embedded>,
     remote: Option<Remote>,
+    /// How often the waits check (the cluster's time).
+    poll: Duration,
 }
+
+/// How often the waits check by default (the cluster's time).
+const POLL: Duration = Duration::from_millis(250);
 
 impl Cluster {
     /// A builder for an embedded cluster.
@@ -410,6 +416,7 @@ impl Cluster {
             clock,
             embedded: None,
             remote: None,
+            poll: POLL,
         }
     }
 
@@ -421,6 +428,7 @@ impl Cluster {
             clock,
             embedded: None,
             remote: Some(remote),
+            poll: POLL,
         }
     }
 
@@ -513,8 +521,16 @@ impl Cluster {
         Ok(())
     }
 
+    /// The waits check every `poll` of the cluster's time instead of every
+    /// 250 ms: on paused time, a long poll costs nothing and a wait for
+    /// thousands of pods lists them less often.
+    pub fn poll_every(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
     /// Waits until `check` returns `Ok(value)`, polling every 250 ms of the
-    /// cluster's time, for at most `timeout`. `check` returns `Err(seen)`
+    /// cluster's time (or as [`Cluster::poll_every`] says), for at most `timeout`. `check` returns `Err(seen)`
     /// describing what it saw, which the timeout error reports.
     pub async fn wait_until<T, F, Fut>(
         &self,
@@ -539,7 +555,7 @@ impl Cluster {
                     seen,
                 });
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            tokio::time::sleep(self.poll).await;
         }
     }
 

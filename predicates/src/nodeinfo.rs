@@ -112,6 +112,8 @@ pub struct PodFacts {
     /// Whether it has required pod anti-affinity terms (checked against
     /// incoming pods).
     pub has_required_anti_affinity: bool,
+    /// Whether it is being deleted (it has a deletion timestamp).
+    pub terminating: bool,
 }
 
 impl std::ops::Deref for PodInfo {
@@ -142,6 +144,7 @@ impl PodInfo {
             ports: pod_host_ports(&pod),
             priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
             has_required_anti_affinity,
+            terminating: pod.metadata.deletion_timestamp.is_some(),
             key,
             pod,
         }))
@@ -153,6 +156,7 @@ impl PodInfo {
     pub fn with_pod(&self, pod: Pod) -> Self {
         Self(Arc::new(PodFacts {
             key: pod_key(&pod),
+            terminating: pod.metadata.deletion_timestamp.is_some(),
             pod: Arc::new(pod),
             ..PodFacts::clone(&self.0)
         }))
@@ -252,6 +256,8 @@ pub struct NodeInfo {
     pub pods: Vec<PodInfo>,
     /// How many of them have required pod anti-affinity terms.
     pub anti_affinity_pods: usize,
+    /// How many of them are being deleted.
+    pub terminating_pods: usize,
     /// Its CSINode's drivers, when it has one (NodeVolumeLimits).
     pub csi: Option<Arc<CsiNode>>,
     /// The ResourceSlices local to it (`spec.nodeName`), DynamicResources.
@@ -268,6 +274,7 @@ impl NodeInfo {
             non_zero: (0, 0),
             pods: Vec::new(),
             anti_affinity_pods: 0,
+            terminating_pods: 0,
             csi: None,
             slices: Vec::new(),
         }
@@ -296,6 +303,7 @@ impl NodeInfo {
         self.non_zero.0 += pod.non_zero.0;
         self.non_zero.1 += pod.non_zero.1;
         self.anti_affinity_pods += usize::from(pod.has_required_anti_affinity);
+        self.terminating_pods += usize::from(pod.terminating);
         self.pods.push(pod);
     }
 
@@ -307,6 +315,7 @@ impl NodeInfo {
         self.non_zero.0 -= pod.non_zero.0;
         self.non_zero.1 -= pod.non_zero.1;
         self.anti_affinity_pods -= usize::from(pod.has_required_anti_affinity);
+        self.terminating_pods -= usize::from(pod.terminating);
         Some(pod)
     }
 }

@@ -27,6 +27,10 @@ use crate::timeline::{StepFailed, Timeline};
 /// the bound pods before the autoscaler starts (virtual time).
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How often the waits for the loaded nodes and pods check (virtual
+/// time): each check lists every pod.
+const SETTLE_POLL: Duration = Duration::from_secs(2);
+
 /// How long the cluster runs alone once settled, before the autoscaler
 /// starts (virtual time).
 const SETTLE: Duration = Duration::from_secs(10);
@@ -120,6 +124,7 @@ async fn run(
     let (cluster, loaded) = builder
         .start_loaded(|client| async move { load(client, plan).await.map_err(RunError::Load) })
         .await?;
+    let cluster = cluster.poll_every(SETTLE_POLL.div_f64(scale));
     let nodes = loaded.created.get("Node").copied().unwrap_or(0);
     if nodes > 0 {
         cluster.wait_nodes_ready(nodes, SETTLE_TIMEOUT).await?;

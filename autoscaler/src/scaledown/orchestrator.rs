@@ -153,23 +153,18 @@ impl ScaleDown {
                 .saturating_sub(in_progress.len()),
             drain: f.max_drain_parallelism.saturating_sub(drains_in_progress),
         };
-        let (mut cores, mut memory) = clusterstate::cluster_resources(nodes, now);
         let min_cores = ctx.validated.cores_total.min;
         let min_memory = ctx.validated.memory_total.min.saturating_mul(1 << 30);
-        let node_res: HashMap<String, (i64, i64)> = nodes
-            .iter()
-            .map(|n| {
-                let name = n.metadata.name.clone().unwrap_or_default();
-                (name, clusterstate::node_capacity(n))
-            })
-            .collect();
+        // The cluster's resources, counted when a node is first selected.
+        let mut totals: Option<ClusterTotals> = None;
         let selection = select(&self.planner, &groups, budget, now, |name| {
-            let (c, m) = node_res.get(name).copied().unwrap_or((0, 0));
-            if cores - c < min_cores || memory - m < min_memory {
+            let t = totals.get_or_insert_with(|| ClusterTotals::of(nodes, now));
+            let (c, m) = t.per_node.get(name).copied().unwrap_or((0, 0));
+            if t.cores - c < min_cores || t.memory - m < min_memory {
                 return false;
             }
-            cores -= c;
-            memory -= m;
+            t.cores -= c;
+            t.memory -= m;
             true
         });
         for (name, r) in &selection.kept {
@@ -314,6 +309,32 @@ impl ScaleDown {
                 other => other.as_str().to_string(),
             };
             decisions.unremovable.insert(name.clone(), text);
+        }
+    }
+}
+
+/// The cluster's cores and memory left for the cluster-wide limits, and
+/// each node's share.
+struct ClusterTotals {
+    cores: i64,
+    memory: i64,
+    per_node: HashMap<String, (i64, i64)>,
+}
+
+impl ClusterTotals {
+    fn of(nodes: &[Arc<Node>], now: SystemTime) -> Self {
+        let (cores, memory) = clusterstate::cluster_resources(nodes, now);
+        let per_node = nodes
+            .iter()
+            .map(|n| {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                (name, clusterstate::node_capacity(n))
+            })
+            .collect();
+        Self {
+            cores,
+            memory,
+            per_node,
         }
     }
 }

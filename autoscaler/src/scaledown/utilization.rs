@@ -86,14 +86,19 @@ pub fn utilization(
     }
     let mut used = predicates::resources::Resources::default();
     let mut excluded = predicates::resources::Resources::default();
-    for p in &node.pods {
-        if is_long_terminating(&p.pod, now) {
-            continue;
-        }
-        if (ignore_ds && is_daemonset_pod(&p.pod)) || (ignore_mirror && is_mirror_pod(&p.pod)) {
-            excluded.add(&p.requests);
-        } else {
-            used.add(&p.requests);
+    if node.terminating_pods == 0 && !ignore_ds && !ignore_mirror {
+        // Every pod counts: the node's requests are their sum.
+        used = node.requested.clone();
+    } else {
+        for p in &node.pods {
+            if is_long_terminating(&p.pod, now) {
+                continue;
+            }
+            if (ignore_ds && is_daemonset_pod(&p.pod)) || (ignore_mirror && is_mirror_pod(&p.pod)) {
+                excluded.add(&p.requests);
+            } else {
+                used.add(&p.requests);
+            }
         }
     }
     let frac = |used: i64, alloc: i64, excl: i64| -> Result<f64, UtilizationError> {

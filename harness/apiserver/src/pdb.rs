@@ -65,16 +65,21 @@ pub fn scaled_value(v: &Value, total: i64) -> Result<i64, String> {
 }
 
 impl Server {
-    fn pods_matching(
-        &self,
-        ns: &str,
-        selector: &LabelSelector,
-    ) -> Vec<(std::sync::Arc<Stored>, Value)> {
+    /// The pods of a namespace, as the budgets' statuses count them.
+    fn pods_of(&self, ns: &str) -> Vec<std::sync::Arc<Stored>> {
         let (_, pods) = self
             .store
             .list(&GroupResource::new("", "pods"), Some(ns), None);
-        pods.into_iter()
+        pods
+    }
+
+    fn pods_matching(
+        pods: &[std::sync::Arc<Stored>],
+        selector: &LabelSelector,
+    ) -> Vec<(std::sync::Arc<Stored>, Value)> {
+        pods.iter()
             .filter(|p| selector.matches(&p.labels))
+            .cloned()
             .map(|p| {
                 let v = p.value();
                 (p, v)
@@ -142,6 +147,15 @@ impl Server {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
+        self.budget_status_among(pdb, &self.pods_of(ns))
+    }
+
+    /// Computes a budget's status from `pods`, its namespace's pods.
+    fn budget_status_among(&self, pdb: &Value, pods: &[std::sync::Arc<Stored>]) -> BudgetStatus {
+        let ns = pdb
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let fail = |e: String| BudgetStatus {
             expected: 0,
             current_healthy: 0,
@@ -153,7 +167,7 @@ impl Server {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
-        let pods = self.pods_matching(ns, &selector);
+        let pods = Self::pods_matching(pods, &selector);
         let now = self.clock.now();
         let disrupted: BTreeSet<String> = pdb
             .pointer("/status/disruptedPods")
@@ -302,6 +316,8 @@ impl Server {
     pub fn refresh_budgets_of(&self, ns: &str, pods: Option<&[Labels]>) -> ApiResult<()> {
         let def = self.def("policy", "poddisruptionbudgets")?;
         let (_, pdbs) = self.store.list(&def.gr(), Some(ns), None);
+        // The namespace's pods, listed once for all its budgets.
+        let mut ns_pods = None;
         for p in pdbs {
             let v = p.value();
             if let Some(pods) = pods {
@@ -314,7 +330,8 @@ impl Server {
                     continue;
                 }
             }
-            let st = self.budget_status(&v);
+            let pods = ns_pods.get_or_insert_with(|| self.pods_of(ns));
+            let st = self.budget_status_among(&v, pods);
             match self.write_budget_status(&v, &st, None) {
                 Ok(()) => {}
                 Err(e) if e.code == 409 || e.code == 404 => {}
