@@ -33,10 +33,17 @@ pub fn pod_requests_gpu(requests: &Resources) -> bool {
 /// The first vendor's GPU resource of which the node has a non-zero amount
 /// allocatable (`NodeHasGpuAllocatable`, `DetectNodeGPUResourceName`).
 pub fn allocatable_resource(node: &Node) -> Option<&'static str> {
-    let alloc = predicates::resources::node_allocatable(node);
-    VENDOR_RESOURCES
-        .into_iter()
-        .find(|r| alloc.scalar.get(*r).copied().unwrap_or(0) > 0)
+    let status = node.status.as_ref();
+    let alloc = status
+        .and_then(|s| s.allocatable.as_ref())
+        .or_else(|| status.and_then(|s| s.capacity.as_ref()))?;
+    VENDOR_RESOURCES.into_iter().find(|r| {
+        alloc
+            .get(*r)
+            .and_then(|q| predicates::quantity::parse_value(&q.0))
+            .unwrap_or(0)
+            > 0
+    })
 }
 
 /// Whether the node carries the provider's GPU label (none when the

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Pod, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint,
+    Node, Pod, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
@@ -147,10 +147,16 @@ fn tolerations(pod: &Pod) -> &[Toleration] {
 /// Whether the pod's nodeSelector and required node affinity accept the node
 /// (the NodeAffinity filter; also PodTopologySpread's `nodeAffinityPolicy`).
 pub fn node_affinity_matches(pod: &Pod, node: &NodeInfo) -> bool {
+    node_affinity_matches_node(pod, &node.node)
+}
+
+/// [`node_affinity_matches`] for a bare `Node`, as the DaemonSet controller
+/// asks it of every node.
+pub fn node_affinity_matches_node(pod: &Pod, node: &Node) -> bool {
     let Some(spec) = pod.spec.as_ref() else {
         return true;
     };
-    let labels = node.labels();
+    let labels = crate::labels::labels_of(node.metadata.labels.as_ref());
     if let Some(sel) = &spec.node_selector
         && !sel.iter().all(|(k, v)| labels.get(k) == Some(v))
     {
@@ -168,7 +174,7 @@ pub fn node_affinity_matches(pod: &Pod, node: &NodeInfo) -> bool {
         Some(r) => r
             .node_selector_terms
             .iter()
-            .any(|t| node_selector_term_matches(t, &node.node)),
+            .any(|t| node_selector_term_matches(t, node)),
         None => true,
     }
 }
@@ -412,7 +418,7 @@ impl<'a> PreFilter<'a> {
                 continue;
             }
             let node_labels = node.labels();
-            for other in &node.pods {
+            for other in node.pods.iter() {
                 if other.key == pod.key {
                     continue;
                 }

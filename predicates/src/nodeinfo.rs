@@ -252,8 +252,9 @@ pub struct NodeInfo {
     pub requested: Resources,
     /// Sum of the pods' scoring requests (CPU, memory).
     pub non_zero: (i64, i64),
-    /// The pods bound (or assumed) to the node.
-    pub pods: Vec<PodInfo>,
+    /// The pods bound (or assumed) to the node, shared between the copies
+    /// of a NodeInfo (each loop's snapshot) until one of them changes.
+    pub pods: Arc<Vec<PodInfo>>,
     /// How many of them have required pod anti-affinity terms.
     pub anti_affinity_pods: usize,
     /// How many of them are being deleted.
@@ -272,7 +273,7 @@ impl NodeInfo {
             node,
             requested: Resources::default(),
             non_zero: (0, 0),
-            pods: Vec::new(),
+            pods: Arc::default(),
             anti_affinity_pods: 0,
             terminating_pods: 0,
             csi: None,
@@ -304,13 +305,13 @@ impl NodeInfo {
         self.non_zero.1 += pod.non_zero.1;
         self.anti_affinity_pods += usize::from(pod.has_required_anti_affinity);
         self.terminating_pods += usize::from(pod.terminating);
-        self.pods.push(pod);
+        Arc::make_mut(&mut self.pods).push(pod);
     }
 
     /// Removes a pod by `namespace/name`.
     pub fn remove_pod(&mut self, key: &str) -> Option<PodInfo> {
         let i = self.pods.iter().position(|p| p.key == key)?;
-        let pod = self.pods.swap_remove(i);
+        let pod = Arc::make_mut(&mut self.pods).swap_remove(i);
         self.requested.sub(&pod.requests);
         self.non_zero.0 -= pod.non_zero.0;
         self.non_zero.1 -= pod.non_zero.1;

@@ -53,10 +53,15 @@ fn scaled(s: &str, exp10: i32) -> Option<i64> {
         _ => return None,
     };
     let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
-    let digits = format!("{int_part}{frac_part}");
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
     exp += exp10 - i32::try_from(frac_part.len()).ok()?;
     // value = digits × 2^shift × 10^exp, in i128 to keep precision.
-    let mut value: i128 = digits.parse().ok()?;
+    let mut value: i128 = 0;
+    for b in int_part.bytes().chain(frac_part.bytes()) {
+        value = value.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+    }
     value = value.checked_mul(1i128.checked_shl(shift)?)?;
     if exp >= 0 {
         value = value.checked_mul(10i128.checked_pow(u32::try_from(exp).ok()?)?)?;
@@ -87,5 +92,11 @@ mod tests {
         assert_eq!(parse_value("12x"), None);
         assert_eq!(parse_value(""), None);
         assert_eq!(parse_value("1.2.3"), None);
+        assert_eq!(parse_milli(".5"), Some(500));
+        assert_eq!(parse_value("."), None);
+        assert_eq!(
+            parse_value("99999999999999999999999999999999999999999"),
+            None
+        );
     }
 }

@@ -120,7 +120,7 @@ pub fn volume_limits_fit(
         return Ok(());
     }
     let mut attached = Attachable::new();
-    for p in &node.pods {
+    for p in node.pods.iter() {
         if let Ok(a) = objects.attachable(&p.pod, false) {
             attached.extend(a);
         }

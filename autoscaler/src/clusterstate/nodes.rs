@@ -53,10 +53,18 @@ pub fn node_ready(node: &Node, taints: &TaintConfig) -> bool {
 /// A node's capacity as the cluster-wide resource limits count it: whole
 /// cores (rounded up) and memory bytes.
 pub fn node_capacity(node: &Node) -> (i64, i64) {
-    let r = predicates::resources::Resources::from_list(
-        node.status.as_ref().and_then(|s| s.capacity.as_ref()),
-    );
-    ((r.milli_cpu + 999) / 1000, r.memory)
+    let capacity = node.status.as_ref().and_then(|s| s.capacity.as_ref());
+    let read = |name: &str, parse: fn(&str) -> Option<i64>| {
+        capacity
+            .and_then(|c| c.get(name))
+            .and_then(|q| parse(&q.0))
+            .unwrap_or(0)
+    };
+    let milli_cpu = read("cpu", predicates::quantity::parse_milli);
+    (
+        (milli_cpu + 999) / 1000,
+        read("memory", predicates::quantity::parse_value),
+    )
 }
 
 /// The cluster's cores and memory as the resource limits count them

@@ -4,7 +4,7 @@
 //! thresholds; and every group's facts for choosing deletions. A node's
 //! utilization is computed in [`utilization`](mod@super::utilization).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -14,6 +14,7 @@ use super::actuation::InProgress;
 use super::cooldown::Cooldown;
 use super::selection::GroupSize;
 use super::unneeded::CandidateNode;
+use crate::cloudprovider::NodeGroupOptions;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::taints;
@@ -55,6 +56,7 @@ pub fn candidates(
     now: SystemTime,
 ) -> Vec<CandidateNode> {
     let gpu_label = ctx.provider.gpu_label();
+    let mut options: HashMap<&str, NodeGroupOptions> = HashMap::new();
     let mut out = Vec::new();
     for n in nodes {
         let name = n.metadata.name.clone().unwrap_or_default();
@@ -70,7 +72,9 @@ pub fn candidates(
         if g.target <= g.group.min_size() || cooldown.group_in_delay(&ctx.flags, group, now) {
             continue;
         }
-        let o = ctx.options_for(&*g.group);
+        let o = options
+            .entry(group)
+            .or_insert_with(|| ctx.options_for(&*g.group));
         let gpu = crate::gpu::node_resource(n, &gpu_label).map(str::to_string);
         out.push(CandidateNode {
             name: name.clone(),

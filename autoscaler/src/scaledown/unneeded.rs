@@ -158,7 +158,8 @@ impl Planner {
                 })
                 .unwrap_or(false)
         };
-        order.sort_by_key(|c| (!is_empty(c), !self.unneeded.contains_key(&c.name)));
+        // Each key once: a node's emptiness walks its pods.
+        order.sort_by_cached_key(|c| (!is_empty(c), !self.unneeded.contains_key(&c.name)));
         let eligible: Vec<(&CandidateNode, Eligible)> = order
             .into_iter()
             .filter_map(|c| match self.eligible(snapshot, c, settings, now) {

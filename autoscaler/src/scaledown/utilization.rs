@@ -90,7 +90,7 @@ pub fn utilization(
         // Every pod counts: the node's requests are their sum.
         used = node.requested.clone();
     } else {
-        for p in &node.pods {
+        for p in node.pods.iter() {
             if is_long_terminating(&p.pod, now) {
                 continue;
             }
@@ -170,7 +170,7 @@ pub fn dra_utilization(node: &NodeInfo, dra: &DraObjects) -> Result<Utilization,
     // driver → pool → devices held.
     let mut held: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     let mut seen = BTreeSet::new();
-    for p in &node.pods {
+    for p in node.pods.iter() {
         let Ok(claims) = predicates::dynamicresources::pod_claims(&p.pod) else {
             continue;
         };

@@ -309,7 +309,7 @@ pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
     let mut info = NodeInfo::new(Arc::new(node));
     info.csi = template.csi.clone();
     info.slices = dynamicresources::slices_for_node(&template.slices, name);
-    for p in &template.pods {
+    for p in template.pods.iter() {
         let mut pod = (*p.pod).clone();
         let base = pod.metadata.name.clone().unwrap_or_default();
         pod.metadata.name = Some(format!("{base}-{name}"));

@@ -315,7 +315,7 @@ impl Scheduler {
             Event::Delete(n) => {
                 let name = n.metadata.name.unwrap_or_default();
                 if let Some(info) = self.nodes.remove(&name) {
-                    self.orphans.insert(name, info.pods);
+                    self.orphans.insert(name, Arc::unwrap_or_clone(info.pods));
                 }
             }
             Event::Init | Event::InitDone => {}

@@ -33,34 +33,44 @@ impl Controllers {
                     .push(p.key());
             }
         }
+        // The plan is made over the cached nodes first (no copies), then
+        // carried out: creating and deleting pods needs the controller.
+        let daemon = Pod {
+            metadata: template.metadata.clone().unwrap_or_default(),
+            spec: template.spec.clone(),
+            status: None,
+        };
         let mut desired = 0;
-        let nodes: Vec<Node> = self.nodes.values().cloned().collect();
-        for node in &nodes {
-            let name = node.name_any();
-            let placement = daemon_placement(&template, node);
-            let existing = by_node.remove(&name).unwrap_or_default();
-            if placement == DaemonPlacement::Run {
-                desired += 1;
+        let mut missing = Vec::new();
+        let mut surplus = Vec::new();
+        for (name, node) in &self.nodes {
+            let placement = daemon_placement(&daemon, node);
+            let existing = by_node.remove(name).unwrap_or_default();
+            match placement {
+                DaemonPlacement::Run | DaemonPlacement::KeepRunning => {
+                    if placement == DaemonPlacement::Run {
+                        desired += 1;
+                        if existing.is_empty() {
+                            missing.push(name.clone());
+                        }
+                    }
+                    surplus.extend(existing.into_iter().skip(1));
+                }
+                DaemonPlacement::No => surplus.extend(existing),
             }
-            if placement != DaemonPlacement::No {
-                if existing.is_empty() && placement == DaemonPlacement::Run {
-                    let mut t = template.clone();
-                    pin_to_node(&mut t, &name);
-                    let meta = ObjectMeta {
-                        generate_name: Some(format!("{}-", ds.name_any())),
-                        owner_references: Some(vec![owner_ref(&ds)]),
-                        ..ObjectMeta::default()
-                    };
-                    self.create_pod(&ns, &t, meta).await;
-                }
-                for extra in existing.iter().skip(1) {
-                    self.delete_pod(extra, None).await;
-                }
-            } else {
-                for k in &existing {
-                    self.delete_pod(k, None).await;
-                }
-            }
+        }
+        for name in missing {
+            let mut t = template.clone();
+            pin_to_node(&mut t, &name);
+            let meta = ObjectMeta {
+                generate_name: Some(format!("{}-", ds.name_any())),
+                owner_references: Some(vec![owner_ref(&ds)]),
+                ..ObjectMeta::default()
+            };
+            self.create_pod(&ns, &t, meta).await;
+        }
+        for k in &surplus {
+            self.delete_pod(k, None).await;
         }
         // Pods for nodes that are gone are left to pod GC.
         let owned: Vec<&CachedPod> = self
@@ -146,13 +156,7 @@ enum DaemonPlacement {
     No,
 }
 
-fn daemon_placement(t: &PodTemplateSpec, node: &Node) -> DaemonPlacement {
-    let pod = Pod {
-        metadata: t.metadata.clone().unwrap_or_default(),
-        spec: t.spec.clone(),
-        status: None,
-    };
-    let info = predicates::NodeInfo::new(std::sync::Arc::new(node.clone()));
+fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
     let taints = node
         .spec
         .as_ref()
@@ -163,7 +167,7 @@ fn daemon_placement(t: &PodTemplateSpec, node: &Node) -> DaemonPlacement {
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())
         .unwrap_or_default();
-    if !predicates::filters::node_affinity_matches(&pod, &info) {
+    if !predicates::filters::node_affinity_matches_node(pod, node) {
         return DaemonPlacement::No;
     }
     if predicates::filters::untolerated_taint(taints, tols).is_none() {
