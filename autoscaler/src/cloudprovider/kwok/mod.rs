@@ -241,13 +241,10 @@ impl CloudProvider for KwokProvider {
         if !kwok {
             return Ok(None);
         }
-        let grouping = lock(&self.shared.config)
+        let id = lock(&self.shared.config)
             .as_ref()
-            .map(|c| c.grouping.clone());
-        let Some(grouping) = grouping else {
-            return Ok(None);
-        };
-        let Some(id) = group_of(node, &grouping) else {
+            .and_then(|c| group_of(node, &c.grouping));
+        let Some(id) = id else {
             return Ok(None);
         };
         if !lock(&self.shared.groups).contains_key(&id) {
