@@ -41,22 +41,6 @@ fn pod(i: usize) -> Pod {
     .expect("pod")
 }
 
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .map(str::to_string)
-        })
-        .and_then(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 /// Creates `count` objects made by `make`, `CONCURRENCY` requests at a time.
 async fn create_all<K>(api: &Api<K>, count: usize, make: fn(usize) -> K) -> Duration
 where
@@ -194,11 +178,11 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("runtime");
-    let rss_before = rss_mib();
+    let rss_before = benches::rss_mib();
     let server = rt.block_on(async { ApiServer::start(Clock::new()).expect("server") });
     let client = rt.block_on(async { server.client() });
     let (nodes_time, pods_time) = rt.block_on(populate(&client));
-    let rss_after = rss_mib();
+    let rss_after = benches::rss_mib();
 
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     // One full list through the client (deserialised into typed Pods), and server side only.

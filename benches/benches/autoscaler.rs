@@ -26,18 +26,6 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 async fn create_all(client: &Client, objects: Vec<Value>) {
     futures::stream::iter(objects)
         .for_each_concurrent(64, |o| {
@@ -282,12 +270,12 @@ async fn memory(nodes: usize) {
             }
         }
     }
-    let before = rss_mib();
+    let before = benches::rss_mib();
     let mut a = autoscaler(client).await;
     let start = Instant::now();
     a.run_once().await.unwrap();
     let took = start.elapsed();
-    let after = rss_mib();
+    let after = benches::rss_mib();
     println!(
         "memory, {nodes} nodes x 30 pods: the autoscaler adds {:.0} MiB RSS (process {:.0} MiB with the API server); first loop {:.0} ms",
         after - before,

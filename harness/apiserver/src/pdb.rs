@@ -147,15 +147,17 @@ impl Server {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
-        self.budget_status_among(pdb, &self.pods_of(ns))
+        self.budget_status_among(pdb, ns, &self.pods_of(ns))
     }
 
-    /// Computes a budget's status from `pods`, its namespace's pods.
-    fn budget_status_among(&self, pdb: &Value, pods: &[std::sync::Arc<Stored>]) -> BudgetStatus {
-        let ns = pdb
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    /// Computes the status of a budget of namespace `ns` from `pods`, the
+    /// namespace's pods.
+    fn budget_status_among(
+        &self,
+        pdb: &Value,
+        ns: &str,
+        pods: &[std::sync::Arc<Stored>],
+    ) -> BudgetStatus {
         let fail = |e: String| BudgetStatus {
             expected: 0,
             current_healthy: 0,
@@ -331,7 +333,7 @@ impl Server {
                 }
             }
             let pods = ns_pods.get_or_insert_with(|| self.pods_of(ns));
-            let st = self.budget_status_among(&v, pods);
+            let st = self.budget_status_among(&v, ns, pods);
             match self.write_budget_status(&v, &st, None) {
                 Ok(()) => {}
                 Err(e) if e.code == 409 || e.code == 404 => {}
