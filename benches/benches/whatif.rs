@@ -64,6 +64,7 @@ fn measured_run(dump: &Path, hours: u64, sides: usize) {
         prices: Default::default(),
         seed: 1,
         parallel: sides,
+        sweep: Vec::new(),
     };
     let started = Instant::now();
     let report = whatif::run(&what).expect("the what-if runs");

@@ -1,4 +1,5 @@
-//! `testbed whatif FILE... [--side NAME=FLAGS]... [--binary NAME=PATH]...`:
+//! `testbed whatif FILE... [--side NAME=FLAGS]... [--binary NAME=PATH]...
+//! [--sweep FLAG=VALUES]...`:
 //! the command line of the what-if. It prints the coverage and the outcome, writes the whole
 //! report as `report.json`, `report.md` and `report.html` (with SVG
 //! timelines) under `--out`, and exits 3 when
@@ -40,6 +41,16 @@ pub struct Args {
     /// time divided by `--time-scale`; its log is written under `--out`.
     #[arg(long = "binary", value_name = "NAME=PATH")]
     pub binaries: Vec<String>,
+    /// Sweep a flag over values, `FLAG=VALUES` (repeatable): one side per
+    /// combination of the values of every `--sweep`, e.g. `--sweep
+    /// 'scale-down-utilization-threshold=0.4..0.8/0.05' --sweep
+    /// 'expander=least-waste,priority,random'` (27 cases). VALUES is a
+    /// list or `LOW..HIGH/STEP`. The cases run in parallel, one per core,
+    /// and the report adds a row per case and the Pareto front of
+    /// node-hours against pending pod-minutes. Flags common to every case
+    /// go in `--flags`.
+    #[arg(long = "sweep", value_name = "FLAG=VALUES", conflicts_with_all = ["sides", "binaries"])]
+    pub sweeps: Vec<String>,
     /// Cluster time per real time for binary sides: 60 runs a simulated
     /// hour in a real minute.
     #[arg(long, default_value_t = 60.0, value_name = "SCALE")]
@@ -178,6 +189,24 @@ pub fn request(
             })
         })
         .collect::<Result<Vec<_>, crate::WhatIfError>>()?;
+    let sweep = args
+        .sweeps
+        .iter()
+        .map(|a| crate::sweep::Dimension::parse(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !sweep.is_empty() {
+        for case in crate::sweep::cases(&sweep)? {
+            let name = crate::sweep::case_name(&case);
+            sides.push(SideSpec {
+                flags: Flags::parse(
+                    &format!("sweep case {name}"),
+                    &crate::sweep::case_flags(&case),
+                )?,
+                name,
+                binary: None,
+            });
+        }
+    }
     // Binaries alone are compared with ours on the input's flags.
     if sides.is_empty() && !args.binaries.is_empty() {
         sides.push(SideSpec {
@@ -239,6 +268,7 @@ pub fn request(
         seed: args.seed,
         prices: prices(&args.prices).map_err(crate::WhatIfError::Price)?,
         parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        sweep,
     })
 }
 

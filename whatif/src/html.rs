@@ -63,6 +63,9 @@ pub fn page(report: &Report) -> String {
             escape(&list(&d.removed_only_by_base)),
         );
     }
+    if let Some(sweep) = &report.sweep {
+        out.push_str(&sweep_section(sweep));
+    }
     let end = report.duration_seconds.max(1);
     out.push_str("<h2>Nodes</h2>\n");
     out.push_str(&chart(&report.sides, end, Shape::Steps, |s| {
@@ -213,6 +216,79 @@ fn chart(
         );
     }
     out.push_str("</svg>\n");
+    out
+}
+
+/// A sweep's cases: node-hours against pending pod-minutes, one dot per
+/// case, the Pareto front filled and joined; then the table.
+fn sweep_section(sweep: &crate::sweep::Sweep) -> String {
+    let cases = &sweep.cases;
+    let top =
+        |f: fn(&crate::sweep::Case) -> f64| cases.iter().map(f).fold(0.0_f64, f64::max).max(1.0);
+    let (max_x, max_y) = (top(|c| c.node_hours), top(|c| c.pending_pod_minutes));
+    let x = |v: f64| MARGIN + (WIDTH - 2.0 * MARGIN) * v / max_x;
+    let y = |v: f64| HEIGHT - MARGIN + (2.0 * MARGIN - HEIGHT) * v / max_y;
+    let mut out = String::from("<h2>Sweep</h2>\n");
+    let _ = writeln!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" font-size=\"11\">\
+         <line x1=\"{MARGIN}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/>\
+         <line x1=\"{MARGIN}\" y1=\"{MARGIN}\" x2=\"{MARGIN}\" y2=\"{b}\" stroke=\"#888\"/>\
+         <text x=\"{MARGIN}\" y=\"{t}\" text-anchor=\"end\">{max_y:.1}</text>\
+         <text x=\"{r}\" y=\"{b2}\" text-anchor=\"end\">{max_x:.1} node-hours</text>\
+         <text x=\"{MARGIN}\" y=\"{b2}\">0 (vertical: pending pod-minutes)</text>",
+        b = HEIGHT - MARGIN,
+        r = WIDTH - MARGIN,
+        t = MARGIN,
+        b2 = HEIGHT - MARGIN + 14.0,
+    );
+    let mut front: Vec<&crate::sweep::Case> = cases.iter().filter(|c| c.pareto).collect();
+    front.sort_by(|a, b| a.node_hours.total_cmp(&b.node_hours));
+    let path: Vec<String> = front
+        .iter()
+        .map(|c| format!("{:.1},{:.1}", x(c.node_hours), y(c.pending_pod_minutes)))
+        .collect();
+    if path.len() > 1 {
+        let _ = writeln!(
+            out,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-dasharray=\"4 3\"/>",
+            path.join(" "),
+            COLOURS[0]
+        );
+    }
+    for c in cases {
+        let _ = writeln!(
+            out,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{}\" stroke=\"{}\"><title>{}: {:.1} node-hours, {:.1} pending pod-minutes</title></circle>",
+            x(c.node_hours),
+            y(c.pending_pod_minutes),
+            if c.pareto { COLOURS[0] } else { "none" },
+            COLOURS[0],
+            escape(&c.side),
+            c.node_hours,
+            c.pending_pod_minutes
+        );
+    }
+    out.push_str("</svg>\n<table><tr>");
+    for d in &sweep.dimensions {
+        let _ = write!(out, "<th>--{}</th>", escape(&d.flag));
+    }
+    out.push_str("<th>node-hours</th><th>pending pod-minutes</th><th>evictions</th><th>Pareto front</th></tr>\n");
+    for c in cases {
+        out.push_str("<tr>");
+        for v in &c.values {
+            let _ = write!(out, "<td>{}</td>", escape(v));
+        }
+        let _ = writeln!(
+            out,
+            "<td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            c.node_hours,
+            c.pending_pod_minutes,
+            c.evictions,
+            if c.pareto { "&#9733;" } else { "" }
+        );
+    }
+    out.push_str("</table>\n");
     out
 }
 

@@ -19,7 +19,9 @@
 //!
 //! Sides run in parallel threads, each on a single-threaded runtime on
 //! paused time with seeded generators: the same inputs and seed give a
-//! byte-identical JSON report. `testbed whatif` is the command ([`cli`]);
+//! byte-identical JSON report. A [`sweep`] runs one side per combination
+//! of flag values and reports the trade-off of each case and the Pareto
+//! front. `testbed whatif` is the command ([`cli`]);
 //! `testbed synthetic` writes a cluster dump of any size for its
 //! benchmark ([`synthetic`]).
 
@@ -38,6 +40,7 @@ pub mod owners;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod synthetic;
 pub mod timeline;
 
@@ -82,6 +85,9 @@ pub enum WhatIfError {
     /// The sides are not what a comparison needs.
     #[error("{0}")]
     Sides(String),
+    /// A sweep was refused.
+    #[error(transparent)]
+    Sweep(#[from] sweep::SweepError),
     /// A side failed.
     #[error("side {side}: {source}")]
     Run {
@@ -126,6 +132,9 @@ pub struct WhatIf {
     pub seed: u64,
     /// How many sides run at once.
     pub parallel: usize,
+    /// The swept flags, when the sides are a sweep's cases (in the
+    /// order of [`sweep::cases`]).
+    pub sweep: Vec<sweep::Dimension>,
 }
 
 /// Where the cluster's clock starts when the input does not say when it
@@ -227,6 +236,12 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         .skip(1)
         .map(|s| report::difference(&sides[0], s))
         .collect();
+    let sweep = if what.sweep.is_empty() {
+        None
+    } else {
+        let cases = sweep::cases(&what.sweep)?;
+        Some(sweep::summarize(&what.sweep, &cases, &sides))
+    };
     Ok(Report {
         schema: report::SCHEMA,
         coverage,
@@ -241,6 +256,7 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
             .unwrap_or_default(),
         sides,
         differences,
+        sweep,
     })
 }
 

@@ -43,6 +43,9 @@ pub struct Report {
     pub sides: Vec<Side>,
     /// Each side after the first against the first.
     pub differences: Vec<Difference>,
+    /// The sweep's cases, when the sides are a sweep's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::Sweep>,
 }
 
 /// One side's outcome.
@@ -467,6 +470,9 @@ impl Report {
                     m.loops.to_string()
                 }
             ));
+        }
+        if let Some(sweep) = &self.sweep {
+            sweep.markdown(&mut out);
         }
         for d in &self.differences {
             out.push_str(&format!(

@@ -364,6 +364,7 @@ fn predicted(case: &Case, dump: &Value) -> Outcome {
         timeline: Default::default(),
         prices: Default::default(),
         parallel: 1,
+        sweep: Vec::new(),
     })
     .unwrap_or_else(|e| panic!("{}: the what-if fails: {e}", case.name));
     let side = &report.sides[0];
@@ -469,6 +470,7 @@ fn a_binary_side_does_what_the_in_process_side_does() {
         timeline: Default::default(),
         prices: Default::default(),
         parallel: 2,
+        sweep: Vec::new(),
     })
     .unwrap_or_else(|e| panic!("the what-if fails: {e}"));
     let removed = |i: usize| -> BTreeSet<String> {

@@ -49,6 +49,66 @@ fn is_ready(pod: &Value) -> bool {
         })
 }
 
+/// What a budget reads of a pod: its readiness and its controller, parsed
+/// from the stored JSON without building the whole object.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct PodHealth {
+    metadata: PodHealthMeta,
+    status: PodHealthStatus,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct PodHealthMeta {
+    owner_references: Vec<OwnerRef>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct PodHealthStatus {
+    conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct Condition {
+    #[serde(rename = "type")]
+    type_: String,
+    status: String,
+}
+
+/// An owner reference, as a budget follows it to the pod's controller.
+#[derive(Debug, Default, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct OwnerRef {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+    controller: Option<bool>,
+}
+
+impl PodHealth {
+    fn of(pod: &Stored) -> PodHealth {
+        serde_json::from_slice(&pod.json).unwrap_or_default()
+    }
+
+    fn ready(&self) -> bool {
+        self.status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+    }
+
+    fn controller(&self) -> Option<&OwnerRef> {
+        self.metadata
+            .owner_references
+            .iter()
+            .find(|r| r.controller == Some(true))
+    }
+}
+
 /// Resolves an int-or-percent against a total, rounding up as upstream does.
 pub fn scaled_value(v: &Value, total: i64) -> Result<i64, String> {
     match v {
@@ -65,24 +125,19 @@ pub fn scaled_value(v: &Value, total: i64) -> Result<i64, String> {
 }
 
 impl Server {
-    /// The pods of a namespace, as the budgets' statuses count them.
-    fn pods_of(&self, ns: &str) -> Vec<std::sync::Arc<Stored>> {
-        let (_, pods) = self
-            .store
-            .list(&GroupResource::new("", "pods"), Some(ns), None);
-        pods
-    }
-
+    /// The pods of namespace `ns` that `selector` matches, with what a
+    /// budget reads of each.
     fn pods_matching(
-        pods: &[std::sync::Arc<Stored>],
+        &self,
+        ns: &str,
         selector: &LabelSelector,
-    ) -> Vec<(std::sync::Arc<Stored>, Value)> {
-        pods.iter()
-            .filter(|p| selector.matches(&p.labels))
-            .cloned()
+    ) -> Vec<(std::sync::Arc<Stored>, PodHealth)> {
+        self.store
+            .list_selected(&GroupResource::new("", "pods"), ns, selector)
+            .into_iter()
             .map(|p| {
-                let v = p.value();
-                (p, v)
+                let health = PodHealth::of(&p);
+                (p, health)
             })
             .collect()
     }
@@ -90,25 +145,17 @@ impl Server {
     /// The replicas of the controller that owns a pod (Deployment through
     /// its ReplicaSet, ReplicaSet, ReplicationController, StatefulSet, or a
     /// custom resource with a scale subresource).
-    fn controller_scale(&self, ns: &str, pod: &Value) -> Option<(String, i64)> {
-        let owner = pod
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)?
-            .iter()
-            .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
+    fn controller_scale(&self, ns: &str, owner: &OwnerRef) -> Option<(String, i64)> {
         let (group, _) = owner
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .map(|v| v.rsplit_once('/').unwrap_or(("", v)))?;
-        let kind = owner.get("kind").and_then(Value::as_str)?;
-        let name = owner.get("name").and_then(Value::as_str)?;
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", &owner.api_version));
+        let (kind, name) = (owner.kind.as_str(), owner.name.as_str());
         let def = self.registry.by_kind(group, kind)?;
         let scale = def.scale.clone()?;
         let obj = self.store.get(&def.gr(), ns, name)?;
         let v = obj.value();
-        if v.pointer("/metadata/uid").and_then(Value::as_str)
-            != owner.get("uid").and_then(Value::as_str)
-        {
+        if v.pointer("/metadata/uid").and_then(Value::as_str) != Some(owner.uid.as_str()) {
             return None;
         }
         // A ReplicaSet owned by a Deployment: the Deployment's scale counts.
@@ -147,17 +194,12 @@ impl Server {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
-        self.budget_status_among(pdb, ns, &self.pods_of(ns))
+        self.budget_status_of(pdb, ns)
     }
 
-    /// Computes the status of a budget of namespace `ns` from `pods`, the
-    /// namespace's pods.
-    fn budget_status_among(
-        &self,
-        pdb: &Value,
-        ns: &str,
-        pods: &[std::sync::Arc<Stored>],
-    ) -> BudgetStatus {
+    /// Computes the status of a budget of namespace `ns` from the pods it
+    /// selects now.
+    fn budget_status_of(&self, pdb: &Value, ns: &str) -> BudgetStatus {
         let fail = |e: String| BudgetStatus {
             expected: 0,
             current_healthy: 0,
@@ -169,7 +211,7 @@ impl Server {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
-        let pods = Self::pods_matching(pods, &selector);
+        let pods = self.pods_matching(ns, &selector);
         let now = self.clock.now();
         let disrupted: BTreeSet<String> = pdb
             .pointer("/status/disruptedPods")
@@ -187,11 +229,7 @@ impl Server {
             .unwrap_or_default();
         let healthy = pods
             .iter()
-            .filter(|(p, v)| {
-                v.pointer("/metadata/deletionTimestamp").is_none()
-                    && is_ready(v)
-                    && !disrupted.contains(&p.name)
-            })
+            .filter(|(p, h)| !p.deleting && h.ready() && !disrupted.contains(&p.name))
             .count() as i64;
         let (expected, desired) = match (
             pdb.pointer("/spec/minAvailable"),
@@ -199,9 +237,17 @@ impl Server {
         ) {
             (Some(Value::Number(n)), _) => (pods.len() as i64, n.as_i64().unwrap_or(0)),
             (min, max) => {
+                // Each controller looked up once: its pods share it.
+                let mut scales: BTreeMap<&OwnerRef, Option<(String, i64)>> = BTreeMap::new();
                 let mut controllers: BTreeMap<String, i64> = BTreeMap::new();
-                for (p, v) in &pods {
-                    match self.controller_scale(ns, v) {
+                for (p, h) in &pods {
+                    let scale = h.controller().and_then(|owner| {
+                        scales
+                            .entry(owner)
+                            .or_insert_with(|| self.controller_scale(ns, owner))
+                            .clone()
+                    });
+                    match scale {
                         Some((uid, replicas)) => {
                             controllers.insert(uid, replicas);
                         }
@@ -291,6 +337,11 @@ impl Server {
                 "lastTransitionTime": now, "observedGeneration": generation
             }]
         });
+        // As the disruption controller: a status that would not change is
+        // not written (no new resourceVersion, no watch event).
+        if pdb.get("status") == Some(&new["status"]) {
+            return Ok(());
+        }
         let rv = pdb
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
@@ -318,8 +369,6 @@ impl Server {
     pub fn refresh_budgets_of(&self, ns: &str, pods: Option<&[Labels]>) -> ApiResult<()> {
         let def = self.def("policy", "poddisruptionbudgets")?;
         let (_, pdbs) = self.store.list(&def.gr(), Some(ns), None);
-        // The namespace's pods, listed once for all its budgets.
-        let mut ns_pods = None;
         for p in pdbs {
             let v = p.value();
             if let Some(pods) = pods {
@@ -332,8 +381,7 @@ impl Server {
                     continue;
                 }
             }
-            let pods = ns_pods.get_or_insert_with(|| self.pods_of(ns));
-            let st = self.budget_status_among(&v, ns, pods);
+            let st = self.budget_status_of(&v, ns);
             match self.write_budget_status(&v, &st, None) {
                 Ok(()) => {}
                 Err(e) if e.code == 409 || e.code == 404 => {}
@@ -558,6 +606,7 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

@@ -11,9 +11,10 @@
 //! resourceVersion replays the window from there atomically with
 //! registering for live changes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use apimachinery::labels::{LabelSelector, Operator};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -52,6 +53,20 @@ impl Stored {
     pub fn value(&self) -> Value {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
+}
+
+/// A page of a list ([`Store::list_page`]).
+#[derive(Debug)]
+pub struct Page {
+    /// The resourceVersion the page was read at.
+    pub rv: u64,
+    /// The objects of the page.
+    pub items: Vec<Arc<Stored>>,
+    /// Whether accepted objects follow the page.
+    pub more: bool,
+    /// When more follow and the count was asked for: how many objects,
+    /// accepted or not, from the first one left out to the end.
+    pub rest: Option<usize>,
 }
 
 /// Kind of a change.
@@ -164,6 +179,72 @@ struct Inner {
     uids: HashMap<String, (GroupResource, ObjKey)>,
     /// owner uid -> dependents.
     dependents: HashMap<String, HashSet<(GroupResource, ObjKey)>>,
+    /// Each resource's objects by label, for selections.
+    labelled: HashMap<GroupResource, LabelIndex>,
+}
+
+/// The objects of one resource by label: namespace, then label key, then
+/// value, then the names of the objects that carry it.
+#[derive(Debug, Default)]
+struct LabelIndex {
+    by_label: HashMap<String, HashMap<String, HashMap<String, BTreeSet<String>>>>,
+}
+
+impl LabelIndex {
+    fn add(&mut self, key: &ObjKey, labels: &BTreeMap<String, String>) {
+        let ns = self.by_label.entry(key.0.clone()).or_default();
+        for (k, v) in labels {
+            ns.entry(k.clone())
+                .or_default()
+                .entry(v.clone())
+                .or_default()
+                .insert(key.1.clone());
+        }
+    }
+
+    fn remove(&mut self, key: &ObjKey, labels: &BTreeMap<String, String>) {
+        let Some(ns) = self.by_label.get_mut(&key.0) else {
+            return;
+        };
+        for (k, v) in labels {
+            let Some(values) = ns.get_mut(k) else {
+                continue;
+            };
+            if let Some(names) = values.get_mut(v) {
+                names.remove(&key.1);
+                if names.is_empty() {
+                    values.remove(v);
+                }
+            }
+            if values.is_empty() {
+                ns.remove(k);
+            }
+        }
+        if ns.is_empty() {
+            self.by_label.remove(&key.0);
+        }
+    }
+
+    /// The names, in order, of the objects of namespace `ns` that may match
+    /// `selector`: those carrying a value of its most selective `In`
+    /// requirement. `None` when it has no `In` requirement (any may match).
+    fn candidates(&self, ns: &str, selector: &LabelSelector) -> Option<BTreeSet<&String>> {
+        let LabelSelector::All(reqs) = selector else {
+            return Some(BTreeSet::new());
+        };
+        let labels = self.by_label.get(ns);
+        reqs.iter()
+            .filter(|r| r.operator == Operator::In)
+            .map(|r| {
+                let values = labels.and_then(|l| l.get(&r.key));
+                r.values
+                    .iter()
+                    .filter_map(|v| values.and_then(|vs| vs.get(v)))
+                    .collect::<Vec<_>>()
+            })
+            .min_by_key(|sets| sets.iter().map(|s| s.len()).sum::<usize>())
+            .map(|sets| sets.into_iter().flatten().collect())
+    }
 }
 
 /// The store. Cheap to share behind an `Arc`.
@@ -245,6 +326,91 @@ impl Store {
             .map(|(_, v)| v.clone())
             .collect();
         (inner.rv, items)
+    }
+
+    /// One page of a list, read under the lock without copying what it
+    /// does not return: the objects (in one namespace or all) after
+    /// `after` that `keep` accepts, at most `limit` of them (0: no limit),
+    /// and, when `count_rest`, how many objects follow.
+    pub fn list_page(
+        &self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        after: Option<&ObjKey>,
+        limit: usize,
+        keep: impl Fn(&Stored) -> bool,
+        count_rest: bool,
+    ) -> Page {
+        let inner = self.lock();
+        let mut page = Page {
+            rv: inner.rv,
+            items: Vec::new(),
+            more: false,
+            rest: None,
+        };
+        let Some(t) = inner.tables.get(gr) else {
+            return page;
+        };
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let lower = match after {
+            Some(k) => Excluded(k.clone()),
+            None => match namespace {
+                Some(ns) => Included((ns.to_string(), String::new())),
+                None => Unbounded,
+            },
+        };
+        let mut objects = t
+            .range((lower, Unbounded))
+            .take_while(|((ns, _), _)| namespace.is_none_or(|n| n == ns));
+        while let Some((_, o)) = objects.next() {
+            if !keep(o) {
+                continue;
+            }
+            if limit > 0 && page.items.len() == limit {
+                page.more = true;
+                page.rest = count_rest.then(|| 1 + objects.count());
+                break;
+            }
+            page.items.push(o.clone());
+        }
+        page
+    }
+
+    /// The objects of a resource in namespace `ns` that `selector` matches,
+    /// in key order. Through the label index when the selector has an `In`
+    /// requirement (a budget's or a workload's `matchLabels`): only the
+    /// objects carrying one of its values are tested.
+    pub fn list_selected(
+        &self,
+        gr: &GroupResource,
+        ns: &str,
+        selector: &LabelSelector,
+    ) -> Vec<Arc<Stored>> {
+        let inner = self.lock();
+        let Some(t) = inner.tables.get(gr) else {
+            return Vec::new();
+        };
+        let candidates = inner
+            .labelled
+            .get(gr)
+            .and_then(|i| i.candidates(ns, selector));
+        match candidates {
+            Some(names) => names
+                .into_iter()
+                .filter_map(|n| t.get(&(ns.to_string(), n.clone())))
+                .filter(|o| selector.matches(&o.labels))
+                .cloned()
+                .collect(),
+            None => {
+                let from = (ns.to_string(), String::new());
+                t.range(from..)
+                    .take_while(|((n, _), _)| n == ns)
+                    .map(|(_, o)| o)
+                    .filter(|o| selector.matches(&o.labels))
+                    .cloned()
+                    .collect()
+            }
+        }
     }
 
     /// Stores a new object. `value` must carry metadata.name (and namespace
@@ -514,6 +680,19 @@ impl Inner {
         prev: Option<&Arc<Stored>>,
         next: Option<&Arc<Stored>>,
     ) {
+        let relabelled = match (prev, next) {
+            (Some(p), Some(n)) => p.labels != n.labels,
+            _ => true,
+        };
+        if relabelled {
+            let index = self.labelled.entry(gr.clone()).or_default();
+            if let Some(p) = prev {
+                index.remove(key, &p.labels);
+            }
+            if let Some(n) = next {
+                index.add(key, &n.labels);
+            }
+        }
         // Most updates keep the uid and the owners (a status write): then
         // the index already holds the entries.
         if let (Some(p), Some(n)) = (prev, next)
@@ -630,6 +809,56 @@ mod tests {
 
     fn cm(name: &str, data: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")}, "data": {"k": data}})
+    }
+
+    fn labelled(name: &str, ns: &str, labels: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}"), "labels": labels}})
+    }
+
+    #[test]
+    fn a_selection_through_the_label_index_is_what_a_scan_selects() {
+        let reg = Registry::with_builtins();
+        let def = reg.get("", "v1", "configmaps").unwrap();
+        let s = Store::new(WindowPolicy::changes(10));
+        for (name, ns, labels) in [
+            ("a", "default", json!({"app": "web", "tier": "front"})),
+            ("b", "default", json!({"app": "db"})),
+            ("c", "default", json!({"app": "web"})),
+            ("d", "default", json!({"tier": "front"})),
+            ("e", "default", json!({"app": "cache", "tier": "back"})),
+            ("f", "other", json!({"app": "web"})),
+        ] {
+            s.create(&def, labelled(name, ns, labels)).unwrap();
+        }
+        let selected = |selector: &str| -> Vec<String> {
+            let sel = LabelSelector::parse(selector).unwrap();
+            s.list_selected(&def.gr(), "default", &sel)
+                .iter()
+                .map(|o| o.name.clone())
+                .collect()
+        };
+        for (selector, want) in [
+            ("app=web", vec!["a", "c"]),
+            ("app in (web,cache)", vec!["a", "c", "e"]),
+            ("app=web,tier=front", vec!["a"]),
+            ("tier,app in (db,cache)", vec!["e"]),
+            ("app!=web", vec!["b", "d", "e"]),
+            ("app=none", vec![]),
+            ("", vec!["a", "b", "c", "d", "e"]),
+        ] {
+            assert_eq!(selected(selector), want, "{selector}");
+        }
+        // A relabelled object moves in the index; a deleted one leaves it.
+        let c = s.get(&def.gr(), "default", "c").unwrap();
+        s.update(&def, c.rv, labelled("c", "default", json!({"app": "db"})))
+            .unwrap();
+        s.delete(&def, "default", "a", None).unwrap();
+        assert_eq!(selected("app=web"), Vec::<String>::new());
+        assert_eq!(selected("app=db"), vec!["b", "c"]);
+        assert!(
+            s.list_selected(&def.gr(), "default", &LabelSelector::Nothing)
+                .is_empty()
+        );
     }
 
     #[test]

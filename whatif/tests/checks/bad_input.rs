@@ -36,6 +36,7 @@ fn what_if(inputs: Vec<PathBuf>) -> WhatIf {
         timeline: Default::default(),
         prices: Default::default(),
         parallel: 1,
+        sweep: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ fn what_if(sides: &[(&str, &str)]) -> WhatIf {
         timeline: Default::default(),
         prices: Default::default(),
         parallel: 2,
+        sweep: Vec::new(),
     }
 }
 
@@ -317,5 +318,111 @@ fn a_provisioning_request_in_the_input_is_loaded_and_acted_on_when_enabled() {
         (1, 2),
         "{:#?}",
         report.sides[1].scale_ups
+    );
+}
+
+/// `testbed whatif`'s arguments as the command line gives them.
+#[derive(clap::Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: whatif::cli::Args,
+}
+
+fn request(argv: &[&str]) -> Result<WhatIf, String> {
+    use clap::Parser;
+    let shop = shop();
+    let words = ["testbed-whatif", shop.to_str().expect("a UTF-8 path")];
+    let cli = Cli::try_parse_from(words.into_iter().chain(argv.iter().copied()))
+        .map_err(|e| e.to_string())?;
+    whatif::cli::request(&cli.args, None).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_sweep_runs_a_side_per_case_and_a_case_alone_gives_the_same_numbers() {
+    let mut sweep = request(&[
+        "--for=1h",
+        "--seed=7",
+        "--sweep",
+        "scale-down-utilization-threshold=0.3..0.7/0.4",
+        "--sweep",
+        "scale-down-unneeded-time=5m,20m",
+    ])
+    .expect("the sweep is accepted");
+    sweep.parallel = 2;
+    let report = run(&sweep);
+    let rows = &report
+        .sweep
+        .as_ref()
+        .expect("the report has the sweep")
+        .cases;
+    let names: Vec<&str> = rows.iter().map(|c| c.side.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "scale-down-utilization-threshold=0.3 scale-down-unneeded-time=5m",
+            "scale-down-utilization-threshold=0.3 scale-down-unneeded-time=20m",
+            "scale-down-utilization-threshold=0.7 scale-down-unneeded-time=5m",
+            "scale-down-utilization-threshold=0.7 scale-down-unneeded-time=20m",
+        ]
+    );
+    assert_eq!(report.sides.len(), 4, "a side per case");
+    // The swept flags reach the autoscaler: the idle node goes 15 minutes
+    // sooner with the shorter unneeded time.
+    assert!(
+        rows[0].node_hours < rows[1].node_hours,
+        "5m {} node-hours, 20m {}",
+        rows[0].node_hours,
+        rows[1].node_hours
+    );
+    assert!(rows.iter().any(|c| c.pareto), "the front has a case");
+    let alone = run(&request(&[
+        "--for=1h",
+        "--seed=7",
+        "--flags=--scale-down-utilization-threshold=0.7 --scale-down-unneeded-time=20m",
+    ])
+    .expect("the case alone is accepted"));
+    let one = &alone.sides[0].summary;
+    let case = &rows[3];
+    assert_eq!(
+        (
+            one.node_hours,
+            one.pending_pod_minutes,
+            one.evictions,
+            one.nodes_removed
+        ),
+        (
+            case.node_hours,
+            case.pending_pod_minutes,
+            case.evictions,
+            case.nodes_removed
+        )
+    );
+}
+
+#[test]
+fn a_bad_sweep_is_refused_before_anything_runs() {
+    let refused = |argv: &[&str]| -> String {
+        match request(argv) {
+            Err(e) => e,
+            Ok(w) => whatif::run(&w)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+        }
+    };
+    assert!(refused(&["--sweep", "expander="]).contains("no values"));
+    assert!(
+        refused(&["--sweep", "no-such-flag=1,2"]).contains("no-such-flag"),
+        "{}",
+        refused(&["--sweep", "no-such-flag=1,2"])
+    );
+    assert!(
+        refused(&[
+            "--sweep",
+            "expander=random",
+            "--side",
+            "a=--expander=random"
+        ])
+        .contains("cannot be used with")
     );
 }

@@ -35,6 +35,7 @@ fn what_if(inputs: Vec<PathBuf>, kubeconfig: Option<PathBuf>) -> WhatIf {
         timeline: Default::default(),
         prices: Default::default(),
         parallel: 1,
+        sweep: Vec::new(),
     }
 }
 

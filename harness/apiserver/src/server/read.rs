@@ -39,24 +39,24 @@ impl Server {
             list_rv = Some(rv);
             after = Some(key);
         }
-        let (rv, all) = self.store.list(&def.gr(), ns, after.as_ref());
-        let mut items = Vec::new();
-        let (mut continue_token, mut remaining) = (None, None);
-        for (i, o) in all.iter().enumerate() {
-            if !filter.matches(o) {
-                continue;
-            }
-            if opts.limit > 0 && items.len() == opts.limit {
-                let last: &Arc<Stored> = &items[items.len() - 1];
-                continue_token = Some(encode_continue(
-                    list_rv.unwrap_or(rv),
-                    &(last.namespace.clone(), last.name.clone()),
-                ));
-                remaining = filter.is_everything().then(|| all.len() - i);
-                break;
-            }
-            items.push(o.clone());
-        }
+        let page = self.store.list_page(
+            &def.gr(),
+            ns,
+            after.as_ref(),
+            opts.limit,
+            |o| filter.matches(o),
+            filter.is_everything(),
+        );
+        let rv = page.rv;
+        let continue_token = match (page.more, page.items.last()) {
+            (true, Some(last)) => Some(encode_continue(
+                list_rv.unwrap_or(rv),
+                &(last.namespace.clone(), last.name.clone()),
+            )),
+            _ => None,
+        };
+        let remaining = page.rest;
+        let items = page.items;
         Ok(ListPage {
             rv: list_rv.unwrap_or(rv),
             items,
