@@ -78,6 +78,27 @@ struct Condition {
     status: String,
 }
 
+/// A budget's `spec.selector`, parsed from the stored JSON alone.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct BudgetSelector {
+    spec: BudgetSpec,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct BudgetSpec {
+    selector: Option<Value>,
+}
+
+impl BudgetSelector {
+    fn of(pdb: &Stored) -> Option<Value> {
+        serde_json::from_slice::<BudgetSelector>(&pdb.json)
+            .ok()
+            .and_then(|b| b.spec.selector)
+    }
+}
+
 /// An owner reference, as a budget follows it to the pod's controller.
 #[derive(Debug, Default, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -370,9 +391,8 @@ impl Server {
         let def = self.def("policy", "poddisruptionbudgets")?;
         let (_, pdbs) = self.store.list(&def.gr(), Some(ns), None);
         for p in pdbs {
-            let v = p.value();
             if let Some(pods) = pods {
-                let selects = match LabelSelector::from_value(v.pointer("/spec/selector")) {
+                let selects = match LabelSelector::from_value(BudgetSelector::of(&p).as_ref()) {
                     Ok(s) => pods.iter().any(|l| s.matches(l)),
                     // A bad selector: its status says why, refreshed.
                     Err(_) => true,
@@ -381,6 +401,7 @@ impl Server {
                     continue;
                 }
             }
+            let v = p.value();
             let st = self.budget_status_of(&v, ns);
             match self.write_budget_status(&v, &st, None) {
                 Ok(()) => {}
