@@ -39,6 +39,27 @@ enum Change {
     Job(Event<Job>),
 }
 
+/// How many resources the controllers watch: they sync nothing until the
+/// first list of each is in, as kube-controller-manager's controllers wait
+/// for their informers' caches (a ReplicaSet synced before its pods are
+/// listed would create pods it already has, then delete them).
+const WATCHED: usize = 7;
+
+impl Change {
+    /// The resource whose first (or a later) list this change completes.
+    fn list_done(&self) -> Option<&'static str> {
+        match self {
+            Change::Pod(e) => matches!(e, Event::InitDone).then_some("Pod"),
+            Change::Node(e) => matches!(e, Event::InitDone).then_some("Node"),
+            Change::ReplicaSet(e) => matches!(e, Event::InitDone).then_some("ReplicaSet"),
+            Change::Deployment(e) => matches!(e, Event::InitDone).then_some("Deployment"),
+            Change::DaemonSet(e) => matches!(e, Event::InitDone).then_some("DaemonSet"),
+            Change::StatefulSet(e) => matches!(e, Event::InitDone).then_some("StatefulSet"),
+            Change::Job(e) => matches!(e, Event::InitDone).then_some("Job"),
+        }
+    }
+}
+
 /// The pods one controller owns, and how many are active and ready.
 #[derive(Default)]
 struct Owned {
@@ -76,6 +97,8 @@ pub struct Controllers {
     pub(super) jobs: BTreeMap<String, Job>,
     dirty: BTreeSet<Owner>,
     pub(super) nodes_synced: bool,
+    /// The resources whose first list is in.
+    listed: BTreeSet<&'static str>,
     /// Pod GC's work: pods seen bound to a node not in the cache, and
     /// whether a node went away (then every pod is checked).
     orphan_candidates: BTreeSet<String>,
@@ -98,6 +121,7 @@ impl Controllers {
             jobs: BTreeMap::new(),
             dirty: BTreeSet::new(),
             nodes_synced: false,
+            listed: BTreeSet::new(),
             orphan_candidates: BTreeSet::new(),
             orphan_scan_all: false,
         }
@@ -137,7 +161,8 @@ impl Controllers {
         loop {
             // An owner whose sync was cut short (a burst) is synced again
             // without waiting for a change.
-            if self.dirty.is_empty() {
+            let listed = self.listed.len() == WATCHED;
+            if self.dirty.is_empty() || !listed {
                 match changes.next().await {
                     Some(change) => self.apply(change),
                     None => return,
@@ -146,11 +171,16 @@ impl Controllers {
             while let Some(Some(c)) = changes.next().now_or_never() {
                 self.apply(c);
             }
-            self.reconcile_dirty().await;
+            if self.listed.len() == WATCHED {
+                self.reconcile_dirty().await;
+            }
         }
     }
 
     fn apply(&mut self, change: Change) {
+        if let Some(kind) = change.list_done() {
+            self.listed.insert(kind);
+        }
         macro_rules! cache {
             ($map:ident, $ev:expr, $owner:path) => {
                 match $ev {
