@@ -38,17 +38,6 @@ pub struct BudgetStatus {
     pub error: Option<String>,
 }
 
-fn is_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some("Ready")
-                    && c.get("status").and_then(Value::as_str) == Some("True")
-            })
-        })
-}
-
 /// What a budget reads of a pod: its readiness and its controller, parsed
 /// from the stored JSON without building the whole object.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -481,7 +470,7 @@ impl Server {
                 .unwrap_or("")
                 .to_string();
             let st = self.budget_status(&pdb);
-            let unhealthy_ok = !is_ready(&pv)
+            let unhealthy_ok = !PodHealth::of(&pod).ready()
                 && (pdb
                     .pointer("/spec/unhealthyPodEvictionPolicy")
                     .and_then(Value::as_str)

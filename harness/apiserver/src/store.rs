@@ -308,24 +308,8 @@ impl Store {
         namespace: Option<&str>,
         after: Option<&ObjKey>,
     ) -> (u64, Vec<Arc<Stored>>) {
-        let inner = self.lock();
-        let Some(t) = inner.tables.get(gr) else {
-            return (inner.rv, Vec::new());
-        };
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        let lower = match after {
-            Some(k) => Excluded(k.clone()),
-            None => match namespace {
-                Some(ns) => Included((ns.to_string(), String::new())),
-                None => Unbounded,
-            },
-        };
-        let items = t
-            .range((lower, Unbounded))
-            .take_while(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
-            .map(|(_, v)| v.clone())
-            .collect();
-        (inner.rv, items)
+        let page = self.list_page(gr, namespace, after, 0, |_| true, false);
+        (page.rv, page.items)
     }
 
     /// One page of a list, read under the lock without copying what it
@@ -402,13 +386,16 @@ impl Store {
                 .cloned()
                 .collect(),
             None => {
-                let from = (ns.to_string(), String::new());
-                t.range(from..)
-                    .take_while(|((n, _), _)| n == ns)
-                    .map(|(_, o)| o)
-                    .filter(|o| selector.matches(&o.labels))
-                    .cloned()
-                    .collect()
+                drop(inner);
+                self.list_page(
+                    gr,
+                    Some(ns),
+                    None,
+                    0,
+                    |o| selector.matches(&o.labels),
+                    false,
+                )
+                .items
             }
         }
     }

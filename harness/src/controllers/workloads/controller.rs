@@ -161,8 +161,7 @@ impl Controllers {
         loop {
             // An owner whose sync was cut short (a burst) is synced again
             // without waiting for a change.
-            let listed = self.listed.len() == WATCHED;
-            if self.dirty.is_empty() || !listed {
+            if self.dirty.is_empty() || !self.all_listed() {
                 match changes.next().await {
                     Some(change) => self.apply(change),
                     None => return,
@@ -171,10 +170,15 @@ impl Controllers {
             while let Some(Some(c)) = changes.next().now_or_never() {
                 self.apply(c);
             }
-            if self.listed.len() == WATCHED {
+            if self.all_listed() {
                 self.reconcile_dirty().await;
             }
         }
+    }
+
+    /// Whether the first list of every watched resource is in.
+    fn all_listed(&self) -> bool {
+        self.listed.len() == WATCHED
     }
 
     fn apply(&mut self, change: Change) {
