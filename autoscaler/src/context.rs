@@ -10,6 +10,7 @@ use kube::Client;
 
 use crate::cache::ClusterCache;
 use crate::cloudprovider::{CloudProvider, NodeGroup, NodeGroupOptions};
+use crate::clusterstate::facts::NodeFactsMemo;
 use crate::config::{Flags, Validated};
 use crate::events::EventRecorder;
 use crate::metrics::Metrics;
@@ -38,6 +39,9 @@ pub struct AutoscalingContext {
     pub group_defaults: NodeGroupOptions,
     /// Startup and status taints (`--startup-taint`, `--status-taint`...).
     pub taints: TaintConfig,
+    /// Each node's readiness, capacity and GPU resource, read once per
+    /// version of the node.
+    pub node_facts: Arc<NodeFactsMemo>,
     /// The valid CapacityQuotas (`--capacity-quotas-enabled`), as the
     /// loop's start read them.
     pub quotas: RwLock<Vec<Quota>>,

@@ -58,11 +58,16 @@ fn has_gpu_label(node: &Node, gpu_label: &str) -> bool {
 }
 
 /// The GPU resource of a node that has GPUs, by the provider's label or by
-/// its allocatable resources; `None` for a node without
+/// its allocatable resources (`allocatable`: the node's
+/// [`allocatable_resource`]); `None` for a node without
 /// (`GetNodeGPUFromCloudProvider`). A labelled node whose GPUs are not
 /// allocatable yet counts as NVIDIA's.
-pub fn node_resource(node: &Node, gpu_label: &str) -> Option<&'static str> {
-    match allocatable_resource(node) {
+pub fn node_resource(
+    node: &Node,
+    allocatable: Option<&'static str>,
+    gpu_label: &str,
+) -> Option<&'static str> {
+    match allocatable {
         Some(resource) => Some(resource),
         None => has_gpu_label(node, gpu_label).then_some(NVIDIA_GPU),
     }
@@ -71,9 +76,10 @@ pub fn node_resource(node: &Node, gpu_label: &str) -> Option<&'static str> {
 /// A node labelled as a GPU node with no GPU allocatable yet (drivers
 /// still installing) is not ready: reason
 /// `cluster-autoscaler.kubernetes.io/resource-not-ready`
-/// (`FilterOutNodesWithUnreadyResources`).
-pub fn unready(node: &Node, gpu_label: &str) -> bool {
-    has_gpu_label(node, gpu_label) && allocatable_resource(node).is_none()
+/// (`FilterOutNodesWithUnreadyResources`). `allocatable`: the node's
+/// [`allocatable_resource`].
+pub fn unready(node: &Node, allocatable: Option<&'static str>, gpu_label: &str) -> bool {
+    has_gpu_label(node, gpu_label) && allocatable.is_none()
 }
 
 #[cfg(test)]
@@ -93,28 +99,54 @@ mod tests {
     #[test]
     fn a_node_has_the_first_vendor_resource_it_has_allocatable() {
         let amd = node(json!({}), json!({"cpu": "4", "amd.com/gpu": "2"}));
-        assert_eq!(node_resource(&amd, "accelerator"), Some("amd.com/gpu"));
+        assert_eq!(
+            node_resource(&amd, allocatable_resource(&amd), "accelerator"),
+            Some("amd.com/gpu")
+        );
         let zero = node(json!({}), json!({"cpu": "4", "nvidia.com/gpu": "0"}));
-        assert_eq!(node_resource(&zero, "accelerator"), None);
+        assert_eq!(
+            node_resource(&zero, allocatable_resource(&zero), "accelerator"),
+            None
+        );
         let both = node(
             json!({}),
             json!({"amd.com/gpu": "1", "nvidia.com/gpu": "1"}),
         );
-        assert_eq!(node_resource(&both, ""), Some(NVIDIA_GPU));
+        assert_eq!(
+            node_resource(&both, allocatable_resource(&both), ""),
+            Some(NVIDIA_GPU)
+        );
     }
 
     #[test]
     fn a_labelled_node_without_allocatable_gpus_is_unready_and_counts_as_nvidia() {
         let waiting = node(json!({"accelerator": "t4"}), json!({"cpu": "4"}));
-        assert!(unready(&waiting, "accelerator"));
-        assert_eq!(node_resource(&waiting, "accelerator"), Some(NVIDIA_GPU));
+        assert!(unready(
+            &waiting,
+            allocatable_resource(&waiting),
+            "accelerator"
+        ));
+        assert_eq!(
+            node_resource(&waiting, allocatable_resource(&waiting), "accelerator"),
+            Some(NVIDIA_GPU)
+        );
         let ready = node(
             json!({"accelerator": "xe"}),
             json!({"gpu.intel.com/xe": "1"}),
         );
-        assert!(!unready(&ready, "accelerator"));
-        assert!(!unready(&waiting, ""), "no GPU label, no GPU rule");
-        assert_eq!(node_resource(&waiting, ""), None);
+        assert!(!unready(
+            &ready,
+            allocatable_resource(&ready),
+            "accelerator"
+        ));
+        assert!(
+            !unready(&waiting, allocatable_resource(&waiting), ""),
+            "no GPU label, no GPU rule"
+        );
+        assert_eq!(
+            node_resource(&waiting, allocatable_resource(&waiting), ""),
+            None
+        );
     }
 
     #[test]

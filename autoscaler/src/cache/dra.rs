@@ -136,6 +136,11 @@ pub struct DraCache {
 }
 
 impl DraCache {
+    /// Whether any node has a slice of its own.
+    pub fn has_node_slices(&self) -> bool {
+        self.by_node.values().any(|s| !s.is_empty())
+    }
+
     /// The slices local to `node`, by name.
     pub fn node_slices(&self, node: &str) -> Vec<Arc<ResourceSlice>> {
         self.by_node

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::nodes::cluster_resources;
+use super::facts::cluster_resources;
 use super::registry::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
@@ -65,7 +65,7 @@ pub fn update_cluster_metrics(
     for (t, count) in taint_types {
         Metrics::set(&m.node_taints_count, &[("type", &t)], count as f64);
     }
-    let (cores, memory) = cluster_resources(nodes, now);
+    let (cores, memory) = cluster_resources(nodes, &ctx.node_facts, now);
     m.cpu_current_cores.set(cores as f64);
     m.memory_current_bytes.set(memory as f64);
     if ctx.flags.emit_per_nodegroup_metrics {

@@ -5,13 +5,15 @@
 //! (`--max-total-unready-percentage`, `--ok-total-unready-count`).
 
 mod backoff;
+pub mod facts;
 mod metrics;
 mod nodes;
 mod notices;
 mod registry;
 
 pub use backoff::{Backoff, BackoffRecord};
+pub use facts::{NodeFacts, NodeFactsMemo, cluster_resources};
 pub use metrics::update_cluster_metrics;
-pub use nodes::{Readiness, cluster_resources, node_capacity, node_ready};
+pub use nodes::{Readiness, node_capacity, node_ready};
 pub use notices::{Notice, report_notices};
 pub use registry::{ClusterStateRegistry, GroupState, NodeCounts, ScaleUpRequest, Settings};

@@ -1,12 +1,9 @@
 //! What the registry reads from one node: its readiness in CA's sense, and
 //! its capacity as the cluster-wide resource limits count it.
 
-use std::sync::Arc;
-use std::time::SystemTime;
-
 use k8s_openapi::api::core::v1::Node;
 
-use crate::taints::{self, TaintConfig};
+use crate::taints::TaintConfig;
 
 /// Where a registered node stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,25 +62,6 @@ pub fn node_capacity(node: &Node) -> (i64, i64) {
         (milli_cpu + 999) / 1000,
         read("memory", predicates::quantity::parse_value),
     )
-}
-
-/// The cluster's cores and memory as the resource limits count them
-/// (`--cores-total`, `--memory-total`): nodes being deleted and
-/// virtual-kubelet nodes are left out.
-pub fn cluster_resources(nodes: &[Arc<Node>], now: SystemTime) -> (i64, i64) {
-    nodes
-        .iter()
-        .filter(|n| !taints::being_deleted(n, now))
-        .filter(|n| {
-            n.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("type"))
-                .map(String::as_str)
-                != Some("virtual-kubelet")
-        })
-        .map(|n| node_capacity(n))
-        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 #[cfg(test)]

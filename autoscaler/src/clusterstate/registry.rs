@@ -3,19 +3,20 @@
 //! requests in flight, backoff and health, recomputed by
 //! [`ClusterStateRegistry::update`] at the start of every loop.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Node;
 
 use super::backoff::{Backoff, BackoffRecord};
-use super::nodes::{Readiness, node_ready};
+use super::facts::NodeFactsMemo;
+use super::nodes::Readiness;
 use super::notices::Notice;
 use crate::cloudprovider::{
     CloudError, CloudProvider, InstanceErrorInfo, InstanceState, NodeGroup, NodeGroupOptions,
 };
-use crate::taints::{self, TaintConfig};
+use crate::taints;
 
 /// Node counts as the status ConfigMap reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -91,8 +92,9 @@ pub struct Settings {
     pub max_total_unready_percentage: f64,
     /// `--ok-total-unready-count`.
     pub ok_total_unready_count: usize,
-    /// Startup and status taints.
-    pub taints: TaintConfig,
+    /// Each node's readiness and GPU resource, with the startup and
+    /// status taints readiness reads.
+    pub facts: Arc<NodeFactsMemo>,
     /// Per-group option defaults (from the flags).
     pub group_defaults: NodeGroupOptions,
 }
@@ -171,8 +173,6 @@ impl ClusterStateRegistry {
     ) -> Vec<Notice> {
         let mut notices = Vec::new();
         self.backoff.remove_stale(now);
-        self.readiness.clear();
-        self.node_groups.clear();
         self.total = NodeCounts::default();
         let mut groups = self.read_groups(provider);
         let provider_ids = self.count_nodes(provider, nodes, &mut groups, now);
@@ -214,29 +214,36 @@ impl ClusterStateRegistry {
 
     /// Counts every registered node by readiness, cluster-wide and in its
     /// group, and remembers its group. Returns the nodes' provider IDs.
-    fn count_nodes(
+    fn count_nodes<'n>(
         &mut self,
         provider: &dyn CloudProvider,
-        nodes: &[Arc<Node>],
+        nodes: &'n [Arc<Node>],
         groups: &mut BTreeMap<String, GroupState>,
         now: SystemTime,
-    ) -> HashMap<String, ()> {
+    ) -> HashSet<&'n str> {
         let gpu_label = provider.gpu_label();
-        let mut provider_ids: HashMap<String, ()> = HashMap::new();
+        let mut provider_ids: HashSet<&str> = HashSet::new();
+        // The maps are rebuilt with the last loop's keys: most nodes stay.
+        let mut last_readiness = std::mem::take(&mut self.readiness);
+        let mut last_groups = std::mem::take(&mut self.node_groups);
         for node in nodes {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            if let Some(p) = node.spec.as_ref().and_then(|s| s.provider_id.clone()) {
-                provider_ids.insert(p, ());
+            let name = node.metadata.name.as_deref().unwrap_or("");
+            if let Some(p) = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
+                provider_ids.insert(p);
             }
             let gone = match provider.has_instance(node) {
                 Ok(has) => !has,
                 Err(CloudError::NotImplemented) => taints::has_to_be_deleted(node),
                 Err(_) => false,
             };
-            let resource_missing =
-                crate::gpu::unready(node, &gpu_label) || self.resource_unready.contains(&name);
-            let readiness = self.readiness_of(node, gone, resource_missing, now);
-            self.readiness.insert(name.clone(), readiness);
+            let facts = self.settings.facts.of(node);
+            let resource_missing = crate::gpu::unready(node, facts.gpu_allocatable, &gpu_label)
+                || self.resource_unready.contains(name);
+            let readiness = self.readiness_of(node, facts.ready, gone, resource_missing, now);
+            let key = last_readiness
+                .remove_entry(name)
+                .map_or_else(|| name.to_string(), |(k, _)| k);
+            self.readiness.insert(key, readiness);
             self.total.add(readiness);
             let resource_unready = resource_missing && readiness == Readiness::Unready;
             self.total.resource_unready += usize::from(resource_unready);
@@ -246,7 +253,10 @@ impl ClusterStateRegistry {
                     state.counts.add(readiness);
                     state.counts.resource_unready += usize::from(resource_unready);
                 }
-                self.node_groups.insert(name, id);
+                let key = last_groups
+                    .remove_entry(name)
+                    .map_or_else(|| name.to_string(), |(k, _)| k);
+                self.node_groups.insert(key, id);
             }
         }
         provider_ids
@@ -258,13 +268,14 @@ impl ClusterStateRegistry {
     fn readiness_of(
         &self,
         node: &Node,
+        ready: bool,
         gone: bool,
         resource_missing: bool,
         now: SystemTime,
     ) -> Readiness {
         if gone {
             Readiness::BeingDeleted
-        } else if node_ready(node, &self.settings.taints) && !resource_missing {
+        } else if ready && !resource_missing {
             Readiness::Ready
         } else {
             let created = node
@@ -285,7 +296,7 @@ impl ClusterStateRegistry {
     fn count_instances(
         &mut self,
         groups: &mut BTreeMap<String, GroupState>,
-        provider_ids: &HashMap<String, ()>,
+        provider_ids: &HashSet<&str>,
         now: SystemTime,
         notices: &mut Vec<Notice>,
     ) {
@@ -308,7 +319,7 @@ impl ClusterStateRegistry {
                     continue;
                 }
                 if inst.state == Some(InstanceState::Deleting)
-                    || provider_ids.contains_key(&inst.id)
+                    || provider_ids.contains(inst.id.as_str())
                 {
                     continue;
                 }

@@ -30,7 +30,7 @@ use predicates::{NodeInfo, PodInfo};
 use crate::cache::ClusterCache;
 use crate::capacitybuffer::{BufferController, BufferPodInjection};
 use crate::cloudprovider::{self, CloudError, CloudProvider, NodeGroupOptions, NodeLister};
-use crate::clusterstate::{self, Backoff, ClusterStateRegistry, node_ready};
+use crate::clusterstate::{self, Backoff, ClusterStateRegistry};
 use crate::config::{Flags, Validated};
 use crate::context::AutoscalingContext;
 use crate::debuggingsnapshot::DebuggingSnapshotter;
@@ -178,6 +178,7 @@ impl Autoscaler {
     ) -> Self {
         let f = &flags;
         let taints = taint_config(f);
+        let node_facts = Arc::new(clusterstate::NodeFactsMemo::new(taints.clone()));
         let group_defaults = NodeGroupOptions {
             scale_down_utilization_threshold: f.scale_down_utilization_threshold,
             scale_down_gpu_utilization_threshold: f.scale_down_gpu_utilization_threshold,
@@ -192,7 +193,7 @@ impl Autoscaler {
             clusterstate::Settings {
                 max_total_unready_percentage: f.max_total_unready_percentage,
                 ok_total_unready_count: f.ok_total_unready_count,
-                taints: taints.clone(),
+                facts: node_facts.clone(),
                 group_defaults: group_defaults.clone(),
             },
             Backoff::new(
@@ -285,6 +286,7 @@ impl Autoscaler {
                 metrics: metrics.clone(),
                 group_defaults,
                 taints,
+                node_facts,
                 quotas: Default::default(),
             },
             registry,
@@ -458,6 +460,7 @@ impl Autoscaler {
             self.cleaned_up = true;
         }
         let nodes: Vec<Arc<Node>> = self.ctx.cache.read().nodes.values().cloned().collect();
+        self.ctx.node_facts.forget_gone(&nodes);
         if let Some(c) = &self.quota_controller {
             let valid = c.reconcile(&nodes).await;
             if let Ok(mut q) = self.ctx.quotas.write() {
@@ -523,7 +526,7 @@ impl Autoscaler {
         }
         let ready = nodes
             .iter()
-            .filter(|n| clusterstate::node_ready(n, &self.ctx.taints))
+            .filter(|n| self.ctx.node_facts.of(n).ready)
             .count();
         (ready == 0).then_some("Cluster has no ready nodes.")
     }
@@ -703,7 +706,10 @@ impl Autoscaler {
         let gpu_label = self.ctx.provider.gpu_label();
         let ready: Vec<&Arc<Node>> = nodes
             .iter()
-            .filter(|n| node_ready(n, &self.ctx.taints) && !crate::gpu::unready(n, &gpu_label))
+            .filter(|n| {
+                let facts = self.ctx.node_facts.of(n);
+                facts.ready && !crate::gpu::unready(n, facts.gpu_allocatable, &gpu_label)
+            })
             .collect();
         let state = self.ctx.cache.read();
         let mut unready = customresources::dra_unready_nodes(

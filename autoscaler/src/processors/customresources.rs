@@ -26,7 +26,7 @@ use predicates::dynamicresources::api::ResourceSlice;
 
 use super::nodeinfosprovider::TemplateNodes;
 use crate::cache::dra::DraCache;
-use crate::cloudprovider::CloudProvider;
+use crate::cloudprovider::{CloudProvider, NodeGroup};
 use crate::metrics::Metrics;
 use crate::simulator::dynamicresources::comparator::{Compared, NodeResourcesComparator};
 
@@ -79,7 +79,40 @@ pub fn dra_unready_nodes(
     metrics: &Metrics,
 ) -> BTreeSet<String> {
     let mut provider_templates: BTreeMap<String, Vec<Arc<ResourceSlice>>> = BTreeMap::new();
+    let mut template_of = |group: &dyn NodeGroup| -> Option<Vec<Arc<ResourceSlice>>> {
+        let id = group.id();
+        if let Some(t) = templates.last_slices(&id) {
+            return Some(t.to_vec());
+        }
+        if let Some(t) = provider_templates.get(&id) {
+            return Some(t.clone());
+        }
+        match group.template_node_info() {
+            Ok(t) => {
+                let slices: Vec<_> = t.slices.into_iter().map(Arc::new).collect();
+                provider_templates.insert(id, slices.clone());
+                Some(slices)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "Failed to get template node info for node group {id} with error: {e}"
+                );
+                None
+            }
+        }
+    };
     let mut out = BTreeSet::new();
+    // Without a node-local slice in the cluster or in any template, every
+    // node's devices are ready and match its template's.
+    if !dra.has_node_slices()
+        && provider
+            .node_groups()
+            .iter()
+            .all(|g| template_of(&**g).is_none_or(|t| t.is_empty()))
+    {
+        comparator.report(&[], metrics);
+        return out;
+    }
     let mut compared = Vec::new();
     for node in ready {
         let name = node.metadata.name.as_deref().unwrap_or("");
@@ -93,25 +126,8 @@ pub fn dra_unready_nodes(
                 continue;
             }
         };
-        let id = group.id();
-        let template = match templates.last_slices(&id) {
-            Some(t) => t.to_vec(),
-            None => match provider_templates.get(&id) {
-                Some(t) => t.clone(),
-                None => match group.template_node_info() {
-                    Ok(t) => {
-                        let slices: Vec<_> = t.slices.into_iter().map(Arc::new).collect();
-                        provider_templates.insert(id.clone(), slices.clone());
-                        slices
-                    }
-                    Err(e) => {
-                        tracing::warn!(
-                            "Failed to get template node info for node group {id} with error: {e}"
-                        );
-                        continue;
-                    }
-                },
-            },
+        let Some(template) = template_of(&*group) else {
+            continue;
         };
         let slices = dra.node_slices(name);
         if dra_pools_ready(&slices, &template) {

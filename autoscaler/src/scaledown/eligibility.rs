@@ -75,7 +75,8 @@ pub fn candidates(
         let o = options
             .entry(group)
             .or_insert_with(|| ctx.options_for(&*g.group));
-        let gpu = crate::gpu::node_resource(n, &gpu_label).map(str::to_string);
+        let allocatable = ctx.node_facts.of(n).gpu_allocatable;
+        let gpu = crate::gpu::node_resource(n, allocatable, &gpu_label).map(str::to_string);
         out.push(CandidateNode {
             name: name.clone(),
             group: Some(group.to_string()),

@@ -17,7 +17,7 @@ use super::selection::{DeletionBudget, select};
 use super::unneeded::{Planner, PlannerSettings};
 use super::unremovable::{Unremovable, UnremovableReason};
 use super::{eligibility, softtaint};
-use crate::clusterstate::{self, ClusterStateRegistry};
+use crate::clusterstate::{self, ClusterStateRegistry, NodeFactsMemo};
 use crate::context::AutoscalingContext;
 use crate::decisions::Decisions;
 use crate::metrics::Metrics;
@@ -158,7 +158,7 @@ impl ScaleDown {
         // The cluster's resources, counted when a node is first selected.
         let mut totals: Option<ClusterTotals> = None;
         let selection = select(&self.planner, &groups, budget, now, |name| {
-            let t = totals.get_or_insert_with(|| ClusterTotals::of(nodes, now));
+            let t = totals.get_or_insert_with(|| ClusterTotals::of(nodes, &ctx.node_facts, now));
             let (c, m) = t.per_node.get(name).copied().unwrap_or((0, 0));
             if t.cores - c < min_cores || t.memory - m < min_memory {
                 return false;
@@ -322,13 +322,13 @@ struct ClusterTotals {
 }
 
 impl ClusterTotals {
-    fn of(nodes: &[Arc<Node>], now: SystemTime) -> Self {
-        let (cores, memory) = clusterstate::cluster_resources(nodes, now);
+    fn of(nodes: &[Arc<Node>], facts: &NodeFactsMemo, now: SystemTime) -> Self {
+        let (cores, memory) = clusterstate::cluster_resources(nodes, facts, now);
         let per_node = nodes
             .iter()
             .map(|n| {
                 let name = n.metadata.name.clone().unwrap_or_default();
-                (name, clusterstate::node_capacity(n))
+                (name, facts.of(n).capacity)
             })
             .collect();
         Self {

@@ -105,6 +105,10 @@ pub struct Planner {
     pub max_skip_eval: Option<Duration>,
     /// The update before the last one.
     last_before: Option<SystemTime>,
+    /// Whether each candidate of the last update had only DaemonSet and
+    /// mirror pods, with the pod list that was read (a node's pod list is
+    /// shared from loop to loop until a pod comes or goes).
+    emptiness: HashMap<String, (Arc<Vec<PodInfo>>, bool)>,
 }
 
 /// What the cheap checks learn of an eligible candidate.
@@ -145,23 +149,25 @@ impl Planner {
         self.last_before = self.last_update.replace(now);
         let started = std::time::Instant::now();
         // Empty nodes first, then nodes unneeded in the previous loop.
-        let mut order: Vec<&CandidateNode> = candidates.iter().collect();
-        let is_empty = |c: &CandidateNode| {
-            snapshot
-                .index_of(&c.name)
-                .map(|i| {
-                    snapshot
-                        .node(i)
-                        .pods
+        let mut known = std::mem::take(&mut self.emptiness);
+        let mut order: Vec<((bool, bool), &CandidateNode)> = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let empty = snapshot.index_of(&c.name).is_some_and(|i| {
+                let pods = &snapshot.node(i).pods;
+                let empty = match known.remove(&c.name) {
+                    Some((read, empty)) if Arc::ptr_eq(&read, pods) => empty,
+                    _ => pods
                         .iter()
-                        .all(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod))
-                })
-                .unwrap_or(false)
-        };
-        // Each key once: a node's emptiness walks its pods.
-        order.sort_by_cached_key(|c| (!is_empty(c), !self.unneeded.contains_key(&c.name)));
+                        .all(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod)),
+                };
+                self.emptiness.insert(c.name.clone(), (pods.clone(), empty));
+                empty
+            });
+            order.push(((!empty, !self.unneeded.contains_key(&c.name)), c));
+        }
+        order.sort_by_key(|(key, _)| *key);
+        let order = order.into_iter().map(|(_, c)| c);
         let eligible: Vec<(&CandidateNode, Eligible)> = order
-            .into_iter()
             .filter_map(|c| match self.eligible(snapshot, c, settings, now) {
                 Ok(e) => Some((c, e)),
                 Err(reason) => {

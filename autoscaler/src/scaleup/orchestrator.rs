@@ -185,7 +185,7 @@ fn stop_before_planning(
     let ready_nodes = nodes
         .iter()
         .filter(|n| {
-            clusterstate::node_ready(n, &ctx.taints)
+            ctx.node_facts.of(n).ready
                 && n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true)
         })
         .count();
@@ -334,7 +334,7 @@ fn scale_up_resources(
         .filter(|n| !matches!(ctx.provider.node_group_for_node(n), Ok(Some(_))))
         .cloned()
         .collect();
-    let (cores, memory) = clusterstate::cluster_resources(&unmanaged, now);
+    let (cores, memory) = clusterstate::cluster_resources(&unmanaged, &ctx.node_facts, now);
     (total.0 + cores, total.1 + memory)
 }
 

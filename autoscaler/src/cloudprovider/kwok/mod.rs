@@ -37,7 +37,7 @@ mod templates;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -50,7 +50,7 @@ use config::{parse_config, parse_templates};
 pub use faults::{FAULT_ANNOTATION, Fault, FaultError, Faults, parse_fault, quota_exceeded};
 pub use nodegroup::KwokNodeGroup;
 pub use state::Settings;
-use state::{GroupState, Shared, group_state};
+use state::{GroupName, GroupState, Shared, group_state};
 pub use templates::{
     DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, GROUP_NAME_ANNOTATION, KWOK_NODE_ANNOTATION,
     MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION, PROVIDER_TAINT,
@@ -80,6 +80,8 @@ impl KwokProvider {
                 config: Mutex::new(None),
                 groups: Mutex::new(BTreeMap::new()),
                 refused: Mutex::new(BTreeSet::new()),
+                loaded_from: Mutex::new(None),
+                group_names: Mutex::new(HashMap::new()),
             }),
         };
         provider.load().await?;
@@ -105,10 +107,25 @@ impl KwokProvider {
 
     /// (Re)reads the configuration and templates and rebuilds the groups
     /// (a template that does not parse leaves its group out, logged once);
-    /// existing groups keep their target size.
+    /// existing groups keep their target size. ConfigMaps unchanged since
+    /// the last build leave the groups as they are.
     async fn load(&self) -> Result<(), CloudError> {
         let name = self.shared.settings.config_map.clone();
         let cm = self.read_config_map(&name).await?;
+        let config_version = cm.metadata.resource_version.clone().unwrap_or_default();
+        let built_from = lock(&self.shared.loaded_from).clone();
+        let templates_name = lock(&self.shared.config)
+            .as_ref()
+            .map(|c| c.templates_config_map.clone());
+        if let Some((config, templates)) = &built_from
+            && *config == config_version
+            && let Some(tname) = templates_name
+        {
+            let tcm = self.read_config_map(&tname).await?;
+            if tcm.metadata.resource_version.as_deref() == Some(templates.as_str()) {
+                return Ok(());
+            }
+        }
         let text = cm
             .data
             .as_ref()
@@ -117,6 +134,7 @@ impl KwokProvider {
                 CloudError::configuration(format!("configmap '{name}' doesn't have 'config' key"))
             })?;
         let parsed = parse_config(&name, text)?;
+        let mut templates_version = None;
         let templates: Vec<Node> = if parsed.from_cluster {
             (self.shared.nodes)()
                 .iter()
@@ -125,6 +143,7 @@ impl KwokProvider {
         } else {
             let tname = parsed.templates_config_map.clone();
             let tcm = self.read_config_map(&tname).await?;
+            templates_version = tcm.metadata.resource_version.clone();
             let data = tcm.data.unwrap_or_default();
             let key =
                 if !parsed.templates_key.is_empty() && data.contains_key(&parsed.templates_key) {
@@ -191,7 +210,42 @@ impl KwokProvider {
             *groups = built;
         }
         *lock(&self.shared.config) = Some(parsed);
+        lock(&self.shared.group_names).clear();
+        *lock(&self.shared.loaded_from) = templates_version.map(|t| (config_version, t));
         Ok(())
+    }
+
+    /// The group the node's labels or annotation name, read once per node
+    /// object.
+    fn group_name(&self, node: &Node) -> Option<String> {
+        let read = || {
+            lock(&self.shared.config)
+                .as_ref()
+                .and_then(|c| group_of(node, &c.grouping))
+        };
+        let (Some(name), Some(rv)) = (
+            node.metadata.name.as_deref(),
+            node.metadata.resource_version.as_deref(),
+        ) else {
+            return read();
+        };
+        let address = std::ptr::from_ref(node) as usize;
+        if let Some(k) = lock(&self.shared.group_names).get(name)
+            && k.address == address
+            && k.resource_version == rv
+        {
+            return k.group.clone();
+        }
+        let group = read();
+        lock(&self.shared.group_names).insert(
+            name.to_string(),
+            GroupName {
+                address,
+                resource_version: rv.to_string(),
+                group: group.clone(),
+            },
+        );
+        group
     }
 
     /// Creates the nodes that the initial targets ask for and that do not
@@ -241,10 +295,7 @@ impl CloudProvider for KwokProvider {
         if !kwok {
             return Ok(None);
         }
-        let id = lock(&self.shared.config)
-            .as_ref()
-            .and_then(|c| group_of(node, &c.grouping));
-        let Some(id) = id else {
+        let Some(id) = self.group_name(node) else {
             return Ok(None);
         };
         if !lock(&self.shared.groups).contains_key(&id) {

@@ -1,7 +1,7 @@
 //! The provider's settings, and the state it shares with its node groups:
 //! the parsed configuration and each group's sizes, template and fault.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Node;
@@ -76,6 +76,22 @@ pub(super) struct Shared {
     pub(super) groups: Mutex<BTreeMap<String, GroupState>>,
     /// Templates refused so far (logged once each).
     pub(super) refused: Mutex<BTreeSet<String>>,
+    /// The resourceVersions of the configuration and templates ConfigMaps
+    /// the groups were last built from (none while the templates come from
+    /// the cluster's nodes).
+    pub(super) loaded_from: Mutex<Option<(String, String)>>,
+    /// Each node's group as its labels and annotations name it, by node
+    /// name, for the node object it was read from; cleared when the
+    /// configuration is read anew.
+    pub(super) group_names: Mutex<HashMap<String, GroupName>>,
+}
+
+/// A node's group name read from one node object (its address and
+/// resourceVersion).
+pub(super) struct GroupName {
+    pub(super) address: usize,
+    pub(super) resource_version: String,
+    pub(super) group: Option<String>,
 }
 
 /// A group's state from its template: its sizes, its fault and the
