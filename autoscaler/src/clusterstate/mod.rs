@@ -2,7 +2,9 @@
 //! node group and cluster-wide; instances that never registered; scale-up
 //! requests in flight and the upcoming nodes they stand for; per-group
 //! exponential backoff after failures; and cluster and group health
-//! (`--max-total-unready-percentage`, `--ok-total-unready-count`).
+//! (`--max-total-unready-percentage`, `--ok-total-unready-count`). What the
+//! loop reads from each node again and again (readiness, capacity, GPU) is
+//! read once per version of the node (`facts`).
 
 mod backoff;
 pub mod facts;
