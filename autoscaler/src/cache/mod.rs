@@ -39,6 +39,7 @@
 mod apply;
 pub mod desired_pods;
 pub mod dra;
+pub mod node_memo;
 mod pod;
 mod state;
 mod storage;

@@ -9,13 +9,13 @@
 //! minutes), so [`NodeFactsMemo`] keeps each node's [`NodeFacts`] until the
 //! node object is replaced.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Node;
 
 use super::nodes::{node_capacity, node_ready};
+use crate::cache::node_memo::NodeVersionMemo;
 use crate::taints::{self, TaintConfig};
 
 /// What the loop reads from one version of a node.
@@ -51,23 +51,11 @@ impl NodeFacts {
     }
 }
 
-/// The facts of every node seen, by node name, with the version they were
-/// read from.
+/// The facts of every node seen, each read once per version of the node.
 #[derive(Debug)]
 pub struct NodeFactsMemo {
     taints: TaintConfig,
-    known: Mutex<HashMap<String, Known>>,
-}
-
-/// One node's facts and the object they were read from: the object's
-/// address and resourceVersion (an address alone could be reused by a
-/// later object; a resourceVersion alone is not set on nodes built in
-/// memory).
-#[derive(Debug)]
-struct Known {
-    address: usize,
-    resource_version: String,
-    facts: NodeFacts,
+    known: NodeVersionMemo<NodeFacts>,
 }
 
 impl NodeFactsMemo {
@@ -75,60 +63,20 @@ impl NodeFactsMemo {
     pub fn new(taints: TaintConfig) -> Self {
         Self {
             taints,
-            known: Mutex::new(HashMap::new()),
+            known: NodeVersionMemo::default(),
         }
     }
 
-    /// The startup and status taints readiness reads.
-    pub fn taints(&self) -> &TaintConfig {
-        &self.taints
-    }
-
-    /// The node's facts: those kept for this very object, else read now
-    /// (and kept when the object has a resourceVersion).
+    /// The node's facts.
     pub fn of(&self, node: &Node) -> NodeFacts {
-        let (Some(name), Some(rv)) = (
-            node.metadata.name.as_deref(),
-            node.metadata.resource_version.as_deref(),
-        ) else {
-            return NodeFacts::read(node, &self.taints);
-        };
-        let address = std::ptr::from_ref(node) as usize;
-        let Ok(mut known) = self.known.lock() else {
-            return NodeFacts::read(node, &self.taints);
-        };
-        if let Some(k) = known.get(name)
-            && k.address == address
-            && k.resource_version == rv
-        {
-            return k.facts;
-        }
-        let facts = NodeFacts::read(node, &self.taints);
-        known.insert(
-            name.to_string(),
-            Known {
-                address,
-                resource_version: rv.to_string(),
-                facts,
-            },
-        );
-        facts
+        self.known
+            .get_or_read(node, || NodeFacts::read(node, &self.taints))
     }
 
     /// Forgets the nodes that are no longer in the cluster, once the memo
     /// holds many more names than there are nodes.
     pub fn forget_gone(&self, nodes: &[Arc<Node>]) {
-        let Ok(mut known) = self.known.lock() else {
-            return;
-        };
-        if known.len() <= 2 * nodes.len() + 64 {
-            return;
-        }
-        let present: std::collections::HashSet<&str> = nodes
-            .iter()
-            .filter_map(|n| n.metadata.name.as_deref())
-            .collect();
-        known.retain(|name, _| present.contains(name.as_str()));
+        self.known.forget_gone(|| nodes.to_vec());
     }
 }
 
@@ -182,25 +130,5 @@ mod tests {
         let copy = node("2", "True", "8");
         assert!(memo.of(&copy).ready);
         assert_eq!(memo.of(&copy).capacity.0, 8);
-    }
-
-    #[test]
-    fn gone_nodes_are_forgotten_once_the_memo_outgrows_the_cluster() {
-        let memo = NodeFactsMemo::new(TaintConfig::default());
-        let nodes: Vec<Arc<Node>> = (0..100)
-            .map(|i| {
-                Arc::new(
-                    serde_json::from_value(serde_json::json!({
-                        "metadata": {"name": format!("n{i}"), "resourceVersion": "1"}
-                    }))
-                    .unwrap(),
-                )
-            })
-            .collect();
-        for n in &nodes {
-            memo.of(n);
-        }
-        memo.forget_gone(&nodes[..10]);
-        assert_eq!(memo.known.lock().unwrap().len(), 10);
     }
 }

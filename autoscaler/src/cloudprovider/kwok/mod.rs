@@ -37,7 +37,7 @@ mod templates;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -46,11 +46,12 @@ use kube::api::DeleteParams;
 use kube::{Api, Client};
 
 use super::{CloudError, CloudProvider, NodeGroup, NodeLister, lock};
+use crate::cache::node_memo::NodeVersionMemo;
 use config::{parse_config, parse_templates};
 pub use faults::{FAULT_ANNOTATION, Fault, FaultError, Faults, parse_fault, quota_exceeded};
 pub use nodegroup::KwokNodeGroup;
 pub use state::Settings;
-use state::{GroupName, GroupState, Shared, group_state};
+use state::{GroupState, Shared, group_state};
 pub use templates::{
     DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, GROUP_NAME_ANNOTATION, KWOK_NODE_ANNOTATION,
     MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION, PROVIDER_TAINT,
@@ -81,7 +82,7 @@ impl KwokProvider {
                 groups: Mutex::new(BTreeMap::new()),
                 refused: Mutex::new(BTreeSet::new()),
                 loaded_from: Mutex::new(None),
-                group_names: Mutex::new(HashMap::new()),
+                group_names: NodeVersionMemo::default(),
             }),
         };
         provider.load().await?;
@@ -123,6 +124,9 @@ impl KwokProvider {
         {
             let tcm = self.read_config_map(&tname).await?;
             if tcm.metadata.resource_version.as_deref() == Some(templates.as_str()) {
+                self.shared
+                    .group_names
+                    .forget_gone(|| (self.shared.nodes)());
                 return Ok(());
             }
         }
@@ -210,7 +214,7 @@ impl KwokProvider {
             *groups = built;
         }
         *lock(&self.shared.config) = Some(parsed);
-        lock(&self.shared.group_names).clear();
+        self.shared.group_names.clear();
         *lock(&self.shared.loaded_from) = templates_version.map(|t| (config_version, t));
         Ok(())
     }
@@ -218,34 +222,11 @@ impl KwokProvider {
     /// The group the node's labels or annotation name, read once per node
     /// object.
     fn group_name(&self, node: &Node) -> Option<String> {
-        let read = || {
+        self.shared.group_names.get_or_read(node, || {
             lock(&self.shared.config)
                 .as_ref()
                 .and_then(|c| group_of(node, &c.grouping))
-        };
-        let (Some(name), Some(rv)) = (
-            node.metadata.name.as_deref(),
-            node.metadata.resource_version.as_deref(),
-        ) else {
-            return read();
-        };
-        let address = std::ptr::from_ref(node) as usize;
-        if let Some(k) = lock(&self.shared.group_names).get(name)
-            && k.address == address
-            && k.resource_version == rv
-        {
-            return k.group.clone();
-        }
-        let group = read();
-        lock(&self.shared.group_names).insert(
-            name.to_string(),
-            GroupName {
-                address,
-                resource_version: rv.to_string(),
-                group: group.clone(),
-            },
-        );
-        group
+        })
     }
 
     /// Creates the nodes that the initial targets ask for and that do not

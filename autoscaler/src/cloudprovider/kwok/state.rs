@@ -1,7 +1,7 @@
 //! The provider's settings, and the state it shares with its node groups:
 //! the parsed configuration and each group's sizes, template and fault.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Node;
@@ -13,6 +13,7 @@ use super::templates::{
     DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION,
     annotation, prepare_template, size_annotation,
 };
+use crate::cache::node_memo::NodeVersionMemo;
 use crate::cloudprovider::{CloudError, InstanceErrorInfo, NodeLister};
 
 /// Where the provider finds its configuration.
@@ -80,18 +81,10 @@ pub(super) struct Shared {
     /// the groups were last built from (none while the templates come from
     /// the cluster's nodes).
     pub(super) loaded_from: Mutex<Option<(String, String)>>,
-    /// Each node's group as its labels and annotations name it, by node
-    /// name, for the node object it was read from; cleared when the
-    /// configuration is read anew.
-    pub(super) group_names: Mutex<HashMap<String, GroupName>>,
-}
-
-/// A node's group name read from one node object (its address and
-/// resourceVersion).
-pub(super) struct GroupName {
-    pub(super) address: usize,
-    pub(super) resource_version: String,
-    pub(super) group: Option<String>,
+    /// Each node's group as its labels and annotations name it, read once
+    /// per version of the node; cleared when the configuration is read
+    /// anew.
+    pub(super) group_names: NodeVersionMemo<Option<String>>,
 }
 
 /// A group's state from its template: its sizes, its fault and the
