@@ -514,6 +514,7 @@ pub fn stage_resource() -> ApiResource {
 
 /// Lists the pods bound to a node and feeds them back for evaluation.
 fn relist_pods(shared: &Arc<Shared>, node: &str) {
+    tracing::debug!("kwok: listing the pods of node {node} again");
     let shared = shared.clone();
     let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
     let node = node.to_string();

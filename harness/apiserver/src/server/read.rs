@@ -33,29 +33,53 @@ impl Server {
             opts.label_selector.as_deref(),
             opts.field_selector.as_deref(),
         )?;
-        let (mut list_rv, mut after) = (None, None);
+        let (mut list_rv, mut after, mut rest_before) = (None, None, None);
         if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
-            let (rv, key) = decode_continue(token)?;
-            list_rv = Some(rv);
-            after = Some(key);
+            let cont = decode_continue(token)?;
+            list_rv = Some(cont.rv);
+            after = Some(cont.after);
+            rest_before = cont.rest;
         }
-        let page = self.store.list_page(
-            &def.gr(),
-            ns,
-            after.as_ref(),
-            opts.limit,
-            |o| filter.matches(o),
-            filter.is_everything(),
-        );
+        let equal: Vec<(usize, &str)> = filter
+            .fields
+            .reqs
+            .iter()
+            .filter(|r| !r.negate)
+            .map(|r| (r.field, r.value.as_str()))
+            .collect();
+        let page = if equal.is_empty() {
+            self.store.list_page(
+                &def.gr(),
+                ns,
+                after.as_ref(),
+                opts.limit,
+                |o| filter.matches(o),
+                filter.is_everything() && rest_before.is_none(),
+            )
+        } else {
+            self.store
+                .list_page_where(&def.gr(), ns, after.as_ref(), opts.limit, &equal, |o| {
+                    filter.matches(o)
+                })
+        };
         let rv = page.rv;
+        // A later page's count is the previous page's less what this one
+        // holds (counting again would read the rest of the resource for
+        // every page): exact unless objects came or went in between, and
+        // kube-apiserver's is an estimate for clients too.
+        let remaining = match rest_before {
+            Some(n) if page.more => Some(n.saturating_sub(page.items.len()).max(1)),
+            Some(_) => None,
+            None => page.rest,
+        };
         let continue_token = match (page.more, page.items.last()) {
-            (true, Some(last)) => Some(encode_continue(
-                list_rv.unwrap_or(rv),
-                &(last.namespace.clone(), last.name.clone()),
-            )),
+            (true, Some(last)) => Some(encode_continue(&Continue {
+                rv: list_rv.unwrap_or(rv),
+                after: (last.namespace.clone(), last.name.clone()),
+                rest: remaining,
+            })),
             _ => None,
         };
-        let remaining = page.rest;
         let items = page.items;
         Ok(ListPage {
             rv: list_rv.unwrap_or(rv),
@@ -66,12 +90,25 @@ impl Server {
     }
 }
 
-fn encode_continue(rv: u64, key: &ObjKey) -> String {
-    let raw = json!({"rv": rv, "ns": key.0, "name": key.1}).to_string();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+/// Where a cut list resumes, carried by its continue token.
+struct Continue {
+    /// The resourceVersion of the list's first page.
+    rv: u64,
+    /// The last key returned.
+    after: ObjKey,
+    /// How many objects followed, when the list counts them.
+    rest: Option<usize>,
 }
 
-fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
+fn encode_continue(c: &Continue) -> String {
+    let mut raw = json!({"rv": c.rv, "ns": c.after.0, "name": c.after.1});
+    if let Some(n) = c.rest {
+        raw["rest"] = json!(n);
+    }
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw.to_string())
+}
+
+fn decode_continue(token: &str) -> ApiResult<Continue> {
     let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
@@ -80,5 +117,13 @@ fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
     let ns = v.get("ns").and_then(Value::as_str).ok_or_else(bad)?;
     let name = v.get("name").and_then(Value::as_str).ok_or_else(bad)?;
-    Ok((rv, (ns.to_string(), name.to_string())))
+    let rest = v
+        .get("rest")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok());
+    Ok(Continue {
+        rv,
+        after: (ns.to_string(), name.to_string()),
+        rest,
+    })
 }

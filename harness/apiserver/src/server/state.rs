@@ -54,6 +54,16 @@ impl Server {
             tls_requests: AtomicU64::new(0),
             expired_watches: AtomicU64::new(0),
         });
+        // kube-apiserver's watch cache indexes pods by the node they are
+        // bound to: a node's pods are listed without reading the others.
+        let pods = s.def("", "pods")?;
+        if let Some(field) = pods
+            .field_names()
+            .iter()
+            .position(|f| *f == "spec.nodeName")
+        {
+            s.store.index_field(&pods.gr(), field);
+        }
         let opts = WriteOptions::default();
         for ns in SYSTEM_NAMESPACES {
             s.create(

@@ -297,6 +297,24 @@ async fn pagination_is_complete_and_ordered() {
     assert_eq!(remaining, [Some(15), Some(5), None]);
     let expected: Vec<String> = (0..25).map(|i| format!("cm-{i:02}")).collect();
     assert_eq!(names, expected);
+    // The same across every namespace, the first page's count read off
+    // the resource's size.
+    let all: Api<ConfigMap> = Api::all(cms.clone().into_client());
+    let total = all.list(&ListParams::default()).await.unwrap().items.len();
+    let (mut lp, mut counts) = (ListParams::default().limit(10), Vec::new());
+    while let Ok(page) = all.list(&lp).await {
+        counts.push(page.metadata.remaining_item_count.map(|n| n as usize));
+        match page.metadata.continue_ {
+            Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+            _ => break,
+        }
+    }
+    let pages = total.div_ceil(10);
+    let expected: Vec<_> = (1..pages)
+        .map(|p| Some(total - 10 * p))
+        .chain([None])
+        .collect();
+    assert_eq!(counts, expected);
     // A count with a selector would cost a match of every object: none.
     let selected = cms
         .list(

@@ -10,17 +10,23 @@
 //! change of a key exactly once and in order, and a watch that starts from a
 //! resourceVersion replays the window from there atomically with
 //! registering for live changes.
+//!
+//! [`index`] keeps objects by label and by selected field values, so a
+//! selection reads the objects it may match rather than the resource.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+mod index;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use apimachinery::labels::{LabelSelector, Operator};
+use apimachinery::labels::LabelSelector;
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::registry::{GroupResource, ResourceDef};
 use crate::window::{Versioned, Window, WindowPolicy};
+use index::{FieldIndex, LabelIndex};
 
 /// (namespace, name); namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -67,6 +73,40 @@ pub struct Page {
     /// When more follow and the count was asked for: how many objects,
     /// accepted or not, from the first one left out to the end.
     pub rest: Option<usize>,
+}
+
+impl Page {
+    fn empty(rv: u64) -> Self {
+        Self {
+            rv,
+            items: Vec::new(),
+            more: false,
+            rest: None,
+        }
+    }
+
+    /// The page of `objects` (in key order) that `keep` accepts, at most
+    /// `limit` of them (0: no limit). A cut page has read one accepted
+    /// object past its end; `objects` goes on after it.
+    fn fill<'a>(
+        rv: u64,
+        objects: &mut impl Iterator<Item = &'a Arc<Stored>>,
+        limit: usize,
+        keep: impl Fn(&Stored) -> bool,
+    ) -> Self {
+        let mut page = Self::empty(rv);
+        for o in objects.by_ref() {
+            if !keep(o) {
+                continue;
+            }
+            if limit > 0 && page.items.len() == limit {
+                page.more = true;
+                break;
+            }
+            page.items.push(o.clone());
+        }
+        page
+    }
 }
 
 /// Kind of a change.
@@ -181,70 +221,8 @@ struct Inner {
     dependents: HashMap<String, HashSet<(GroupResource, ObjKey)>>,
     /// Each resource's objects by label, for selections.
     labelled: HashMap<GroupResource, LabelIndex>,
-}
-
-/// The objects of one resource by label: namespace, then label key, then
-/// value, then the names of the objects that carry it.
-#[derive(Debug, Default)]
-struct LabelIndex {
-    by_label: HashMap<String, HashMap<String, HashMap<String, BTreeSet<String>>>>,
-}
-
-impl LabelIndex {
-    fn add(&mut self, key: &ObjKey, labels: &BTreeMap<String, String>) {
-        let ns = self.by_label.entry(key.0.clone()).or_default();
-        for (k, v) in labels {
-            ns.entry(k.clone())
-                .or_default()
-                .entry(v.clone())
-                .or_default()
-                .insert(key.1.clone());
-        }
-    }
-
-    fn remove(&mut self, key: &ObjKey, labels: &BTreeMap<String, String>) {
-        let Some(ns) = self.by_label.get_mut(&key.0) else {
-            return;
-        };
-        for (k, v) in labels {
-            let Some(values) = ns.get_mut(k) else {
-                continue;
-            };
-            if let Some(names) = values.get_mut(v) {
-                names.remove(&key.1);
-                if names.is_empty() {
-                    values.remove(v);
-                }
-            }
-            if values.is_empty() {
-                ns.remove(k);
-            }
-        }
-        if ns.is_empty() {
-            self.by_label.remove(&key.0);
-        }
-    }
-
-    /// The names, in order, of the objects of namespace `ns` that may match
-    /// `selector`: those carrying a value of its most selective `In`
-    /// requirement. `None` when it has no `In` requirement (any may match).
-    fn candidates(&self, ns: &str, selector: &LabelSelector) -> Option<BTreeSet<&String>> {
-        let LabelSelector::All(reqs) = selector else {
-            return Some(BTreeSet::new());
-        };
-        let labels = self.by_label.get(ns);
-        reqs.iter()
-            .filter(|r| r.operator == Operator::In)
-            .map(|r| {
-                let values = labels.and_then(|l| l.get(&r.key));
-                r.values
-                    .iter()
-                    .filter_map(|v| values.and_then(|vs| vs.get(v)))
-                    .collect::<Vec<_>>()
-            })
-            .min_by_key(|sets| sets.iter().map(|s| s.len()).sum::<usize>())
-            .map(|sets| sets.into_iter().flatten().collect())
-    }
+    /// The resources' objects by the value of an indexed field.
+    by_field: HashMap<GroupResource, Vec<FieldIndex>>,
 }
 
 /// The store. Cheap to share behind an `Arc`.
@@ -315,7 +293,8 @@ impl Store {
     /// One page of a list, read under the lock without copying what it
     /// does not return: the objects (in one namespace or all) after
     /// `after` that `keep` accepts, at most `limit` of them (0: no limit),
-    /// and, when `count_rest`, how many objects follow.
+    /// and, when `count_rest` (for a `keep` that keeps every object), how
+    /// many objects follow.
     pub fn list_page(
         &self,
         gr: &GroupResource,
@@ -326,38 +305,75 @@ impl Store {
         count_rest: bool,
     ) -> Page {
         let inner = self.lock();
-        let mut page = Page {
-            rv: inner.rv,
-            items: Vec::new(),
-            more: false,
-            rest: None,
-        };
         let Some(t) = inner.tables.get(gr) else {
-            return page;
-        };
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        let lower = match after {
-            Some(k) => Excluded(k.clone()),
-            None => match namespace {
-                Some(ns) => Included((ns.to_string(), String::new())),
-                None => Unbounded,
-            },
+            return Page::empty(inner.rv);
         };
         let mut objects = t
-            .range((lower, Unbounded))
-            .take_while(|((ns, _), _)| namespace.is_none_or(|n| n == ns));
-        while let Some((_, o)) = objects.next() {
-            if !keep(o) {
-                continue;
-            }
-            if limit > 0 && page.items.len() == limit {
-                page.more = true;
-                page.rest = count_rest.then(|| 1 + objects.count());
-                break;
-            }
-            page.items.push(o.clone());
+            .range((first_key(namespace, after), std::ops::Bound::Unbounded))
+            .take_while(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .map(|(_, o)| o);
+        let mut page = Page::fill(inner.rv, &mut objects, limit, keep);
+        if page.more && count_rest {
+            page.rest = Some(match (namespace, after) {
+                // The first page of the whole resource: the rest is what
+                // it leaves out.
+                (None, None) => t.len() - limit,
+                _ => 1 + objects.count(),
+            });
         }
         page
+    }
+
+    /// Keeps the objects of `gr` indexed by their selectable field number
+    /// `field` from now on (the objects already there included), so that a
+    /// list selecting one value of it reads only those objects.
+    pub fn index_field(&self, gr: &GroupResource, field: usize) {
+        let mut inner = self.lock();
+        let mut ix = FieldIndex::new(field);
+        if let Some(t) = inner.tables.get(gr) {
+            for (key, o) in t {
+                ix.change(key, None, Some(&o.fields));
+            }
+        }
+        let indexes = inner.by_field.entry(gr.clone()).or_default();
+        indexes.retain(|i| i.field != field);
+        indexes.push(ix);
+    }
+
+    /// [`Store::list_page`] for a selection that requires each `(field,
+    /// value)` of `equal` (selectable field number and value; `keep` tests
+    /// them and the rest of the selection): read through the index of the
+    /// first of those fields that is indexed, else a scan.
+    pub fn list_page_where(
+        &self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        after: Option<&ObjKey>,
+        limit: usize,
+        equal: &[(usize, &str)],
+        keep: impl Fn(&Stored) -> bool,
+    ) -> Page {
+        let inner = self.lock();
+        let indexed = inner.by_field.get(gr).and_then(|indexes| {
+            equal.iter().find_map(|(field, value)| {
+                indexes
+                    .iter()
+                    .find(|i| i.field == *field)
+                    .map(|i| i.keys(value))
+            })
+        });
+        let Some(keys) = indexed else {
+            drop(inner);
+            return self.list_page(gr, namespace, after, limit, keep, false);
+        };
+        let (Some(keys), Some(t)) = (keys, inner.tables.get(gr)) else {
+            return Page::empty(inner.rv);
+        };
+        let mut objects = keys
+            .range((first_key(namespace, after), std::ops::Bound::Unbounded))
+            .take_while(|(ns, _)| namespace.is_none_or(|n| n == ns))
+            .filter_map(|k| t.get(k));
+        Page::fill(inner.rv, &mut objects, limit, keep)
     }
 
     /// The objects of a resource in namespace `ns` that `selector` matches,
@@ -667,6 +683,15 @@ impl Inner {
         prev: Option<&Arc<Stored>>,
         next: Option<&Arc<Stored>>,
     ) {
+        if let Some(indexes) = self.by_field.get_mut(gr) {
+            for ix in indexes {
+                ix.change(
+                    key,
+                    prev.map(|p| p.fields.as_slice()),
+                    next.map(|n| n.fields.as_slice()),
+                );
+            }
+        }
         let relabelled = match (prev, next) {
             (Some(p), Some(n)) => p.labels != n.labels,
             _ => true,
@@ -708,6 +733,19 @@ impl Inner {
                     .insert((gr.clone(), key.clone()));
             }
         }
+    }
+}
+
+/// Where a list (in one namespace or all) resumes: after `after`, or at
+/// the namespace's first key.
+fn first_key(namespace: Option<&str>, after: Option<&ObjKey>) -> std::ops::Bound<ObjKey> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    match after {
+        Some(k) => Excluded(k.clone()),
+        None => match namespace {
+            Some(ns) => Included((ns.to_string(), String::new())),
+            None => Unbounded,
+        },
     }
 }
 
@@ -789,193 +827,4 @@ fn make_stored(def: &ResourceDef, value: &mut Value, rv: u64) -> Result<Stored, 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::registry::Registry;
-    use serde_json::json;
-
-    fn cm(name: &str, data: &str) -> Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")}, "data": {"k": data}})
-    }
-
-    fn labelled(name: &str, ns: &str, labels: Value) -> Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}"), "labels": labels}})
-    }
-
-    #[test]
-    fn a_selection_through_the_label_index_is_what_a_scan_selects() {
-        let reg = Registry::with_builtins();
-        let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(WindowPolicy::changes(10));
-        for (name, ns, labels) in [
-            ("a", "default", json!({"app": "web", "tier": "front"})),
-            ("b", "default", json!({"app": "db"})),
-            ("c", "default", json!({"app": "web"})),
-            ("d", "default", json!({"tier": "front"})),
-            ("e", "default", json!({"app": "cache", "tier": "back"})),
-            ("f", "other", json!({"app": "web"})),
-        ] {
-            s.create(&def, labelled(name, ns, labels)).unwrap();
-        }
-        let selected = |selector: &str| -> Vec<String> {
-            let sel = LabelSelector::parse(selector).unwrap();
-            s.list_selected(&def.gr(), "default", &sel)
-                .iter()
-                .map(|o| o.name.clone())
-                .collect()
-        };
-        for (selector, want) in [
-            ("app=web", vec!["a", "c"]),
-            ("app in (web,cache)", vec!["a", "c", "e"]),
-            ("app=web,tier=front", vec!["a"]),
-            ("tier,app in (db,cache)", vec!["e"]),
-            ("app!=web", vec!["b", "d", "e"]),
-            ("app=none", vec![]),
-            ("", vec!["a", "b", "c", "d", "e"]),
-        ] {
-            assert_eq!(selected(selector), want, "{selector}");
-        }
-        // A relabelled object moves in the index; a deleted one leaves it.
-        let c = s.get(&def.gr(), "default", "c").unwrap();
-        s.update(&def, c.rv, labelled("c", "default", json!({"app": "db"})))
-            .unwrap();
-        s.delete(&def, "default", "a", None).unwrap();
-        assert_eq!(selected("app=web"), Vec::<String>::new());
-        assert_eq!(selected("app=db"), vec!["b", "c"]);
-        assert!(
-            s.list_selected(&def.gr(), "default", &LabelSelector::Nothing)
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn resource_versions_increase_and_conflicts_are_detected() {
-        let reg = Registry::with_builtins();
-        let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(WindowPolicy::changes(10));
-        let a = s.create(&def, cm("a", "1")).unwrap();
-        assert_eq!(a.rv, 1);
-        assert_eq!(
-            s.create(&def, cm("a", "1")).unwrap_err(),
-            StoreError::AlreadyExists
-        );
-        let a2 = s.update(&def, 1, cm("a", "2")).unwrap();
-        assert_eq!(a2.rv, 2);
-        assert_eq!(
-            s.update(&def, 1, cm("a", "3")).unwrap_err(),
-            StoreError::Conflict(2)
-        );
-        // A no-op update keeps the resourceVersion.
-        assert_eq!(s.update(&def, 2, cm("a", "2")).unwrap().rv, 2);
-        let gone = s.delete(&def, "default", "a", None).unwrap();
-        assert_eq!(gone.rv, 3);
-        assert!(s.get(&def.gr(), "default", "a").is_none());
-    }
-
-    #[test]
-    fn watch_replays_history_then_live_in_order_and_expires_old_versions() {
-        let reg = Registry::with_builtins();
-        let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(WindowPolicy::changes(3));
-        for i in 0..5 {
-            s.create(&def, cm(&format!("c{i}"), "x")).unwrap();
-        }
-        assert!(matches!(
-            s.watch(Some(def.gr()), None, WatchFrom::Version(1)),
-            Err(StoreError::Gone { .. })
-        ));
-        let (_, mut rx, initial) = s
-            .watch(Some(def.gr()), None, WatchFrom::Version(3))
-            .unwrap();
-        assert!(initial.is_empty());
-        s.create(&def, cm("c5", "x")).unwrap();
-        let mut seen = Vec::new();
-        while let Ok(WatchItem::Change(c)) = rx.try_recv() {
-            seen.push(c.rv);
-        }
-        assert_eq!(seen, vec![4, 5, 6]);
-        let (_, _, initial) = s
-            .watch(Some(def.gr()), Some("default".into()), WatchFrom::Now)
-            .unwrap();
-        assert_eq!(initial.len(), 6);
-    }
-
-    #[test]
-    fn each_resource_keeps_its_own_window() {
-        // kube-apiserver: one watch cache per resource; a busy resource does
-        // not push a quiet one's changes out.
-        let reg = Registry::with_builtins();
-        let cms = reg.get("", "v1", "configmaps").unwrap();
-        let secrets = reg.get("", "v1", "secrets").unwrap();
-        let s = Store::new(WindowPolicy::changes(2));
-        s.create(&secrets, cm("quiet", "x")).unwrap();
-        for i in 0..5 {
-            s.create(&cms, cm(&format!("c{i}"), "x")).unwrap();
-        }
-        assert!(
-            s.watch(Some(secrets.gr()), None, WatchFrom::Version(0))
-                .is_ok()
-        );
-        let Err(StoreError::Gone { requested, oldest }) =
-            s.watch(Some(cms.gr()), None, WatchFrom::Version(2))
-        else {
-            panic!("a watch from before the window is gone");
-        };
-        // too old resource version: 2 (4): the oldest kept change is rv 5.
-        assert_eq!((requested, oldest), (2, 4));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_kube_apiserver_window_keeps_75_seconds_and_at_least_100() {
-        let reg = Registry::with_builtins();
-        let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(WindowPolicy::KUBE_APISERVER);
-        for i in 0..150 {
-            s.create(&def, cm(&format!("c{i}"), "x")).unwrap();
-        }
-        // All 150 are younger than 75 s: a watch from the start resumes.
-        assert!(s.watch(Some(def.gr()), None, WatchFrom::Version(0)).is_ok());
-        tokio::time::advance(std::time::Duration::from_secs(76)).await;
-        s.create(&def, cm("late", "x")).unwrap();
-        // Past 75 s only the last 100 are kept.
-        assert!(matches!(
-            s.watch(Some(def.gr()), None, WatchFrom::Version(1)),
-            Err(StoreError::Gone { oldest: 51, .. })
-        ));
-        assert!(
-            s.watch(Some(def.gr()), None, WatchFrom::Version(51))
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn a_new_crd_window_starts_at_its_registration() {
-        // kube-apiserver starts a CRD's watch cache when the CRD is
-        // established: older versions are gone.
-        let reg = Registry::with_builtins();
-        let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(WindowPolicy::changes(10));
-        s.create(&def, cm("a", "x")).unwrap();
-        s.create(&def, cm("b", "x")).unwrap();
-        let widgets = GroupResource::new("example.com", "widgets");
-        s.open_window(widgets.clone());
-        assert!(matches!(
-            s.watch(Some(widgets.clone()), None, WatchFrom::Version(1)),
-            Err(StoreError::Gone { oldest: 2, .. })
-        ));
-        assert!(s.watch(Some(widgets), None, WatchFrom::Version(2)).is_ok());
-    }
-
-    #[test]
-    fn owner_index_tracks_dependents() {
-        let reg = Registry::with_builtins();
-        let def = reg.get("", "v1", "configmaps").unwrap();
-        let s = Store::new(WindowPolicy::changes(10));
-        let mut child = cm("child", "x");
-        child["metadata"]["ownerReferences"] = json!([{"uid": "uid-parent", "name": "parent", "kind": "ConfigMap", "apiVersion": "v1"}]);
-        s.create(&def, child).unwrap();
-        assert_eq!(s.dependents("uid-parent").len(), 1);
-        s.delete(&def, "default", "child", None).unwrap();
-        assert!(s.dependents("uid-parent").is_empty());
-    }
-}
+mod tests;
