@@ -49,3 +49,9 @@ pub use pod::{RECENT_UNSCHEDULABLE, is_active, is_expendable, is_unschedulable};
 pub use state::{CachedController, State};
 pub use storage::StorageObject;
 pub use watch::{ClusterCache, Extra};
+
+/// The hasher of the maps that every loop reads once or more per node
+/// (keyed by node name or object address): foldhash, several times faster
+/// than the standard library's SipHash on short keys, and seeded at random
+/// as it is.
+pub type LoopHasher = foldhash::fast::RandomState;

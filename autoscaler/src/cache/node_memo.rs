@@ -5,12 +5,14 @@
 //! read again at every walk over the nodes.
 
 use std::collections::{HashMap, HashSet};
+
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::Node;
 
-/// Values read from nodes, by node name, each with the node object it was
-/// read from.
+/// Values read from nodes, by the address of the node object they were
+/// read from (hashing an address is far cheaper than hashing a name, and
+/// the memo is asked about every node several times a loop).
 #[derive(Debug)]
 pub struct NodeVersionMemo<T> {
     known: Mutex<Known<T>>,
@@ -18,17 +20,18 @@ pub struct NodeVersionMemo<T> {
 
 #[derive(Debug)]
 struct Known<T> {
-    by_name: HashMap<String, Entry<T>>,
-    /// How many names were kept at the last [`NodeVersionMemo::forget_gone`].
+    by_address: HashMap<usize, Entry<T>, super::LoopHasher>,
+    /// How many entries were kept at the last [`NodeVersionMemo::forget_gone`].
     after_forget: usize,
 }
 
-/// A value and the node object it was read from: the object's address and
-/// resourceVersion (an address alone could be reused by a later object; a
-/// resourceVersion alone is not set on nodes built in memory).
+/// A value and the node object it was read from, besides its address: the
+/// object's name and resourceVersion (an address can be reused by a later
+/// object; a resourceVersion is not set on nodes built in memory, and a
+/// node built from another may keep its resourceVersion).
 #[derive(Debug)]
 struct Entry<T> {
-    address: usize,
+    name: String,
     resource_version: String,
     value: T,
 }
@@ -37,7 +40,7 @@ impl<T> Default for NodeVersionMemo<T> {
     fn default() -> Self {
         Self {
             known: Mutex::new(Known {
-                by_name: HashMap::new(),
+                by_address: HashMap::default(),
                 after_forget: 0,
             }),
         }
@@ -56,20 +59,20 @@ impl<T: Clone> NodeVersionMemo<T> {
         };
         let address = std::ptr::from_ref(node) as usize;
         if let Some(known) = self.lock()
-            && let Some(e) = known.by_name.get(name)
-            && e.address == address
+            && let Some(e) = known.by_address.get(&address)
             && e.resource_version == rv
+            && e.name == name
         {
             return e.value.clone();
         }
         let value = read();
         if let Some(mut known) = self.lock() {
             let entry = Entry {
-                address,
+                name: name.to_string(),
                 resource_version: rv.to_string(),
                 value: value.clone(),
             };
-            known.by_name.insert(name.to_string(), entry);
+            known.by_address.insert(address, entry);
         }
         value
     }
@@ -77,31 +80,32 @@ impl<T: Clone> NodeVersionMemo<T> {
     /// Forgets every value (what they were read with has changed).
     pub fn clear(&self) {
         if let Some(mut known) = self.lock() {
-            known.by_name.clear();
+            known.by_address.clear();
         }
     }
 
-    /// Forgets the nodes that are no longer in the cluster, once the memo
-    /// holds more than twice the names it kept last time (and 64 more):
-    /// `nodes` is called only then.
+    /// Forgets the node objects that are no longer the cluster's (gone
+    /// nodes and replaced versions), once the memo holds more than twice
+    /// the entries it kept last time (and 64 more): `nodes` is called only
+    /// then.
     pub fn forget_gone(&self, nodes: impl FnOnce() -> Vec<Arc<Node>>) {
         let grown = self
             .lock()
-            .is_some_and(|k| k.by_name.len() > 2 * k.after_forget + 64);
+            .is_some_and(|k| k.by_address.len() > 2 * k.after_forget + 64);
         if !grown {
             return;
         }
         // Listed without the memo's lock: the lister takes locks of its own.
         let nodes = nodes();
-        let present: HashSet<&str> = nodes
+        let present: HashSet<usize> = nodes
             .iter()
-            .filter_map(|n| n.metadata.name.as_deref())
+            .map(|n| std::ptr::from_ref::<Node>(n) as usize)
             .collect();
         if let Some(mut known) = self.lock() {
             known
-                .by_name
-                .retain(|name, _| present.contains(name.as_str()));
-            known.after_forget = known.by_name.len();
+                .by_address
+                .retain(|address, _| present.contains(address));
+            known.after_forget = known.by_address.len();
         }
     }
 
@@ -111,7 +115,7 @@ impl<T: Clone> NodeVersionMemo<T> {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.lock().map_or(0, |k| k.by_name.len())
+        self.lock().map_or(0, |k| k.by_address.len())
     }
 }
 

@@ -13,6 +13,7 @@ use super::backoff::{Backoff, BackoffRecord};
 use super::facts::NodeFactsMemo;
 use super::nodes::Readiness;
 use super::notices::Notice;
+use crate::cache::LoopHasher;
 use crate::cloudprovider::{
     CloudError, CloudProvider, InstanceErrorInfo, InstanceState, NodeGroup, NodeGroupOptions,
 };
@@ -108,8 +109,8 @@ pub struct ClusterStateRegistry {
     first_seen_unregistered: HashMap<String, SystemTime>,
     reported_errors: HashMap<String, usize>,
     groups: BTreeMap<String, GroupState>,
-    readiness: HashMap<String, Readiness>,
-    node_groups: HashMap<String, String>,
+    readiness: HashMap<String, Readiness, LoopHasher>,
+    node_groups: HashMap<String, String, LoopHasher>,
     total: NodeCounts,
     healthy: bool,
     /// Nodes whose custom resources are not ready yet beyond GPUs (CSI
@@ -127,8 +128,8 @@ impl ClusterStateRegistry {
             first_seen_unregistered: HashMap::new(),
             reported_errors: HashMap::new(),
             groups: BTreeMap::new(),
-            readiness: HashMap::new(),
-            node_groups: HashMap::new(),
+            readiness: HashMap::default(),
+            node_groups: HashMap::default(),
             total: NodeCounts::default(),
             healthy: true,
             resource_unready: Default::default(),
@@ -220,9 +221,9 @@ impl ClusterStateRegistry {
         nodes: &'n [Arc<Node>],
         groups: &mut BTreeMap<String, GroupState>,
         now: SystemTime,
-    ) -> HashSet<&'n str> {
+    ) -> HashSet<&'n str, LoopHasher> {
         let gpu_label = provider.gpu_label();
-        let mut provider_ids: HashSet<&str> = HashSet::new();
+        let mut provider_ids: HashSet<&str, LoopHasher> = HashSet::default();
         // The maps are rebuilt with the last loop's keys: most nodes stay.
         let mut last_readiness = std::mem::take(&mut self.readiness);
         let mut last_groups = std::mem::take(&mut self.node_groups);
@@ -296,7 +297,7 @@ impl ClusterStateRegistry {
     fn count_instances(
         &mut self,
         groups: &mut BTreeMap<String, GroupState>,
-        provider_ids: &HashSet<&str>,
+        provider_ids: &HashSet<&str, LoopHasher>,
         now: SystemTime,
         notices: &mut Vec<Notice>,
     ) {

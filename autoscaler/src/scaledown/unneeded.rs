@@ -12,6 +12,7 @@ use predicates::PodInfo;
 use super::nodeevaltracker::MaxNodeSkipEvalTime;
 use super::unremovable::{Unremovable, UnremovableReason};
 use super::utilization::{Utilization, utilization};
+use crate::cache::LoopHasher;
 use crate::simulator::Snapshot;
 use crate::simulator::drainability::{self, Budget, Context, is_daemonset_pod, is_mirror_pod};
 
@@ -88,7 +89,7 @@ pub struct PlannerSettings {
 pub struct Planner {
     /// Unneeded nodes with the time they became so.
     pub unneeded: BTreeMap<String, UnneededNode>,
-    unremovable_until: HashMap<String, SystemTime>,
+    unremovable_until: HashMap<String, SystemTime, LoopHasher>,
     /// Why each evaluated node is not unneeded (this loop).
     pub reasons: BTreeMap<String, Unremovable>,
     /// When the list was last computed.
@@ -108,7 +109,7 @@ pub struct Planner {
     /// Whether each candidate of the last update had only DaemonSet and
     /// mirror pods, with the pod list that was read (a node's pod list is
     /// shared from loop to loop until a pod comes or goes).
-    emptiness: HashMap<String, (Arc<Vec<PodInfo>>, bool)>,
+    emptiness: HashMap<String, (Arc<Vec<PodInfo>>, bool), LoopHasher>,
 }
 
 /// What the cheap checks learn of an eligible candidate.

@@ -210,16 +210,16 @@ impl Target {
         subresource: Option<&str>,
         patch: &Patch<Value>,
     ) -> Result<Value, kube::Error> {
+        // The answer is read straight into a `Value` (what the stages
+        // work on), not through a `DynamicObject`.
         let pp = PatchParams::default();
-        let obj = match subresource {
-            Some(sub) => {
-                self.api
-                    .patch_subresource(sub, &self.name, &pp, patch)
-                    .await?
-            }
-            None => self.api.patch(&self.name, &pp, patch).await?,
-        };
-        serde_json::to_value(obj).map_err(kube::Error::SerdeError)
+        let request = kube::core::Request::new(self.api.resource_url());
+        let req = match subresource {
+            Some(sub) => request.patch_subresource(sub, &self.name, &pp, patch),
+            None => request.patch(&self.name, &pp, patch),
+        }
+        .map_err(kube::Error::BuildRequest)?;
+        self.api.clone().into_client().request::<Value>(req).await
     }
 
     pub(super) async fn delete(&self, dp: &DeleteParams) -> Result<(), kube::Error> {

@@ -181,14 +181,19 @@ impl Server {
         }
         let mut out = match sub {
             Subresource::Status => {
-                let mut o = old.clone();
-                match new.get("status") {
-                    Some(s) => o["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = o.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
+                // The stored object but its status (a node's is most of
+                // it), with the new status.
+                let mut o = match old.as_object() {
+                    Some(m) => Value::Object(
+                        m.iter()
+                            .filter(|(k, _)| k.as_str() != "status")
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                    None => old.clone(),
+                };
+                if let Some(s) = new.get_mut("status") {
+                    o["status"] = s.take();
                 }
                 crate::dra::admit_status(def, &name, old, &o)?;
                 o
