@@ -296,3 +296,33 @@ Feature: Scale-up
     When a deployment "web" of 6 pods requesting 1 CPU is created
     Then the node group "pool" keeps 1 node for 5 minutes
     And the autoscaler's metrics show "cluster_autoscaler_errors_total{type="internalError"}"
+
+  @ca>=1.37
+  Scenario: Past --pending-pods-batching-timeout the pods not reached wait, and the status ConfigMap says so
+    "--enable-graceful-degradation: When enabled, scheduling simulations during filter out pod list processor
+    will be stopped after a timeout ... and CA will proceed with a sub set of pods." A zero timeout reaches no pod.
+    Given the autoscaler runs with "--enable-graceful-degradation --pending-pods-batching-timeout=0s"
+    When a deployment "web" of 5 pods requesting 1 CPU is created
+    Then the node group "pool" keeps 0 nodes for 3 minutes
+    And the status ConfigMap gets a "GracefulDegradationStarted" event saying "Autoscaler is unable to handle the large amount of unschedulable pods. Consider reducing the rate of adding new pods, so autoscaler could auto recover."
+    And the autoscaler's metrics show "cluster_autoscaler_skipped_pods_count{requestor="filter-out-pod-list-processor"} 5"
+    When the deployment "web" is scaled to 0 pods
+    And 1 minute passes
+    Then the status ConfigMap gets a "GracefulDegradationStopped" event saying "Autoscaler exited from GracefulDegradationMode and works normally."
+    And the autoscaler's metrics show "cluster_autoscaler_skipped_pods_count{requestor="filter-out-pod-list-processor"} 0"
+
+  @ca>=1.37
+  Scenario: With graceful degradation on and time to reach every pod, pending pods get their nodes
+    Given the autoscaler runs with "--enable-graceful-degradation"
+    When a deployment "web" of 5 pods requesting 1 CPU is created
+    Then all 5 pods of "web" are running within 5 minutes
+    And the autoscaler's metrics show "cluster_autoscaler_skipped_pods_count{requestor="filter-out-pod-list-processor"} 0"
+
+  @ca>=1.37
+  Scenario: While degraded, scale-down still runs every fourth loop
+    "When GracefulDegradationMode is active, autoscaler does scale down only on every 4th ... loop."
+    Given the node group "pool" starts with 1 node
+    And the autoscaler runs with "--enable-graceful-degradation --pending-pods-batching-timeout=0s --scale-down-unneeded-time=1m"
+    When a deployment "huge" of 1 pod requesting 16 CPU is created
+    Then the node group "pool" reaches 0 nodes within 10 minutes
+    And the status ConfigMap gets a "GracefulDegradationStarted" event

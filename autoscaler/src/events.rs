@@ -81,6 +81,11 @@ ca_names! {
         /// scale-up. Upstream writes this event with an empty reason
         /// ([`EventReason::text`]).
         ConsumesProvisioningRequest,
+        /// A loop's check of which pending pods fit on existing nodes ran
+        /// out of `--pending-pods-batching-timeout` (CA 1.37).
+        GracefulDegradationStarted,
+        /// A loop reached every pending pod again (CA 1.37).
+        GracefulDegradationStopped,
     }
 }
 

@@ -344,6 +344,14 @@ pub struct Flags {
     #[arg(long, default_value = "0s", value_parser = duration)]
     #[arg(help_heading = "Scale-up")]
     pub new_pod_scale_up_delay: Duration,
+    /// Enables graceful degradation for unschedulable pods.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Scale-up")]
+    pub enable_graceful_degradation: bool,
+    /// Maximum time checking which pending pods fit.
+    #[arg(long, default_value = "4m0s", value_parser = duration)]
+    #[arg(help_heading = "Scale-up")]
+    pub pending_pods_batching_timeout: Duration,
     /// Names of schedulers to bypass (comma-separated).
     #[arg(long, value_delimiter = ',')]
     #[arg(help_heading = "Scale-up")]

@@ -341,10 +341,21 @@ fn the_1_36_flags_implemented_start_without_a_warning() {
 }
 
 #[test]
-fn flags_of_later_releases_are_unknown() {
-    // Flags of releases after 1.36.1 are unknown, as there.
-    assert!(parse(&["--enable-graceful-degradation"]).is_err());
-    assert!(parse(&["--pending-pods-batching-timeout=4m"]).is_err());
+fn the_graceful_degradation_flags_of_1_37_take_upstreams_defaults() {
+    let f = parse(&[]).unwrap();
+    assert!(!f.enable_graceful_degradation);
+    assert_eq!(f.pending_pods_batching_timeout, Duration::from_secs(240));
+    let f = parse(&[
+        "--enable-graceful-degradation",
+        "--pending-pods-batching-timeout=30s",
+    ])
+    .unwrap();
+    assert!(f.enable_graceful_degradation);
+    assert_eq!(f.pending_pods_batching_timeout, Duration::from_secs(30));
+    let err = parse(&["--pending-pods-batching-timeout=soon"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--pending-pods-batching-timeout"), "{err}");
 }
 
 #[test]

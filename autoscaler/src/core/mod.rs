@@ -13,10 +13,14 @@
 //!    ([`crate::scaleup::orchestrator`], with the node-group list
 //!    processors), then the scale-up status processors
 //!    ([`crate::processors::status`]: the pods' events);
-//! 5. scale-down ([`crate::scaledown::orchestrator`]);
+//!    With `--enable-graceful-degradation` ([`degradation`]), a loop whose
+//!    check of which pods fit did not reach them all runs degraded;
+//! 5. scale-down ([`crate::scaledown::orchestrator`]), every fourth loop
+//!    only while degraded;
 //! 6. `--enforce-node-group-min-size` ([`crate::scaleup::minsize`]);
 //! 7. the status ConfigMap and the decision record of the loop.
 
+pub mod degradation;
 pub mod housekeeping;
 
 use std::collections::BTreeMap;
@@ -118,6 +122,8 @@ pub struct Autoscaler {
     /// `--capacity-quotas-enabled`.
     quota_controller: Option<QuotaController>,
     cleaned_up: bool,
+    /// `--enable-graceful-degradation`'s state across loops.
+    degradation: degradation::GracefulDegradation,
     /// Set by a loop that left every pending pod for being very new: when
     /// the wait ends (`scaleup::new_pods`).
     pods_new_until: Option<SystemTime>,
@@ -274,6 +280,7 @@ impl Autoscaler {
         let quota_controller = f
             .capacity_quotas_enabled
             .then(|| QuotaController::new(client.clone(), clock.clone()));
+        let degradation = degradation::GracefulDegradation::new(f.enable_graceful_degradation);
         Self {
             ctx: AutoscalingContext {
                 client,
@@ -299,6 +306,7 @@ impl Autoscaler {
             buffer_injection,
             quota_controller,
             cleaned_up: false,
+            degradation,
             pods_new_until: None,
             decisions: Arc::new(Mutex::new(Decisions::default())),
             liveness: Arc::new(Mutex::new(Liveness {
@@ -566,20 +574,26 @@ impl Autoscaler {
 
         let t = std::time::Instant::now();
         self.metrics.activity("scaleUp", now);
-        let pods = self.pods_to_help(&unbound, &mut snapshot, now).await;
+        let (pods, skipped) = self.pods_to_help(&unbound, &mut snapshot, now).await;
+        if let Some(change) = self.degradation.record(skipped, &self.metrics) {
+            let (type_, reason, message) = change.event();
+            self.ctx.events.status(type_, reason, message.into());
+        }
         let on = LoopState {
             templates: &templates,
             nodes,
             now,
         };
-        let up = if self.ctx.flags.salvo_scale_up && !pods.is_empty() {
+        let up = if self.degradation.skips_scale_up() {
+            ScaleUpOutcome::stopped(ScaleUpStatus::InCooldown)
+        } else if self.ctx.flags.salvo_scale_up && !pods.is_empty() {
             self.scale_up_salvo(pods, on, &mut snapshot).await
         } else {
             self.single_scale_up(pods, on, &mut snapshot).await
         };
         self.metrics.observe("scaleUp", t.elapsed());
         let scaled_groups: Vec<String> = up.scaled.iter().map(|i| i.group.clone()).collect();
-        let too_new = up.status == ScaleUpStatus::InCooldown;
+        let too_new = up.pods_new_until.is_some();
         self.pods_new_until = up.pods_new_until;
         self.ctx
             .cache
@@ -598,25 +612,26 @@ impl Autoscaler {
             .is_some_and(|(p, _)| p.take_processed());
         let acted_up = !scaled_groups.is_empty() || processed;
 
-        let acted_down = if self.ctx.flags.scale_down_enabled {
-            let t = std::time::Instant::now();
-            self.metrics.activity("scaleDown", now);
-            let r = self
-                .scale_down
-                .run(
-                    &self.ctx,
-                    &self.registry,
-                    &mut snapshot,
-                    nodes,
-                    now,
-                    decisions,
-                )
-                .await;
-            self.metrics.observe("scaleDown", t.elapsed());
-            r.map_err(LoopError::ScaleDown)?
-        } else {
-            false
-        };
+        let acted_down =
+            if self.ctx.flags.scale_down_enabled && !self.degradation.skips_scale_down() {
+                let t = std::time::Instant::now();
+                self.metrics.activity("scaleDown", now);
+                let r = self
+                    .scale_down
+                    .run(
+                        &self.ctx,
+                        &self.registry,
+                        &mut snapshot,
+                        nodes,
+                        now,
+                        decisions,
+                    )
+                    .await;
+                self.metrics.observe("scaleDown", t.elapsed());
+                r.map_err(LoopError::ScaleDown)?
+            } else {
+                false
+            };
         let enforced = self.ctx.flags.enforce_node_group_min_size
             && minsize::enforce_min_sizes(
                 &self.ctx,
@@ -787,12 +802,14 @@ impl Autoscaler {
     /// The pods scale-up should help (upstream's `unschedulablePodsToHelp`):
     /// the pending pods through the pod-list processors, then those older
     /// than `--new-pod-scale-up-delay`.
+    /// With them, how many pending pods the check of which fit on existing
+    /// nodes did not reach in `--pending-pods-batching-timeout`.
     async fn pods_to_help(
         &self,
         unbound: &[PodInfo],
         snapshot: &mut Snapshot,
         now: SystemTime,
-    ) -> Vec<PodInfo> {
+    ) -> (Vec<PodInfo>, usize) {
         let f = &self.ctx.flags;
         let pending = pending_pods(unbound.iter(), &f.bypassed_scheduler_names);
         let draining = self.scale_down.draining();
@@ -802,6 +819,10 @@ impl Autoscaler {
             draining_pods: CurrentlyDrainedNodes::read_pods(&self.ctx, &draining).await,
             metrics: &self.metrics,
             schedulable: Vec::new(),
+            batching_timeout: f
+                .enable_graceful_degradation
+                .then_some(f.pending_pods_batching_timeout),
+            skipped: 0,
         };
         let pods = self.processors.pod_list.process(&mut ctx, pending);
         if let Some(s) = &self.snapshotter {
@@ -810,9 +831,11 @@ impl Autoscaler {
         if let Some((p, _)) = &self.provreqs {
             p.flush().await;
         }
-        pods.into_iter()
+        let pods = pods
+            .into_iter()
             .filter(|p| old_enough(&p.pod, f.new_pod_scale_up_delay, now))
-            .collect()
+            .collect();
+        (pods, ctx.skipped)
     }
 
     fn report_unschedulable(&self, unbound: &[PodInfo]) {

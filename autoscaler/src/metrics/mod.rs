@@ -168,6 +168,9 @@ pub struct Metrics {
     pub node_groups_count: Family<Labels, FGauge>,
     /// `unschedulable_pods_count{type}`.
     pub unschedulable_pods_count: Family<Labels, FGauge>,
+    /// `skipped_pods_count{requestor}`: the pending pods a loop's check
+    /// of which fit on existing nodes did not reach (CA 1.37).
+    pub skipped_pods_count: Family<Labels, FGauge>,
     /// `max_nodes_count`.
     pub max_nodes_count: FGauge,
     /// `cluster_cpu_current_cores`.
@@ -255,6 +258,7 @@ impl Metrics {
             nodes_count: Family::default(),
             node_groups_count: Family::default(),
             unschedulable_pods_count: Family::default(),
+            skipped_pods_count: Family::default(),
             max_nodes_count: FGauge::default(),
             cpu_current_cores: FGauge::default(),
             cpu_limits_cores: Family::default(),
@@ -307,6 +311,11 @@ impl Metrics {
             "unschedulable_pods_count",
             "Number of unschedulable pods in the cluster.",
             self.unschedulable_pods_count.clone(),
+        );
+        r.register(
+            "skipped_pods_count",
+            "Number of pods where scheduling simulation was skipped.",
+            self.skipped_pods_count.clone(),
         );
         r.register(
             "max_nodes_count",

@@ -47,6 +47,12 @@ pub struct PodListContext<'a> {
     /// The pods [`FilterOutSchedulable`] placed on existing or upcoming
     /// nodes (the debugging snapshot's `UnscheduledPodsCanBeScheduled`).
     pub schedulable: Vec<PodInfo>,
+    /// With `--enable-graceful-degradation`: how long
+    /// [`FilterOutSchedulable`] may take (`--pending-pods-batching-timeout`).
+    pub batching_timeout: Option<std::time::Duration>,
+    /// How many pods [`FilterOutSchedulable`] did not reach in its
+    /// `batching_timeout`: they are left out of this loop.
+    pub skipped: usize,
 }
 
 /// One step of the chain (upstream's `PodListProcessor`).
@@ -186,48 +192,90 @@ impl PodListProcessor for FilterOutSchedulable {
 
     fn process(&self, ctx: &mut PodListContext<'_>, pods: Vec<PodInfo>) -> Vec<PodInfo> {
         let t = std::time::Instant::now();
-        let (left, placed) = filter_out_schedulable(ctx.snapshot, pods);
-        ctx.schedulable = placed;
+        let deadline = ctx.batching_timeout.map(|timeout| t + timeout);
+        let candidates = pods.len();
+        let filtered = filter_out_schedulable(ctx.snapshot, pods, deadline);
+        let skipped = filtered.unreached.len();
+        if skipped > 0 {
+            tracing::debug!(
+                "Scheduling simulation aborted early due to context deadline exceeded. \
+                 Requestor: {}, Simulated {} pods. {skipped} pods were unprocessed",
+                REQUESTOR,
+                candidates - skipped
+            );
+        }
+        let skipped_message = if skipped > 0 {
+            format!(" {skipped} pods were skipped due to exceeding pending pod batching timeout.")
+        } else {
+            String::new()
+        };
+        tracing::debug!(
+            "{} pods marked as unschedulable can be scheduled.{skipped_message}",
+            filtered.placed.len()
+        );
+        ctx.schedulable = filtered.placed;
+        ctx.skipped = skipped;
         ctx.metrics.observe("filterOutSchedulable", t.elapsed());
         ctx.snapshot.commit();
-        left
+        filtered.left
     }
 }
 
+/// Upstream's name for [`FilterOutSchedulable`]'s simulation, in its logs
+/// and in `skipped_pods_count{requestor}`.
+pub const REQUESTOR: &str = "filter-out-pod-list-processor";
+
+/// What [`filter_out_schedulable`] made of the pending pods.
+#[derive(Debug, Default)]
+pub struct Filtered {
+    /// The pods that fit nowhere: scale-up's.
+    pub left: Vec<PodInfo>,
+    /// The pods placed on existing or upcoming nodes.
+    pub placed: Vec<PodInfo>,
+    /// The pods not tried before the deadline.
+    pub unreached: Vec<PodInfo>,
+}
+
 /// Drops the pods that fit on existing or upcoming nodes, placing them in
-/// the snapshot: the pods left, and those placed. Pods go by priority,
-/// highest first; once a pod of an equivalence group fits nowhere, its
-/// equals are not tried again.
+/// the snapshot. Pods go by priority, highest first; once a pod of an
+/// equivalence group fits nowhere, its equals are not tried again. Past
+/// `deadline`, the pods not yet tried are left unreached.
 pub fn filter_out_schedulable(
     snapshot: &mut Snapshot,
     pods: Vec<PodInfo>,
-) -> (Vec<PodInfo>, Vec<PodInfo>) {
+    deadline: Option<std::time::Instant>,
+) -> Filtered {
     let mut pods = pods;
     pods.sort_by_key(|p| std::cmp::Reverse(p.priority));
     let mut failed: Vec<PodInfo> = Vec::new();
-    let mut left = Vec::new();
-    let mut placed = Vec::new();
+    let mut out = Filtered::default();
     let mut hint = 0;
-    for pod in pods {
+    let mut pods = pods.into_iter();
+    while let Some(pod) = pods.next() {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            out.unreached.push(pod);
+            out.unreached.extend(pods);
+            break;
+        }
         if failed.iter().any(|f| equivalent(f, &pod)) {
-            left.push(pod);
+            out.left.push(pod);
             continue;
         }
         match snapshot.find_fit(&pod, hint, |_| true) {
             Some(i) => {
                 snapshot.add_pod(i, pod.clone());
-                placed.push(pod);
+                out.placed.push(pod);
                 hint = i;
             }
             None => {
                 if controller_of(&pod.pod).is_some() {
                     failed.push(pod.clone());
                 }
-                left.push(pod);
+                out.left.push(pod);
             }
         }
     }
-    (left, placed)
+    out
 }
 
 /// Drops DaemonSet pods (upstream's `FilterOutDaemonSetPodListProcessor`):
@@ -287,6 +335,8 @@ mod tests {
             draining_pods: vec![pod("from-draining-node", "2", json!({}))],
             metrics: &metrics,
             schedulable: Vec::new(),
+            batching_timeout: None,
+            skipped: 0,
         };
         let pods = vec![
             pod("fits", "1", json!({})),
@@ -328,6 +378,49 @@ mod tests {
             left_by(&PodListProcessors::default()),
             ["default/from-draining-node", "default/too-big"]
         );
+    }
+
+    #[test]
+    fn past_the_batching_timeout_the_pods_not_reached_are_left_out() {
+        let pods = || {
+            vec![
+                pod("low", "1", json!({"spec": {"priority": 1}})),
+                pod("high", "1", json!({"spec": {"priority": 100}})),
+                pod("too-big", "4", json!({"spec": {"priority": 50}})),
+            ]
+        };
+        let keys =
+            |pods: &[PodInfo]| -> Vec<String> { pods.iter().map(|p| p.key.clone()).collect() };
+        // No timeout: the highest priority first takes the room.
+        let mut snapshot = Snapshot::new(vec![node("n1", "1")]);
+        let all = filter_out_schedulable(&mut snapshot, pods(), None);
+        assert_eq!(keys(&all.placed), ["default/high"]);
+        assert_eq!(keys(&all.left), ["default/too-big", "default/low"]);
+        assert!(all.unreached.is_empty());
+        // A deadline already passed: no pod is tried, none placed.
+        let mut snapshot = Snapshot::new(vec![node("n1", "1")]);
+        let passed = std::time::Instant::now();
+        let none = filter_out_schedulable(&mut snapshot, pods(), Some(passed));
+        assert!(none.placed.is_empty() && none.left.is_empty());
+        assert_eq!(
+            keys(&none.unreached),
+            ["default/high", "default/too-big", "default/low"]
+        );
+        // Through the chain, with a zero timeout: nothing for scale-up, and
+        // the count of pods not reached.
+        let metrics = Metrics::new(false);
+        let mut snapshot = Snapshot::new(vec![node("n1", "1")]);
+        let mut ctx = PodListContext {
+            snapshot: &mut snapshot,
+            expendable_cutoff: -10,
+            draining_pods: Vec::new(),
+            metrics: &metrics,
+            schedulable: Vec::new(),
+            batching_timeout: Some(std::time::Duration::ZERO),
+            skipped: 0,
+        };
+        assert!(FilterOutSchedulable.process(&mut ctx, pods()).is_empty());
+        assert_eq!(ctx.skipped, 3);
     }
 
     #[test]

@@ -160,7 +160,7 @@ fn pods_fitting_existing_nodes_are_dropped() {
     let pods: Vec<PodInfo> = (0..5)
         .map(|i| pod(&format!("p{i}"), Some("rs"), "1"))
         .collect();
-    let (left, _) = crate::processors::pods::filter_out_schedulable(&mut snap, pods);
+    let left = crate::processors::pods::filter_out_schedulable(&mut snap, pods, None).left;
     assert_eq!(left.len(), 3);
     assert_eq!(snap.node(0).pods.len(), 2);
 }
@@ -255,6 +255,8 @@ fn listed_and_not_expendable(pods: &[PodInfo], bypassed: &[String]) -> Vec<PodIn
         draining_pods: Vec::new(),
         metrics: &metrics,
         schedulable: Vec::new(),
+        batching_timeout: None,
+        skipped: 0,
     };
     FilterOutExpendable.process(&mut ctx, pending_pods(pods.iter(), bypassed))
 }

@@ -140,6 +140,8 @@ fn the_limit_drops_fake_pods_first_and_never_real_ones() {
             draining_pods: Vec::new(),
             metrics: &metrics,
             schedulable: Vec::new(),
+            batching_timeout: None,
+            skipped: 0,
         };
         let pods: Vec<PodInfo> = [real("web-a"), real("web-b")]
             .into_iter()
