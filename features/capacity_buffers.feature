@@ -36,10 +36,10 @@ Feature: CapacityBuffers
       Then the node group "pool" reaches 3 nodes within 5 minutes
       And the CapacityBuffer "spare" gets a "TriggeredScaleUp" event containing "capacity buffer 2 fake pods triggered scale-up: [{pool 1->3 (max: 10)}]"
 
-    @ca>=1.36
-    Scenario: A percentage of a Deployment follows the Deployment as it scales
+    @ca>=1.36 @ca<1.37
+    Scenario: A percentage of a Deployment follows the Deployment as it scales, rounded down
       "percentage: the buffer size as a percentage of the referenced scalable object's replicas."
-      Upstream's code takes the least of the inputs and rounds down (its API docs say otherwise).
+      CA 1.36's code takes the least of the inputs and rounds down (its API docs say otherwise).
       Given the node group "pool" starts with 4 nodes
       And a deployment "web" of 4 pods requesting 1 CPU
       And the following objects:
@@ -59,6 +59,31 @@ Feature: CapacityBuffers
       And within 1 minute the CapacityBuffer "web-headroom" has 2 replicas
       When the deployment "web" is scaled to 9 pods
       Then within 3 minutes the CapacityBuffer "web-headroom" has 4 replicas
+
+    @binary @ca>=1.37
+    Scenario: With replicas and a percentage the larger wins, the percentage rounded up
+      "The desired number is determined by taking the maximum of `replicas` and the computed
+      replicas from `percentage`". CA 1.37's code does so and rounds the percentage up: 50% of 4
+      pods is 2, fewer than 3 replicas; 50% of 9 is 5 (4.5 up).
+      Given the node group "pool" starts with 4 nodes
+      And a deployment "web" of 4 pods requesting 1 CPU
+      And the following objects:
+        """
+        apiVersion: autoscaling.x-k8s.io/v1beta1
+        kind: CapacityBuffer
+        metadata:
+          name: web-headroom
+        spec:
+          scalableRef:
+            apiGroup: apps
+            kind: Deployment
+            name: web
+          replicas: 3
+          percentage: 50
+        """
+      Then within 3 minutes the CapacityBuffer "web-headroom" has 3 replicas
+      When the deployment "web" is scaled to 9 pods
+      Then within 3 minutes the CapacityBuffer "web-headroom" has 5 replicas
 
     @ca>=1.36
     Scenario: Limits make the buffer as many pods as fit in them

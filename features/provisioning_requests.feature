@@ -77,6 +77,21 @@ Feature: ProvisioningRequests
       When a ProvisioningRequest "second" of class "check-capacity.autoscaling.x-k8s.io" for 2 pods of "job" is created
       Then within 3 minutes the ProvisioningRequest "second" has the condition "Provisioned=True" with reason "CapacityIsFound"
 
+    # CA 1.36 went on booking room for every pod of the request after its pods were scheduled, so
+    # that its room counted twice: the pods' own, and a booking placed elsewhere.
+    @binary @ca>=1.37
+    Scenario: A booking whose pods are all scheduled is consumed, and the room beside it is free
+      "Book capacity only for ProvisioningRequest without scheduled pods" (CA 1.37): once every pod
+      of the request runs, the booking expires as consumed.
+      Given the node group "pool" starts with 3 nodes
+      And a ProvisioningRequest "first" of class "check-capacity.autoscaling.x-k8s.io" for 2 pods of "job"
+      Then within 3 minutes the ProvisioningRequest "first" has the condition "Provisioned=True" with reason "CapacityIsFound"
+      When a deployment "consumer" of 2 pods requesting 3 CPU annotated "autoscaling.x-k8s.io/consume-provisioning-request=first" is created
+      Then all 2 pods of "consumer" are running within 3 minutes
+      And within 3 minutes the ProvisioningRequest "first" has the condition "BookingExpired=True" with reason "CapacityBookingConsumed" and message "Capacity booking consumed: all pods scheduled"
+      When a ProvisioningRequest "second" of class "check-capacity.autoscaling.x-k8s.io" for 1 pod of "job" is created
+      Then within 3 minutes the ProvisioningRequest "second" has the condition "Provisioned=True" with reason "CapacityIsFound"
+
     # Booked pods are placed in the simulation that scale-down runs on: the nodes look busy.
     # (A request that found room counts as a scale-up for --scale-down-delay-after-add, hence 0s.)
     Scenario: Scale-down leaves booked room alone until the booking expires

@@ -204,6 +204,22 @@ Feature: Scale-down
     Then the node group "pool" reaches 0 nodes within 15 minutes
     And the autoscaler's metrics show "cluster_autoscaler_node_removal_latency_seconds_count{deleted="true"} 1"
 
+  @ca>=1.37
+  Scenario: The removal latency names what delayed a node: here its group's min size, until it was needed again
+    "The 'delay_reason' label indicates the technical bottleneck that delayed the scale-down ('none' if not
+    delayed)." Of two unneeded nodes of a group of min 1, one goes at once; the other waits on the min size
+    until a pod needs it.
+    Given a node group "small" of nodes with 4 CPU and 16Gi memory, min 1 and max 3
+    And the node group "small" starts with 2 nodes
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --node-removal-latency-tracking-enabled"
+    Then the node group "small" reaches 1 node within 15 minutes
+    And the autoscaler's metrics show "cluster_autoscaler_node_removal_latency_seconds_count{deleted="true",delay_reason="none"} 1"
+    When 3 minutes pass
+    And a deployment "web" of 1 pod requesting 3 CPU on node group "small" is created
+    Then all 1 pods of "web" are running within 3 minutes
+    And the autoscaler's metrics show "cluster_autoscaler_node_removal_latency_seconds_count{deleted="false",delay_reason="NodeGroupMinSizeReached"} 1"
+    And the node group "small" has 1 node
+
   @ca>=1.36
   Scenario: A node running a safe-to-evict "on-completion" pod waits, untainted, until the pod completes
     'cluster-autoscaler.kubernetes.io/safe-to-evict: "on-completion"' (CA 1.36): the pod is not evicted.

@@ -190,6 +190,17 @@ Feature: Scale-up
     When 2 minutes pass
     Then the pods of "elsewhere" get a "NotTriggerScaleUp" event saying "pod didn't trigger scale-up: 2 node(s) didn't match Pod's node affinity/selector"
 
+  @ca>=1.37
+  Scenario: The skipped groups' simulation is timed as a function of the loop
+    CA 1.37 times the simulation for skipped node groups under the function label
+    "scaleUp:skippedNodeGroupsSimulation" of cluster_autoscaler_function_duration_seconds.
+    Given a node group "small" of nodes with 4 CPU and 16Gi memory, min 0 and max 1
+    And the node group "small" starts with 1 node
+    And the autoscaler runs with "--scaleup-simulation-for-skipped-node-groups-enabled"
+    And a deployment "elsewhere" of 1 pod requesting 1 CPU on nodes labeled "team=none"
+    When 2 minutes pass
+    Then the autoscaler's metrics show "cluster_autoscaler_function_duration_seconds_count{function="scaleUp:skippedNodeGroupsSimulation"}"
+
   @ca>=1.31
   Scenario: With --enable-proactive-scaleup the replicas a quota holds back get their nodes with the pods that exist
     "enable-proactive-scaleup: Whether to enable/disable proactive scale-ups." A ResourceQuota of 2 pods lets

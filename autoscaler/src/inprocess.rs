@@ -214,7 +214,7 @@ fn assemble(
     let timeouts = (
         flags.max_inactivity,
         flags.max_failing_time,
-        flags.max_startup_time,
+        flags.effective_max_startup_time(),
     );
     let metrics = Arc::new(Metrics::new(flags.emit_per_nodegroup_metrics));
     let autoscaler = Autoscaler::new(

@@ -47,7 +47,7 @@
 /// texts) this autoscaler follows. Logged at start-up the way CA logs its
 /// version (`Cluster Autoscaler <version>`), where the conformance suite
 /// reads it to decide which version-tagged scenarios apply.
-pub const CA_VERSION: &str = "1.36.1";
+pub const CA_VERSION: &str = "1.37.0";
 
 /// Declares a fieldless enum whose variants are upstream CA's names, with
 /// the list of all of them and their text, so that each set of names (event

@@ -254,7 +254,7 @@ async fn run(flags: Flags, validated: Validated, provider: ProviderName) -> Resu
         timeouts: (
             flags.max_inactivity,
             flags.max_failing_time,
-            flags.max_startup_time,
+            flags.effective_max_startup_time(),
         ),
         snapshotter: snapshotter.clone(),
         profiling: flags.profiling,

@@ -5,7 +5,7 @@
 //! Run: `cargo bench -p benches --bench apiserver`. Besides criterion's
 //! statistics for list and watch latency, the run prints one summary table
 //! (create throughput, list time, watch delivery latency, resident memory)
-//! and the cost of CRD validation: CapacityBuffers (upstream CA 1.36.1's
+//! and the cost of CRD validation: CapacityBuffers (upstream CA 1.37's
 //! CRD: structural schema, defaults and two CEL rules) created against the
 //! same objects under a schema that validates nothing, in one run.
 
@@ -68,7 +68,7 @@ async fn populate(client: &kube::Client) -> (Duration, Duration) {
 /// Custom resources created per CRD in the validation comparison.
 const CUSTOM: usize = 5_000;
 
-/// Upstream CA 1.36.1's CapacityBuffer CRD; with `validate` false, the same
+/// Upstream CA 1.37's CapacityBuffer CRD; with `validate` false, the same
 /// names in another group under a schema that keeps every field and checks
 /// nothing (the cost of a custom resource write before schemas were applied).
 fn buffer_crd(validate: bool) -> serde_json::Value {

@@ -125,6 +125,53 @@ impl fmt::Display for CaVersion {
 /// against releases 1.33 and later.
 pub const VERSION_TAG_PREFIX: &str = "ca>=";
 
+/// The prefix of the upper-bound tags: `@ca<1.37` runs a scenario only
+/// against releases before 1.37 (a behaviour that release changed), so
+/// not in-process, where ours behaves as [`autoscaler::CA_VERSION`].
+pub const BEFORE_TAG_PREFIX: &str = "ca<";
+
+/// What the version tags of a scenario ask that `version` (`None`:
+/// unknown) does not meet, one reason each.
+pub fn version_tags_unmet<'a>(
+    tags: impl IntoIterator<Item = &'a String>,
+    version: Option<CaVersion>,
+) -> Vec<String> {
+    let mut unmet = Vec::new();
+    for tag in tags {
+        let tag = tag.trim_start_matches('@');
+        if let Some(wanted) = tag.strip_prefix(VERSION_TAG_PREFIX) {
+            unmet.extend(at_least_unmet(wanted, version, ""));
+        } else if let Some(before) = tag.strip_prefix(BEFORE_TAG_PREFIX) {
+            match (CaVersion::parse(before), version) {
+                (None, _) => unmet.push(format!("tag @{tag} is not a version")),
+                (Some(b), Some(v)) if v < b => {}
+                (Some(b), Some(v)) => {
+                    unmet.push(format!("for releases before CA {b} (the autoscaler: {v})"))
+                }
+                (Some(b), None) => unmet.push(format!(
+                    "for releases before CA {b} (the binary's version is unknown)"
+                )),
+            }
+        }
+    }
+    unmet.dedup();
+    unmet
+}
+
+/// Why `version` does not meet the lower bound `wanted`, if it does not.
+fn at_least_unmet(wanted: &str, version: Option<CaVersion>, why: &str) -> Option<String> {
+    match (CaVersion::parse(wanted), version) {
+        (None, _) => Some(format!(
+            "tag @{VERSION_TAG_PREFIX}{wanted} is not a version"
+        )),
+        (Some(w), Some(v)) if v >= w => None,
+        (Some(w), Some(v)) => Some(format!("needs CA {w} or later (binary: {v}){why}")),
+        (Some(w), None) => Some(format!(
+            "needs CA {w} or later (the binary's version is unknown){why}"
+        )),
+    }
+}
+
 /// Steps that need a release because what they read or do first worked
 /// there: (a regex on the step text after its keyword, the release, why).
 /// A scenario with such a step is skipped against an older binary.
@@ -329,40 +376,19 @@ impl BinaryInfo {
 
     /// Why a scenario cannot run against this binary: the flags its steps
     /// name that the binary does not know, and the releases its
-    /// `@ca>=X.Y` tags and [`STEP_NEEDS`] steps ask for that its version
-    /// does not meet. Empty when it can run.
+    /// `@ca>=X.Y` and `@ca<X.Y` tags and [`STEP_NEEDS`] steps ask for that
+    /// its version does not meet. Empty when it can run.
     pub fn unmet<'a>(
         &self,
         tags: impl IntoIterator<Item = &'a String>,
         step_texts: impl IntoIterator<Item = &'a str>,
     ) -> Vec<String> {
-        let mut unmet = Vec::new();
-        let mut wants: Vec<(String, Option<&str>)> = Vec::new();
-        for tag in tags {
-            if let Some(wanted) = tag.trim_start_matches('@').strip_prefix(VERSION_TAG_PREFIX) {
-                wants.push((wanted.to_string(), None));
-            }
-        }
+        let mut unmet = version_tags_unmet(tags, self.version);
         let step_texts: Vec<&str> = step_texts.into_iter().collect();
         for (re, release, why) in STEP_NEEDS_RE.iter() {
             if step_texts.iter().any(|t| re.is_match(t)) {
-                wants.push((release.to_string(), Some(why)));
-            }
-        }
-        wants.dedup();
-        for (wanted, why) in wants {
-            let why = why.map_or(String::new(), |w| format!(": {w}"));
-            match (CaVersion::parse(&wanted), self.version) {
-                (None, _) => unmet.push(format!(
-                    "tag @{VERSION_TAG_PREFIX}{wanted} is not a version"
-                )),
-                (Some(w), Some(v)) if v >= w => {}
-                (Some(w), Some(v)) => {
-                    unmet.push(format!("needs CA {w} or later (binary: {v}){why}"))
-                }
-                (Some(w), None) => unmet.push(format!(
-                    "needs CA {w} or later (the binary's version is unknown){why}"
-                )),
+                let reason = at_least_unmet(release, self.version, &format!(": {why}"));
+                unmet.extend(reason.filter(|r| !unmet.contains(r)));
             }
         }
         if step_texts.contains(&CLUSTER_API_STEP)
@@ -766,6 +792,32 @@ mod tests {
             r#"the deployment "web" is deleted"#,
         ];
         assert_eq!(info("1.29.5", &[]).unmet(&[], deletion).len(), 1);
+    }
+
+    #[test]
+    fn an_upper_bound_tag_skips_the_release_and_later_ones() {
+        let tags = vec!["@ca>=1.36".to_string(), "@ca<1.37".to_string()];
+        assert!(info("1.36.1", &[]).unmet(&tags, []).is_empty());
+        assert_eq!(
+            info("1.37.0", &[]).unmet(&tags, []),
+            ["for releases before CA 1.37.0 (the autoscaler: 1.37.0)"]
+        );
+        assert_eq!(
+            info("1.31.5", &[]).unmet(&tags, []),
+            ["needs CA 1.36.0 or later (binary: 1.31.5)"]
+        );
+        assert_eq!(
+            version_tags_unmet(&tags, None),
+            [
+                "needs CA 1.36.0 or later (the binary's version is unknown)",
+                "for releases before CA 1.37.0 (the binary's version is unknown)"
+            ]
+        );
+        let bad = vec!["@ca<soon".to_string()];
+        assert_eq!(
+            version_tags_unmet(&bad, CaVersion::parse("1.37")),
+            ["tag @ca<soon is not a version"]
+        );
     }
 
     #[test]

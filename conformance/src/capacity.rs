@@ -1,4 +1,4 @@
-//! CapacityBuffers and CapacityQuotas in the suite: upstream CA 1.36.1's
+//! CapacityBuffers and CapacityQuotas in the suite: upstream CA 1.37's
 //! CRDs ([`harness::crds`]).
 
 /// Upstream's CapacityBuffer CRD, as JSON.

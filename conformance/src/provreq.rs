@@ -1,5 +1,5 @@
 //! ProvisioningRequests in the suite: the CRD a scenario (or `testbed up
-//! --provisioning-request-crd`) installs, upstream CA 1.36.1's own
+//! --provisioning-request-crd`) installs, upstream CA 1.37's own
 //! ([`harness::crds`]).
 
 /// Upstream's ProvisioningRequest CRD, as JSON.

@@ -1,5 +1,5 @@
-//! Upstream Cluster Autoscaler's own CustomResourceDefinitions (1.36.1's
-//! `apis/config/crd/`), with their schemas, defaults and CEL rules, which
+//! Upstream Cluster Autoscaler's own CustomResourceDefinitions (the
+//! `cluster-autoscaler-release-1.37` branch's `apis/config/crd/`), with their schemas, defaults and CEL rules, which
 //! the embedded API server enforces as kube-apiserver does: the
 //! CapacityBuffers, CapacityQuotas and ProvisioningRequests a cluster
 //! running the autoscaler serves.
@@ -10,7 +10,8 @@ use serde_json::Value;
 pub const CAPACITY_BUFFERS: &str =
     include_str!("../apiserver/tests/fixtures/crd-capacitybuffers.json");
 
-/// The CapacityQuota CRD (`autoscaling.x-k8s.io`, v1alpha1).
+/// The CapacityQuota CRD (`autoscaling.x-k8s.io`, v1beta1 stored, v1alpha1
+/// served and deprecated).
 pub const CAPACITY_QUOTAS: &str =
     include_str!("../apiserver/tests/fixtures/crd-capacityquotas.json");
 

@@ -131,7 +131,7 @@ impl Kind {
     /// The version created when an object gives none.
     fn default_version(self) -> &'static str {
         match self {
-            Kind::CapacityQuota => "v1alpha1",
+            Kind::CapacityQuota => "v1beta1",
             Kind::CapacityBuffer => "v1beta1",
             _ => "v1",
         }

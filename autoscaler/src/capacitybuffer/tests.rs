@@ -24,16 +24,24 @@ fn pod(cpu: &str) -> Pod {
 }
 
 #[test]
-fn the_replicas_are_the_least_of_the_inputs_rounded_down() {
+fn the_replicas_are_the_larger_of_count_and_share_rounded_up_within_limits() {
     let p = pod("3");
     assert_eq!(
         number_of_pods(&buffer(json!({"replicas": 4})), &p, None),
         Ok(4)
     );
-    // 50% of 9 is 4 (floor), and the least of 15 and 200% of 10 is 15.
+    // 50% of 9 is 5 (rounded up); the larger of 3 and 50% of 4 is 3.
     assert_eq!(
         number_of_pods(&buffer(json!({"percentage": 50})), &p, Some(9)),
-        Ok(4)
+        Ok(5)
+    );
+    assert_eq!(
+        number_of_pods(
+            &buffer(json!({"percentage": 50, "replicas": 3})),
+            &p,
+            Some(4)
+        ),
+        Ok(3)
     );
     assert_eq!(
         number_of_pods(
@@ -41,7 +49,25 @@ fn the_replicas_are_the_least_of_the_inputs_rounded_down() {
             &p,
             Some(10)
         ),
-        Ok(15)
+        Ok(20)
+    );
+    // 1% of one replica is one pod; a share of no replicas is none.
+    assert_eq!(
+        number_of_pods(&buffer(json!({"percentage": 1})), &p, Some(1)),
+        Ok(1)
+    );
+    assert_eq!(
+        number_of_pods(&buffer(json!({"percentage": 50})), &p, Some(0)),
+        Ok(0)
+    );
+    // Limits cap the count: 20 pods asked, 7 CPU hold two.
+    assert_eq!(
+        number_of_pods(
+            &buffer(json!({"replicas": 20, "limits": {"cpu": "7"}})),
+            &p,
+            None
+        ),
+        Ok(2)
     );
     // 7 CPU of limits hold two 3-CPU pods; 5Gi of memory five 1Gi ones.
     assert_eq!(

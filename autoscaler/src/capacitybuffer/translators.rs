@@ -156,30 +156,41 @@ pub enum TranslationError {
 }
 
 /// How many fake pods a buffer asks for (upstream's
-/// `getBufferNumberOfPods`): the least of `replicas`, `percentage` of the
-/// scalable object's replicas (rounded down) and as many pods as fit in
-/// `limits`. Upstream's API docs say the larger of replicas and percentage
-/// and a percentage rounded up to at least one; its code takes the least
-/// and rounds down, and the code is what runs.
+/// `getBufferNumberOfPods`, as CA 1.37 fixed it): the larger of `replicas`
+/// and `percentage` of the scalable object's replicas (rounded up), capped
+/// by as many pods as fit in `limits`; `limits` alone when neither is set.
+/// CA 1.36 took the least of the three and rounded the percentage down.
 pub fn number_of_pods(
     buffer: &CapacityBuffer,
     pod: &Pod,
     scalable_replicas: Option<i32>,
 ) -> Result<i32, ReplicasError> {
     let spec = &buffer.spec;
-    let mut n: Option<i64> = None;
-    let mut least = |v: i64| n = Some(n.map_or(v, |m| m.min(v)));
-    if let Some(r) = spec.replicas {
-        least(i64::from(r.max(0)));
-    }
-    if let (Some(p), Some(total)) = (spec.percentage, scalable_replicas) {
-        least((i64::from(p) * i64::from(total) / 100).max(0));
-    }
-    if let Some(limits) = &spec.limits {
-        least(fit_in_limits(pod, limits)?);
-    }
-    let n = n.ok_or(ReplicasError::NotDefined)?;
+    let asked = spec.replicas.map(|r| i64::from(r.max(0)));
+    let share = match (spec.percentage, scalable_replicas) {
+        (Some(p), Some(total)) => Some(percentage_of(p, total)),
+        _ => None,
+    };
+    let wanted = match (asked, share) {
+        (Some(a), Some(s)) => Some(a.max(s)),
+        (a, s) => a.or(s),
+    };
+    let n = match (&spec.limits, wanted) {
+        (Some(limits), Some(w)) => w.min(fit_in_limits(pod, limits)?),
+        (Some(limits), None) => fit_in_limits(pod, limits)?,
+        (None, Some(w)) => w,
+        (None, None) => return Err(ReplicasError::NotDefined),
+    };
     Ok(i32::try_from(n).unwrap_or(i32::MAX))
+}
+
+/// `percentage` of `total` replicas, rounded up; none when either is not
+/// positive.
+fn percentage_of(percentage: i32, total: i32) -> i64 {
+    if percentage <= 0 || total <= 0 {
+        return 0;
+    }
+    (i64::from(percentage) * i64::from(total) + 99) / 100
 }
 
 /// How many pods fit in `limits`: per resource both request and limit,

@@ -278,8 +278,8 @@ fn normalised(default: &str) -> &str {
 }
 
 #[test]
-fn help_defaults_are_upstream_1_36_1() {
-    let table = include_str!("../../tests/data/upstream-flags-1.36.1.tsv");
+fn help_defaults_are_upstream_1_37() {
+    let table = super::reference::UPSTREAM_1_37;
     let ours = help_defaults(&help_text(help::MAX_WIDTH));
     // Where our --help says otherwise on purpose, and why.
     let differ: [(&str, &str); 1] = [(
@@ -287,6 +287,7 @@ fn help_defaults_are_upstream_1_36_1() {
         "accepted for klog; ours logs by --v alone",
     )];
     let mut wrong = Vec::new();
+    let mut missing = Vec::new();
     for line in table.lines().filter(|l| !l.starts_with('#')) {
         let mut cols = line.split('\t');
         let (Some(name), Some(_), default) = (cols.next(), cols.next(), cols.next()) else {
@@ -296,16 +297,29 @@ fn help_defaults_are_upstream_1_36_1() {
             continue;
         }
         let Some(our) = ours.get(name) else {
+            if !name.starts_with("ginkgo.") {
+                missing.push(name);
+            }
             continue;
         };
+        // The table has pflag's DefValue; --help quotes a string's.
         let theirs = normalised(default.unwrap_or_default());
-        if normalised(our) != theirs {
+        if normalised(our.trim_matches('"')) != theirs {
             wrong.push(format!("--{name}: ours {our:?}, upstream {theirs:?}"));
         }
     }
     assert!(
         wrong.is_empty(),
-        "defaults that differ from 1.36.1: {wrong:#?}"
+        "defaults that differ from 1.37: {wrong:#?}"
+    );
+    // Every flag of 1.37 is known, but klog's threshold for logging to
+    // files and standard error at once (ours logs to standard error only),
+    // and the test framework's `ginkgo.*` flags that upstream's API packages
+    // bring into its binary.
+    assert_eq!(
+        missing,
+        ["alsologtostderrthreshold"],
+        "1.37's flags we lack"
     );
     let parsed = help_defaults(&help_text(help::MAX_WIDTH));
     assert_eq!(parsed.get("scan-interval").map(String::as_str), Some("10s"));
@@ -356,6 +370,40 @@ fn the_graceful_degradation_flags_of_1_37_take_upstreams_defaults() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("--pending-pods-batching-timeout"), "{err}");
+}
+
+#[test]
+fn the_scheduler_verbosity_of_1_37_is_at_most_v_with_upstreams_warning() {
+    let f = parse(&["--scheduler-verbosity=3", "--v=1"]).unwrap();
+    assert_eq!(f.effective_scheduler_verbosity(), 1);
+    assert_eq!(
+        f.warnings(),
+        ["--scheduler-verbosity should be at most as high as -v flag, overriding it to: 1"]
+    );
+    let f = parse(&["--scheduler-verbosity=2", "--v=4"]).unwrap();
+    assert_eq!(f.effective_scheduler_verbosity(), 2);
+    assert!(f.warnings().is_empty(), "{:?}", f.warnings());
+    let err = parse(&["--scheduler-verbosity=loud"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--scheduler-verbosity"), "{err}");
+    let f = parse(&["--enable-inter-pod-affinity-hostname-fast-path"]).unwrap();
+    assert!(f.enable_inter_pod_affinity_hostname_fast_path);
+    assert!(f.warnings().is_empty(), "{:?}", f.warnings());
+}
+
+#[test]
+fn a_startup_time_below_the_other_health_timeouts_is_raised_with_upstreams_warning() {
+    let f = parse(&["--max-startup-time=1m"]).unwrap();
+    assert_eq!(f.effective_max_startup_time(), Duration::from_secs(15 * 60));
+    assert_eq!(
+        f.warnings(),
+        [
+            "--max-startup-time needs to be at least as high as --max-failing-time and --max-inactivity, overriding it to the highest value out of them: 15m0s"
+        ]
+    );
+    let f = parse(&["--max-startup-time=30m"]).unwrap();
+    assert_eq!(f.effective_max_startup_time(), Duration::from_secs(30 * 60));
 }
 
 #[test]

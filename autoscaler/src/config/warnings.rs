@@ -1,6 +1,7 @@
 //! Flags that are accepted for compatibility but concern clouds or
 //! features this autoscaler does not implement: one warning line each when
-//! set to anything but the default.
+//! set to anything but the default. Also the values upstream overrides
+//! when they contradict another flag, with upstream's warning.
 
 use super::flags::Flags;
 
@@ -26,7 +27,41 @@ impl Flags {
         .flatten()
         .filter(|(set, _, _)| *set)
         .map(|(_, flag, why)| format!("--{flag} is accepted but has no effect: {why}"))
+        .chain(self.overrides())
         .collect()
+    }
+
+    /// `--max-startup-time` as upstream uses it: at least the longest of
+    /// `--max-inactivity` and `--max-failing-time`.
+    pub fn effective_max_startup_time(&self) -> std::time::Duration {
+        self.max_startup_time
+            .max(self.max_inactivity)
+            .max(self.max_failing_time)
+    }
+
+    /// `--scheduler-verbosity` as CA 1.37 uses it: at most `-v`.
+    pub fn effective_scheduler_verbosity(&self) -> u32 {
+        self.scheduler_verbosity.min(self.verbosity)
+    }
+
+    /// Upstream's warnings for the values it overrides (its
+    /// `createAutoscalingOptions`).
+    fn overrides(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let startup = self.effective_max_startup_time();
+        if startup != self.max_startup_time {
+            out.push(format!(
+                "--max-startup-time needs to be at least as high as --max-failing-time and --max-inactivity, overriding it to the highest value out of them: {}",
+                simclock::format_go_duration(startup)
+            ));
+        }
+        if self.scheduler_verbosity > self.verbosity {
+            out.push(format!(
+                "--scheduler-verbosity should be at most as high as -v flag, overriding it to: {}",
+                self.verbosity
+            ));
+        }
+        out
     }
 
     /// The GCE provider's flags.

@@ -107,7 +107,6 @@ impl ResourceMismatchType {
     }
 }
 
-/// 150 exponential buckets from 0.1 s to 1800 s, as upstream.
 /// Upstream's buckets for `node_removal_latency_seconds`: 1 s × 1.5ⁿ, 19 of them.
 fn removal_latency_histogram() -> Histogram {
     Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
@@ -115,6 +114,7 @@ fn removal_latency_histogram() -> Histogram {
     ))
 }
 
+/// 150 exponential buckets from 0.1 s to 1800 s, as upstream.
 fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets_range(0.1, 1800.0, 150))
 }
@@ -220,7 +220,7 @@ pub struct Metrics {
     pub node_group_target: Family<Labels, FGauge>,
     /// `node_group_healthiness{node_group}`.
     pub node_group_healthiness: Family<Labels, FGauge>,
-    /// `node_removal_latency_seconds{deleted}` (with
+    /// `node_removal_latency_seconds{deleted,delay_reason}` (with
     /// `--node-removal-latency-tracking-enabled`).
     pub node_removal_latency: Family<Labels, Histogram>,
     /// `dra_node_template_resources_mismatch{driver,mismatch_type}`.
@@ -401,7 +401,7 @@ impl Metrics {
         );
         r.register(
             "node_removal_latency_seconds",
-            "Latency from when an unneeded node is eligible for scale down until it is removed (deleted=true) or it became needed again (deleted=false).",
+            "Latency from when an unneeded node is eligible for scale down until it is removed (deleted=true) or it became needed again (deleted=false). The 'delay_reason' label indicates the technical bottleneck that delayed the scale-down ('none' if not delayed).",
             self.node_removal_latency.clone(),
         );
         r.register(

@@ -14,7 +14,9 @@
 //!   `--provisioning-request-max-backoff-cache-size` requests.
 //! - [`BookCapacity`]: the pods of every booked request are placed in the
 //!   loop's snapshot, where they hold their room against other requests and
-//!   scale-down.
+//!   scale-down; a request whose pods are all scheduled gets
+//!   `BookingExpired` (`CapacityBookingConsumed`, CA 1.37) instead: its
+//!   pods hold the room, so booking it too would count it twice.
 //!
 //! The processors decide; their condition writes wait in an outbox that the
 //! loop sends ([`ProvReqProcessing::flush`]) before scale-up. At the loop's
@@ -482,9 +484,15 @@ impl PodListProcessor for BookCapacity {
 
     fn process(&self, ctx: &mut PodListContext<'_>, pods: Vec<PodInfo>) -> Vec<PodInfo> {
         let p = &self.0;
+        let scheduled = scheduled_per_request(ctx.snapshot);
         let mut booked = Vec::new();
         for req in p.client.list() {
             if !conditions::should_capacity_be_booked(&req.pr, &p.settings.processor_instance) {
+                continue;
+            }
+            let placed = scheduled.get(&req.pr.key()).copied().unwrap_or(0);
+            if placed >= req.pr.pod_count() {
+                p.decide(req.pr, &Verdict::BookingConsumed);
                 continue;
             }
             match pods_for(&req) {
@@ -496,6 +504,21 @@ impl PodListProcessor for BookCapacity {
         ctx.snapshot.commit();
         pods
     }
+}
+
+/// How many pods of the snapshot's nodes consume each request, by the
+/// request's `namespace/name`.
+fn scheduled_per_request(snapshot: &crate::simulator::Snapshot) -> HashMap<String, i64> {
+    let mut scheduled = HashMap::new();
+    for info in snapshot.nodes() {
+        for pod in info.pods.iter() {
+            if let Some(name) = consumed_request(&pod.pod) {
+                let namespace = pod.pod.metadata.namespace.as_deref().unwrap_or("default");
+                *scheduled.entry(format!("{namespace}/{name}")).or_insert(0) += 1;
+            }
+        }
+    }
+    scheduled
 }
 
 /// Places each pod where it fits (upstream's `TrySchedulePods` without

@@ -41,6 +41,8 @@ ca_names! {
         FailedToBookCapacity,
         /// The 10-minute booking ended.
         CapacityReservationTimeExpired,
+        /// Every pod of the booked request is scheduled (CA 1.37).
+        CapacityBookingConsumed,
         /// Not provisioned within 7 days.
         Expired,
     }
@@ -65,8 +67,11 @@ pub enum Verdict {
     FailedToCreatePods(String),
     /// `Failed=True`: the pods of a booked request could not be made.
     FailedToBookCapacity(String),
-    /// `BookingExpired=True`.
+    /// `BookingExpired=True`: the 10 minutes are over.
     BookingExpired,
+    /// `BookingExpired=True`: every pod of the request is scheduled, so
+    /// the room is theirs and no longer booked (CA 1.37).
+    BookingConsumed,
     /// `Failed=True`: not provisioned within 7 days.
     Expired,
 }
@@ -124,6 +129,12 @@ impl Verdict {
                 true,
                 Reason::CapacityReservationTimeExpired,
                 "Capacity reservation time is expired".into(),
+            ),
+            Self::BookingConsumed => (
+                T::BookingExpired,
+                true,
+                Reason::CapacityBookingConsumed,
+                "Capacity booking consumed: all pods scheduled".into(),
             ),
             Self::Expired => (
                 T::Failed,

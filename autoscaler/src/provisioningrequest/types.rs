@@ -134,6 +134,11 @@ impl ProvisioningRequest {
     pub fn parameter(&self, key: &str) -> Option<&str> {
         self.spec.parameters.get(key).map(String::as_str)
     }
+
+    /// How many pods the request asks for, over its pod sets.
+    pub fn pod_count(&self) -> i64 {
+        self.spec.pod_sets.iter().map(|s| i64::from(s.count)).sum()
+    }
 }
 
 /// The classes this autoscaler serves.

@@ -1,6 +1,8 @@
 //! The CapacityQuota controller (`--capacity-quotas-enabled`, upstream's
 //! `resourcequotas/capacityquota` reconciler): each loop, every quota is
-//! validated (`Valid`), and a valid one gets `status.used` (for each
+//! validated (`cluster-autoscaler.kubernetes.io/valid`, CA 1.37's name for
+//! 1.36's `Valid`), the spec's generation it read is recorded
+//! (`status.observedGeneration`), and a valid one gets `status.used` (for each
 //! resource it limits, the sum over the nodes its selector matches of
 //! their capacity; `nodes` counts them) and `Reconciled`. A status is
 //! written only when it changed. Upstream reconciles on the quota's and
@@ -48,6 +50,7 @@ impl QuotaController {
         let mut valid = Vec::new();
         for original in quotas {
             let mut q = original.clone();
+            q.observe_generation();
             match Quota::from_capacity_quota(&q) {
                 Err(e) => {
                     QuotaCondition::Invalid(e.to_string()).set(&mut q, now);

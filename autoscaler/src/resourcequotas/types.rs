@@ -1,5 +1,7 @@
-//! The CapacityQuota API (`autoscaling.x-k8s.io/v1alpha1`, cluster-scoped,
-//! upstream's `apis/capacityquota`) and the conditions CA writes on it.
+//! The CapacityQuota API (`autoscaling.x-k8s.io/v1beta1`, the storage
+//! version from CA 1.37; `v1alpha1` is still served, deprecated;
+//! cluster-scoped, upstream's `apis/capacityquota`) and the conditions CA
+//! writes on it.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -15,7 +17,7 @@ use crate::capacitybuffer::types::set_status_condition;
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CapacityQuota {
-    /// `autoscaling.x-k8s.io/v1alpha1`.
+    /// `autoscaling.x-k8s.io/v1beta1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// `CapacityQuota`.
@@ -59,15 +61,25 @@ pub struct QuotaStatus {
     /// What the matching nodes have, for each limited resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used: Option<QuotaResources>,
-    /// `Valid`, `Reconciled`.
+    /// The last generation of the spec the controller read (CA 1.37).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// [`VALID_CONDITION`], `Reconciled`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
 
+/// The condition that says whether a quota is valid; only a quota with it
+/// `True` is enforced. CA 1.37 renamed it from `Valid` (1.36).
+pub const VALID_CONDITION: &str = "cluster-autoscaler.kubernetes.io/valid";
+
+/// The condition that says whether the quota's usage was computed.
+pub const RECONCILED_CONDITION: &str = "Reconciled";
+
 crate::crd_kind!(
     CapacityQuota,
     "autoscaling.x-k8s.io",
-    "v1alpha1",
+    "v1beta1",
     "CapacityQuota",
     "capacityquotas",
     Cluster
@@ -79,22 +91,29 @@ impl CapacityQuota {
         self.metadata.name.as_deref().unwrap_or_default()
     }
 
-    /// Whether `Valid` is `True`.
+    /// Whether [`VALID_CONDITION`] is `True`.
     pub fn is_valid(&self) -> bool {
         self.status.as_ref().is_some_and(|s| {
             s.conditions
                 .iter()
-                .any(|c| c.type_ == "Valid" && c.status == "True")
+                .any(|c| c.type_ == VALID_CONDITION && c.status == "True")
         })
+    }
+
+    /// Records that the controller read the spec's current generation.
+    pub fn observe_generation(&mut self) {
+        self.status
+            .get_or_insert_with(Default::default)
+            .observed_generation = self.metadata.generation;
     }
 }
 
 /// What CA says of a quota: one condition each, rendered in [`Self::parts`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QuotaCondition {
-    /// `Valid=True`.
+    /// [`VALID_CONDITION`] `True`.
     Valid,
-    /// `Valid=False`: the validation errors.
+    /// [`VALID_CONDITION`] `False`: the validation errors.
     Invalid(String),
     /// `Reconciled=True`.
     Reconciled,
@@ -107,19 +126,24 @@ impl QuotaCondition {
     pub fn parts(&self) -> (&'static str, bool, &'static str, String) {
         match self {
             Self::Valid => (
-                "Valid",
+                VALID_CONDITION,
                 true,
                 "ValidationSucceeded",
                 "CapacityQuota is valid".into(),
             ),
-            Self::Invalid(e) => ("Valid", false, "ValidationFailed", e.clone()),
+            Self::Invalid(e) => (VALID_CONDITION, false, "ValidationFailed", e.clone()),
             Self::Reconciled => (
-                "Reconciled",
+                RECONCILED_CONDITION,
                 true,
                 "ReconciliationSucceeded",
                 "CapacityQuota successfully reconciled".into(),
             ),
-            Self::NotReconciled(e) => ("Reconciled", false, "ReconciliationFailed", e.clone()),
+            Self::NotReconciled(e) => (
+                RECONCILED_CONDITION,
+                false,
+                "ReconciliationFailed",
+                e.clone(),
+            ),
         }
     }
 

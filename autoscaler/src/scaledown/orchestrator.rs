@@ -138,6 +138,9 @@ impl ScaleDown {
         }
         self.report_unneeded(ctx, decisions);
         self.track_latency(ctx, now);
+        if let Some(t) = self.latency.as_mut() {
+            t.kept(self.planner.reasons.iter().map(|(n, r)| (n, r.reason())));
+        }
         softtaint::update_soft_taints(ctx, registry, &self.planner, nodes, now).await;
         let cooldown = self.cooldown.in_cooldown(f, now);
         ctx.metrics
@@ -171,6 +174,9 @@ impl ScaleDown {
             decisions
                 .unremovable
                 .insert(name.clone(), r.as_str().to_string());
+        }
+        if let Some(t) = self.latency.as_mut() {
+            t.kept(selection.kept.iter().map(|(n, r)| (n, r.reason())));
         }
         let groups_by_id = ctx.node_groups_by_id();
         let mut to_delete = Vec::new();
@@ -287,7 +293,7 @@ impl ScaleDown {
         for (reason, n) in by_reason {
             Metrics::set(
                 &m.unremovable_nodes_count,
-                &[("reason", &reason.metric_label())],
+                &[("reason", reason.metric_label())],
                 n as f64,
             );
         }

@@ -28,9 +28,9 @@ impl From<UnremovableReason> for Unremovable {
 }
 
 ca_names! {
-    /// Every `UnremovableReason` upstream 1.36 has, in its order: their
-    /// numbers are the labels of `unremovable_nodes_count`, all of which are
-    /// reported every loop.
+    /// Every `UnremovableReason` upstream 1.36 and 1.37 have, in their
+    /// order: their names are the labels of `unremovable_nodes_count`, all
+    /// of which are reported every loop.
     pub enum UnremovableReason {
         /// No reason.
         NoReason,
@@ -75,10 +75,20 @@ ca_names! {
 
 impl UnremovableReason {
     /// The `reason` label of `unremovable_nodes_count`: upstream prints the
-    /// Go enumeration's number (`fmt.Sprintf("%v", reason)`), so
-    /// `BlockedByPod` is `15` in 1.36's order (docs/reference/ca-rules.md §2.5).
-    pub fn metric_label(self) -> String {
-        (self as usize).to_string()
+    /// reason with `fmt.Sprintf("%v", reason)`, which from CA 1.37 (the
+    /// type's `String` method) is its name, `BlockedByPod`; 1.36 printed its
+    /// number, `15` (docs/reference/ca-rules.md §2.5).
+    pub fn metric_label(self) -> &'static str {
+        self.as_str()
+    }
+
+    /// Whether the reason delays a removal (upstream's `isBlocker`): any
+    /// but no reason and the waits for the unneeded or unready time.
+    pub fn is_blocker(self) -> bool {
+        !matches!(
+            self,
+            Self::NoReason | Self::NotUnneededLongEnough | Self::NotUnreadyLongEnough
+        )
     }
 }
 

@@ -296,6 +296,10 @@ async fn plan_scale_up(
         },
     );
     ctx.metrics.observe("scaleUp:estimate", t.elapsed());
+    if let Some(d) = plan.skipped_simulation {
+        ctx.metrics
+            .observe("scaleUp:skippedNodeGroupsSimulation", d);
+    }
     for hit in &plan.limit_hits {
         for reason in hit.resources().into_iter().filter_map(skipped_reason) {
             Metrics::inc(

@@ -51,6 +51,9 @@ pub struct ScaleUpPlan {
     pub limit_hits: Vec<LimitExceeded>,
     /// What the priority expander noticed of its configuration.
     pub priority_notices: Vec<PriorityNotice>,
+    /// With the skipped groups' simulation, the time it took (upstream's
+    /// `scaleUp:skippedNodeGroupsSimulation` function duration).
+    pub skipped_simulation: Option<Duration>,
 }
 
 /// Inputs of [`plan`].
@@ -100,6 +103,7 @@ pub fn plan(snapshot: &mut Snapshot, inputs: &PlanInputs<'_>) -> ScaleUpPlan {
         rejected: vec![BTreeMap::new(); groups.len()],
         groups,
         limit_hits: Vec::new(),
+        skipped_simulation: Duration::ZERO,
     };
     for (id, reason) in inputs.skipped {
         planner.skip(snapshot, id, vec![reason.clone()]);
@@ -141,6 +145,7 @@ pub fn plan(snapshot: &mut Snapshot, inputs: &PlanInputs<'_>) -> ScaleUpPlan {
         reasons,
         limit_hits: planner.limit_hits,
         priority_notices,
+        skipped_simulation: inputs.skipped_templates.map(|_| planner.skipped_simulation),
     }
 }
 
@@ -159,6 +164,8 @@ struct Planner<'a> {
     groups: Vec<PodGroup>,
     rejected: Vec<BTreeMap<String, Vec<String>>>,
     limit_hits: Vec<LimitExceeded>,
+    /// The time spent checking pods against skipped groups' templates.
+    skipped_simulation: Duration,
 }
 
 impl<'a> Planner<'a> {
@@ -170,6 +177,7 @@ impl<'a> Planner<'a> {
             self.reject_for_all_with(group, reasons);
             return;
         };
+        let started = std::time::Instant::now();
         snapshot.fork();
         let probe = snapshot.add_node(node_from_template(
             template,
@@ -183,6 +191,7 @@ impl<'a> Planner<'a> {
             self.rejected[i].insert(group.to_string(), why);
         }
         snapshot.revert();
+        self.skipped_simulation += started.elapsed();
     }
 
     fn reject_for_all_with(&mut self, group: &str, reasons: Vec<String>) {

@@ -531,7 +531,16 @@ impl Selection {
             return false;
         }
         let Some(info) = &self.binary_info else {
-            return true;
+            // In-process: ours, which behaves as one release.
+            let ours = crate::binary::CaVersion::parse(autoscaler::CA_VERSION);
+            let unmet = crate::binary::version_tags_unmet(all, ours);
+            if unmet.is_empty() {
+                return true;
+            }
+            if let Ok(mut s) = self.state.lock() {
+                s.summary.skipped.push((name, unmet));
+            }
+            return false;
         };
         let steps = step_texts(feature, rule, scenario);
         let scale = match self.pace(feature, rule, scenario) {

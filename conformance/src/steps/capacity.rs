@@ -1,4 +1,4 @@
-//! CapacityBuffers and CapacityQuotas (CA 1.34-1.36's capacity APIs): the
+//! CapacityBuffers and CapacityQuotas (CA 1.34-1.37's capacity APIs): the
 //! CRDs, buffers, quotas, and what CA wrote on them. Buffers and quotas are
 //! written as YAML with `the following objects` (upstream's API docs are
 //! YAML), or with the short steps below.
@@ -14,6 +14,10 @@
 //!   (` and message "..."`; also `the CapacityQuota "q"`)
 //! - `Then within 3 minutes the CapacityBuffer "spare" has 2 replicas`
 //! - `Then within 3 minutes the CapacityQuota "q" reports "cpu=8" used`
+//! - `When the CapacityQuota "q" is changed to limit "nodes=3"` (a merge
+//!   patch of the spec: its generation goes up)
+//! - `Then within 1 minute the CapacityQuota "q" has observed generation 2`
+//!   (`status.observedGeneration`, CA 1.37)
 //! - `Then no pod of the CapacityBuffer "spare" exists` (its fake pods live
 //!   in the simulation only)
 //! - `When a ResourceQuota "q" allows "requests.cpu=7" with "requests.cpu=1"
@@ -61,6 +65,25 @@ async fn buffer_deleted(w: &mut CaWorld, name: String) -> StepResult {
         .map_err(|e| format!("deleting CapacityBuffer {name}: {e}"))
 }
 
+#[when(regex = r#"^the CapacityQuota "(\S+)" is changed to limit "([^"=]+)=([^"]+)"$"#)]
+async fn quota_limit_changed(
+    w: &mut CaWorld,
+    name: String,
+    resource: String,
+    amount: String,
+) -> StepResult {
+    let r = w.running().await?;
+    let amount = amount
+        .parse::<i64>()
+        .map_or_else(|_| json!(amount), |n| json!(n));
+    let patch = json!({"spec": {"limits": {"resources": {resource: amount}}}});
+    api(r.cluster.client(), Kind::Quota)
+        .patch(&name, &Default::default(), &kube::api::Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("changing the limits of CapacityQuota {name}: {e}"))
+}
+
 #[when(regex = r#"^creating the following object is refused with "(.*)"$"#)]
 async fn refused(w: &mut CaWorld, want: String, step: &Step) -> StepResult {
     let text = step
@@ -96,7 +119,7 @@ impl Kind {
 fn api(client: kube::Client, kind: Kind) -> Api<DynamicObject> {
     let (version, k, plural) = match kind {
         Kind::Buffer => ("v1beta1", "CapacityBuffer", "capacitybuffers"),
-        Kind::Quota => ("v1alpha1", "CapacityQuota", "capacityquotas"),
+        Kind::Quota => ("v1beta1", "CapacityQuota", "capacityquotas"),
     };
     let ar = ApiResource {
         group: "autoscaling.x-k8s.io".into(),
@@ -164,7 +187,7 @@ async fn eventually(
 }
 
 #[then(
-    regex = r#"^within (\d+) minutes? the (CapacityBuffer|CapacityQuota) "(\S+)" has the condition "(\w+=(?:True|False))" with reason "(\w*)"(.*)$"#
+    regex = r#"^within (\d+) minutes? the (CapacityBuffer|CapacityQuota) "(\S+)" has the condition "([\w./-]+=(?:True|False))" with reason "(\w*)"(.*)$"#
 )]
 async fn has_condition(
     w: &mut CaWorld,
@@ -221,6 +244,22 @@ async fn reports_used(
     let what = format!("status.used {resource}={amount}");
     eventually(w, within, (Kind::Quota, &name), &what, |s| {
         s["used"]["resources"][resource.as_str()] == amount.as_str()
+    })
+    .await
+}
+
+#[then(
+    regex = r#"^within (\d+) minutes? the CapacityQuota "(\S+)" has observed generation (\d+)$"#
+)]
+async fn observed_generation(
+    w: &mut CaWorld,
+    within: u64,
+    name: String,
+    generation: i64,
+) -> StepResult {
+    let what = format!("status.observedGeneration {generation}");
+    eventually(w, within, (Kind::Quota, &name), &what, |s| {
+        s["observedGeneration"].as_i64() == Some(generation)
     })
     .await
 }

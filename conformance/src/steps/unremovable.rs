@@ -1,7 +1,8 @@
 //! "The autoscaler keeps a node of G because of R": read where every Cluster
 //! Autoscaler says it, the `cluster_autoscaler_unremovable_nodes_count`
 //! metric, whose `reason` label is the number of the unremovable reason in
-//! the release's own order (docs/reference/ca-rules.md §2.5). A blocking pod's reason
+//! the release's own order up to 1.36, its name from 1.37
+//! (docs/reference/ca-rules.md §2.5). A blocking pod's reason
 //! (`NotReplicated`, `NotEnoughPdb`, ...) is counted there as
 //! `BlockedByPod`. Where the autoscaler also offers our decision record, the
 //! step checks there as well that a node of G is the one kept, and for the
@@ -64,32 +65,38 @@ fn unremovable_reasons(version: CaVersion) -> Vec<&'static str> {
     reasons
 }
 
-/// The `reason` label `version` publishes a node kept because of `reason` under.
+/// The `reason` label `version` publishes a node kept because of `reason`
+/// under: the reason's number up to 1.36 (Go's `%v` of an integer type),
+/// its name from 1.37 (which gave the type a `String` method).
 fn metric_label(version: CaVersion, reason: &str) -> Result<String, String> {
     let unremovable = if BLOCKING_POD_REASONS.contains(&reason) {
         "BlockedByPod"
     } else {
         reason
     };
-    unremovable_reasons(version)
+    let number = unremovable_reasons(version)
         .iter()
         .position(|r| *r == unremovable)
-        .map(|n| n.to_string())
         .ok_or_else(|| {
             format!("{reason:?} is neither an unremovable reason nor a blocking pod reason of CA {version}")
-        })
+        })?;
+    Ok(if version.minor >= 37 {
+        unremovable.to_string()
+    } else {
+        number.to_string()
+    })
 }
 
-/// The release the autoscaler under test behaves as: ours is the newest.
+/// The release the autoscaler under test behaves as: ours says which.
 fn version_under_test() -> CaVersion {
-    const OURS: CaVersion = CaVersion {
+    let ours = CaVersion::parse(autoscaler::CA_VERSION).unwrap_or(CaVersion {
         major: 1,
-        minor: 36,
-        patch: 1,
-    };
+        minor: 37,
+        patch: 0,
+    });
     match under_test() {
-        UnderTest::Binary { info, .. } => info.version.unwrap_or(OURS),
-        UnderTest::InProcess => OURS,
+        UnderTest::Binary { info, .. } => info.version.unwrap_or(ours),
+        UnderTest::InProcess => ours,
     }
 }
 
@@ -164,6 +171,12 @@ mod tests {
             "18"
         );
         assert!(metric_label(v(31), "BlockedByOnCompletionPod").is_err());
+        assert_eq!(metric_label(v(37), "NotEnoughPdb").unwrap(), "BlockedByPod");
+        assert_eq!(
+            metric_label(v(37), "NoPlaceToMovePods").unwrap(),
+            "NoPlaceToMovePods"
+        );
+        assert!(metric_label(v(37), "Whatever").is_err());
         assert!(metric_label(v(36), "Whatever").is_err());
     }
 

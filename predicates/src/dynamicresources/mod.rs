@@ -153,6 +153,35 @@ impl DraObjects {
         Ok(out)
     }
 
+    /// The pod's claims that are tracked here, whatever their state; a
+    /// claim not created yet or not tracked is left out (upstream's
+    /// `findPodClaims` with `ignoreNotTracked`, as CA 1.37 fixed it: it once
+    /// left a hole that crashed the removal of such a pod).
+    pub fn tracked_claims_of(&self, pod: &Pod) -> Vec<Arc<ResourceClaim>> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_claim_statuses.as_ref());
+        pod.spec
+            .iter()
+            .flat_map(|s| s.resource_claims.iter().flatten())
+            .filter_map(|c| {
+                let name = match (&c.resource_claim_name, &c.resource_claim_template_name) {
+                    (Some(n), _) => n,
+                    (None, Some(_)) => statuses
+                        .into_iter()
+                        .flatten()
+                        .find(|s| s.name == c.name)?
+                        .resource_claim_name
+                        .as_ref()?,
+                    (None, None) => return None,
+                };
+                self.claims.get(&format!("{ns}/{name}")).cloned()
+            })
+            .collect()
+    }
+
     /// PreFilter's check of an unallocated claim: every class its requests
     /// (and their alternatives) name exists.
     fn check_classes(&self, claim: &ResourceClaim) -> Result<(), ClaimRefusal> {

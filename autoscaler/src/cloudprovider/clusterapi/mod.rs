@@ -23,8 +23,9 @@
 //!   segment as upstream normalises it; else by the Node's
 //!   `cluster.x-k8s.io/machine` and `cluster.x-k8s.io/cluster-namespace`
 //!   annotations. Machines that have no node yet, are being deleted or
-//!   report `status.failureMessage` are instances with upstream's
-//!   placeholder ids (`pending-machine-<ns>_<name>`, ...).
+//!   have failed (`status.failureMessage` in the `Failed` phase, as CA 1.37
+//!   reads it) are instances with upstream's placeholder ids
+//!   (`pending-machine-<ns>_<name>`, ...).
 //! - **Scale from zero** ([`scalefromzero`]): the capacity annotations win,
 //!   else the infrastructure template's `status.capacity` and
 //!   `status.nodeInfo`; a group at zero with neither is not a node group,

@@ -163,7 +163,11 @@ fn instance(m: &DynamicObject) -> Option<Instance> {
     let placeholder = |prefix: &str| format!("{prefix}{ns}_{name}");
     let deleting = m.metadata.deletion_timestamp.is_some();
     let has_node = m.data.pointer("/status/nodeRef").is_some();
-    if m.data.pointer("/status/failureMessage").is_some() {
+    // A failure counts only in the Failed phase (CA 1.37): a leftover
+    // message on a Machine that went on is not a failed instance.
+    let failed = m.data.pointer("/status/failureMessage").is_some()
+        && m.data.pointer("/status/phase").and_then(Value::as_str) == Some("Failed");
+    if failed {
         let (state, code, message) = if deleting {
             (
                 InstanceState::Deleting,
@@ -387,5 +391,47 @@ impl NodeGroup for ClusterApiNodeGroup {
             ),
             Err(e) => format!("{} ({e})", self.id),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn machine(status: Value) -> DynamicObject {
+        serde_json::from_value(
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": "m", "namespace": "ns"},
+            "spec": {"providerID": "kwok://node-m"}, "status": status}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_failure_message_counts_only_in_the_failed_phase() {
+        let failed = instance(&machine(
+            json!({"phase": "Failed", "failureMessage": "boom"}),
+        ))
+        .unwrap();
+        assert_eq!(failed.id, "failed-machine-ns_m");
+        assert_eq!(failed.state, Some(InstanceState::Creating));
+        assert_eq!(failed.error.unwrap().code, "ProvisioningFailed");
+        // A message left over while the Machine goes on provisioning.
+        let pending = instance(&machine(
+            json!({"phase": "Provisioning", "failureMessage": "transient"}),
+        ))
+        .unwrap();
+        assert_eq!(pending.id, "pending-machine-ns_m");
+        assert_eq!(pending.state, Some(InstanceState::Creating));
+        assert!(pending.error.is_none());
+        // And once it has its node.
+        let running = instance(&machine(
+            json!({"phase": "Running", "failureMessage": "transient",
+            "nodeRef": {"kind": "Node", "name": "node-m"}}),
+        ))
+        .unwrap();
+        assert_eq!(running.id, "kwok://node-m");
+        assert_eq!(running.state, Some(InstanceState::Running));
     }
 }

@@ -10,6 +10,7 @@
 //! - Taking off ([`unreserve`]): the pod leaves `reservedFor`; a claim the
 //!   pod owns (made from its template), or one nobody else uses, loses its
 //!   allocation, so the pod can be placed elsewhere (removal simulation).
+//!   A claim of the pod that is not tracked is skipped, as CA 1.37 does.
 //! - A node made from a template ([`slices_for_node`]) gets the
 //!   template's node-local slices as its own: renamed after it, with pools
 //!   of its own (`<pool>-<node>`), so its devices are not the template's
@@ -74,14 +75,12 @@ pub fn reserve(dra: &DraObjects, pod: &Pod, node: &NodeInfo) -> Vec<ResourceClai
 }
 
 /// The claims as they are once `pod` is taken off its node (only those
-/// that change).
+/// that change). A claim that is not tracked is skipped; the others are
+/// released all the same.
 pub fn unreserve(dra: &DraObjects, pod: &Pod) -> Vec<ResourceClaim> {
-    let Ok(claims) = dra.claims_of(pod) else {
-        return Vec::new();
-    };
     let uid = pod.metadata.uid.as_deref().unwrap_or("");
     let mut out = Vec::new();
-    for (_, claim) in claims {
+    for claim in dra.tracked_claims_of(pod) {
         if !claim.reserved_for(uid) && !claim.owned_by(uid) {
             continue;
         }
@@ -201,6 +200,32 @@ mod tests {
         assert_eq!(s.find_fit(&pod("b", "b"), 0, |_| true), Some(0));
         s.revert();
         assert_eq!(holder(&s, "a").as_deref(), Some("n1"));
+    }
+
+    #[test]
+    fn taking_a_pod_off_releases_its_tracked_claims_when_another_is_gone() {
+        let mut s = Snapshot::new(vec![gpu_node("n1", 2)]).with_dra(dra(&["a", "gone"]));
+        let x = PodInfo::new(Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": "x", "namespace": "default",
+                    "uid": "uid-x"},
+                "spec": {"containers": [{"name": "c", "image": "i"}],
+                    "resourceClaims": [{"name": "one", "resourceClaimName": "a"},
+                        {"name": "two", "resourceClaimName": "gone"}]}}))
+            .unwrap(),
+        ));
+        s.add_pod(0, x);
+        assert_eq!(holder(&s, "a").as_deref(), Some("n1"));
+        let mut without = (*s.dra()).clone();
+        without.remove_claim("default/gone");
+        let mut s = s.with_dra(Arc::new(without));
+        s.commit();
+        assert!(s.remove_pod(0, "default/x").is_some());
+        assert_eq!(
+            holder(&s, "a"),
+            None,
+            "released although its sibling is gone"
+        );
+        assert!(!s.dra().claims["default/a"].reserved_for("uid-x"));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! What the schema and rule tests share: upstream CA 1.36.1's CRDs (the
+//! What the schema and rule tests share: upstream CA 1.37's CRDs (the
 //! fixtures in `tests/fixtures`), objects of them, and a root schema.
 #![allow(clippy::unwrap_used)]
 

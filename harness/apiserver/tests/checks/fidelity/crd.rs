@@ -16,7 +16,7 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// A server with upstream CA 1.36.1's three CRDs installed.
+/// A server with upstream CA 1.37's three CRDs installed.
 async fn with_crds() -> apiserver::ApiServer {
     let api = server();
     for name in ["capacitybuffers", "provisioningrequests", "capacityquotas"] {

@@ -1,4 +1,4 @@
-//! The rules of the Cluster Autoscaler's CRDs (1.36.1), passing and failing
+//! The rules of the Cluster Autoscaler's CRDs (1.37), passing and failing
 //! as kube-apiserver reports them.
 
 use serde_json::{Value, json};

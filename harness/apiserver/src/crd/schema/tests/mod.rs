@@ -1,5 +1,5 @@
 //! Tests of structural schemas, each naming the upstream behaviour it
-//! mirrors. The CRDs are Cluster Autoscaler 1.36.1's (tests/fixtures).
+//! mirrors. The CRDs are Cluster Autoscaler 1.37's (tests/fixtures).
 
 mod defaulting;
 mod parsing;

@@ -20,7 +20,7 @@ fn spec_with(properties: Value) -> Value {
 
 #[test]
 fn cluster_autoscaler_crds_are_structural() {
-    // The CA 1.36.1 CRDs are accepted by kube-apiserver.
+    // The CA 1.37 CRDs are accepted by kube-apiserver.
     for name in ["capacitybuffers", "capacityquotas", "provisioningrequests"] {
         let crd = crd(name);
         for (i, v) in crd["spec"]["versions"]
