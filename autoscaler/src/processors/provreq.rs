@@ -484,13 +484,18 @@ impl PodListProcessor for BookCapacity {
 
     fn process(&self, ctx: &mut PodListContext<'_>, pods: Vec<PodInfo>) -> Vec<PodInfo> {
         let p = &self.0;
-        let scheduled = scheduled_per_request(ctx.snapshot);
+        // Counted once, when a request is booked.
+        let mut scheduled = None;
         let mut booked = Vec::new();
         for req in p.client.list() {
             if !conditions::should_capacity_be_booked(&req.pr, &p.settings.processor_instance) {
                 continue;
             }
-            let placed = scheduled.get(&req.pr.key()).copied().unwrap_or(0);
+            let placed = scheduled
+                .get_or_insert_with(|| scheduled_per_request(ctx.snapshot))
+                .get(&req.pr.key())
+                .copied()
+                .unwrap_or(0);
             if placed >= req.pr.pod_count() {
                 p.decide(req.pr, &Verdict::BookingConsumed);
                 continue;
