@@ -450,7 +450,7 @@ pub const IN_PROCESS_STEPS: [(&str, &str); 1] = [(
 /// a binary counts in real time: scaled, their window would end long
 /// before. They run in binary mode only at `--time-scale 1`.
 pub const FIXED_WAIT_STEPS: [(&str, &str); 1] = [(
-    "\"BookingExpired=True\"",
+    "\"BookingExpired=True\" with reason \"CapacityReservationTimeExpired\"",
     "waits for CA's 10-minute booking of a ProvisioningRequest, a constant that a binary counts in real minutes (run it with --time-scale 1)",
 )];
 
@@ -792,6 +792,19 @@ mod tests {
             r#"the deployment "web" is deleted"#,
         ];
         assert_eq!(info("1.29.5", &[]).unmet(&[], deletion).len(), 1);
+    }
+
+    #[test]
+    fn only_a_booking_that_runs_its_ten_minutes_needs_real_time() {
+        let expired = [
+            r#"within 12 minutes the ProvisioningRequest "a" has the condition "BookingExpired=True" with reason "CapacityReservationTimeExpired""#,
+        ];
+        assert_eq!(fixed_wait_unmet(expired, 60.0).len(), 1);
+        assert!(fixed_wait_unmet(expired, 1.0).is_empty());
+        let consumed = [
+            r#"within 3 minutes the ProvisioningRequest "a" has the condition "BookingExpired=True" with reason "CapacityBookingConsumed""#,
+        ];
+        assert!(fixed_wait_unmet(consumed, 60.0).is_empty());
     }
 
     #[test]
