@@ -651,6 +651,7 @@ mod tests {
             "cluster_autoscaler_failed_scale_ups_total{reason=\"timeout\",gpu_resource_name=\"\",gpu_name=\"\",dra_drivers=\"\"} 0",
             "cluster_autoscaler_scaled_down_nodes_total{reason=\"empty\",gpu_resource_name=\"\",gpu_name=\"\",dra_drivers=\"\"} 0",
             "cluster_autoscaler_evicted_pods_total{eviction_result=\"failed\"} 0",
+            "cluster_autoscaler_failed_node_creations_total{reason=\"timeout\"} 0",
             "cluster_autoscaler_function_duration_seconds_count{function=\"main\"} 1",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
