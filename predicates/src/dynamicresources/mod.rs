@@ -65,41 +65,44 @@ pub fn has_claims(pod: &Pod) -> bool {
 /// `status.resourceClaimStatuses`; not there yet: the claim is not
 /// created yet). An entry whose status says no claim is needed is skipped.
 pub fn pod_claims(pod: &Pod) -> Result<Vec<PodClaim>, ClaimRefusal> {
+    claim_entries(pod).filter_map(Result::transpose).collect()
+}
+
+/// Each of the pod's claim entries resolved: its claim, none when it needs
+/// no claim, or an error when its claim is not created yet.
+fn claim_entries(pod: &Pod) -> impl Iterator<Item = Result<Option<PodClaim>, ClaimRefusal>> + '_ {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let statuses = pod
         .status
         .as_ref()
         .and_then(|s| s.resource_claim_statuses.as_ref());
-    let mut out = Vec::new();
-    let entries = pod
-        .spec
+    pod.spec
         .iter()
-        .flat_map(|s| s.resource_claims.iter().flatten());
-    for c in entries {
-        let name = match (&c.resource_claim_name, &c.resource_claim_template_name) {
-            (Some(n), _) => n.clone(),
-            (None, Some(_)) => {
-                let status = statuses
-                    .into_iter()
-                    .flatten()
-                    .find(|s| s.name == c.name)
-                    .ok_or_else(|| {
-                        let pod_name = pod.metadata.name.as_deref().unwrap_or("");
-                        ClaimRefusal::NotCreatedYet(format!("{ns}/{pod_name}"))
-                    })?;
-                match &status.resource_claim_name {
-                    Some(n) => n.clone(),
-                    None => continue,
+        .flat_map(|s| s.resource_claims.iter().flatten())
+        .map(move |c| {
+            let name = match (&c.resource_claim_name, &c.resource_claim_template_name) {
+                (Some(n), _) => n.clone(),
+                (None, Some(_)) => {
+                    let status = statuses
+                        .into_iter()
+                        .flatten()
+                        .find(|s| s.name == c.name)
+                        .ok_or_else(|| {
+                            let pod_name = pod.metadata.name.as_deref().unwrap_or("");
+                            ClaimRefusal::NotCreatedYet(format!("{ns}/{pod_name}"))
+                        })?;
+                    match &status.resource_claim_name {
+                        Some(n) => n.clone(),
+                        None => return Ok(None),
+                    }
                 }
-            }
-            (None, None) => continue,
-        };
-        out.push(PodClaim {
-            name: c.name.clone(),
-            key: format!("{ns}/{name}"),
-        });
-    }
-    Ok(out)
+                (None, None) => return Ok(None),
+            };
+            Ok(Some(PodClaim {
+                name: c.name.clone(),
+                key: format!("{ns}/{name}"),
+            }))
+        })
 }
 
 impl DraObjects {
@@ -158,27 +161,8 @@ impl DraObjects {
     /// `findPodClaims` with `ignoreNotTracked`, as CA 1.37 fixed it: it once
     /// left a hole that crashed the removal of such a pod).
     pub fn tracked_claims_of(&self, pod: &Pod) -> Vec<Arc<ResourceClaim>> {
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let statuses = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.resource_claim_statuses.as_ref());
-        pod.spec
-            .iter()
-            .flat_map(|s| s.resource_claims.iter().flatten())
-            .filter_map(|c| {
-                let name = match (&c.resource_claim_name, &c.resource_claim_template_name) {
-                    (Some(n), _) => n,
-                    (None, Some(_)) => statuses
-                        .into_iter()
-                        .flatten()
-                        .find(|s| s.name == c.name)?
-                        .resource_claim_name
-                        .as_ref()?,
-                    (None, None) => return None,
-                };
-                self.claims.get(&format!("{ns}/{name}")).cloned()
-            })
+        claim_entries(pod)
+            .filter_map(|c| self.claims.get(&c.ok()??.key).cloned())
             .collect()
     }
 
