@@ -55,6 +55,23 @@ pub struct PodListContext<'a> {
     pub skipped: usize,
 }
 
+#[cfg(test)]
+impl<'a> PodListContext<'a> {
+    /// A context as a loop starts one: the default expendable cutoff
+    /// (`-10`), no draining pods, no batching timeout.
+    pub fn for_test(snapshot: &'a mut Snapshot, metrics: &'a Metrics) -> Self {
+        Self {
+            snapshot,
+            expendable_cutoff: -10,
+            draining_pods: Vec::new(),
+            metrics,
+            schedulable: Vec::new(),
+            batching_timeout: None,
+            skipped: 0,
+        }
+    }
+}
+
 /// One step of the chain (upstream's `PodListProcessor`).
 pub trait PodListProcessor: Send + Sync {
     /// Upstream's name of the processor.
@@ -329,15 +346,8 @@ mod tests {
     fn left_by(chain: &PodListProcessors) -> Vec<String> {
         let metrics = Metrics::new(false);
         let mut snapshot = Snapshot::new(vec![node("n1", "1")]);
-        let mut ctx = PodListContext {
-            snapshot: &mut snapshot,
-            expendable_cutoff: -10,
-            draining_pods: vec![pod("from-draining-node", "2", json!({}))],
-            metrics: &metrics,
-            schedulable: Vec::new(),
-            batching_timeout: None,
-            skipped: 0,
-        };
+        let mut ctx = PodListContext::for_test(&mut snapshot, &metrics);
+        ctx.draining_pods = vec![pod("from-draining-node", "2", json!({}))];
         let pods = vec![
             pod("fits", "1", json!({})),
             pod("too-big", "2", json!({})),
@@ -410,15 +420,8 @@ mod tests {
         // the count of pods not reached.
         let metrics = Metrics::new(false);
         let mut snapshot = Snapshot::new(vec![node("n1", "1")]);
-        let mut ctx = PodListContext {
-            snapshot: &mut snapshot,
-            expendable_cutoff: -10,
-            draining_pods: Vec::new(),
-            metrics: &metrics,
-            schedulable: Vec::new(),
-            batching_timeout: Some(std::time::Duration::ZERO),
-            skipped: 0,
-        };
+        let mut ctx = PodListContext::for_test(&mut snapshot, &metrics);
+        ctx.batching_timeout = Some(std::time::Duration::ZERO);
         assert!(FilterOutSchedulable.process(&mut ctx, pods()).is_empty());
         assert_eq!(ctx.skipped, 3);
     }

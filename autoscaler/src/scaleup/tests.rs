@@ -249,15 +249,7 @@ fn listed_and_not_expendable(pods: &[PodInfo], bypassed: &[String]) -> Vec<PodIn
     use crate::processors::pods::{FilterOutExpendable, PodListContext, PodListProcessor};
     let metrics = crate::metrics::Metrics::new(false);
     let mut snap = Snapshot::new(Vec::new());
-    let mut ctx = PodListContext {
-        snapshot: &mut snap,
-        expendable_cutoff: -10,
-        draining_pods: Vec::new(),
-        metrics: &metrics,
-        schedulable: Vec::new(),
-        batching_timeout: None,
-        skipped: 0,
-    };
+    let mut ctx = PodListContext::for_test(&mut snap, &metrics);
     FilterOutExpendable.process(&mut ctx, pending_pods(pods.iter(), bypassed))
 }
 

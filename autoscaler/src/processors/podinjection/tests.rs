@@ -134,15 +134,7 @@ fn the_limit_drops_fake_pods_first_and_never_real_ones() {
     let real = |n: &str| pod(n, "web", "2026-01-01T00:00:00Z", None);
     let fakes = make_fake_pods("web", &real("web-a"), 8);
     let mut left = |limit: usize| {
-        let mut ctx = PodListContext {
-            snapshot: &mut snapshot,
-            expendable_cutoff: -10,
-            draining_pods: Vec::new(),
-            metrics: &metrics,
-            schedulable: Vec::new(),
-            batching_timeout: None,
-            skipped: 0,
-        };
+        let mut ctx = PodListContext::for_test(&mut snapshot, &metrics);
         let pods: Vec<PodInfo> = [real("web-a"), real("web-b")]
             .into_iter()
             .chain(fakes.clone())
