@@ -65,6 +65,7 @@ fn measured_run(dump: &Path, hours: u64, sides: usize) {
         seed: 1,
         parallel: sides,
         sweep: Vec::new(),
+        case: None,
     };
     let started = Instant::now();
     let report = whatif::run(&what).expect("the what-if runs");

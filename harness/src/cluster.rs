@@ -172,6 +172,7 @@ pub struct ClusterBuilder {
     pub(crate) capi: bool,
     pub(crate) aws: Option<String>,
     pub(crate) epoch: Option<std::time::SystemTime>,
+    pub(crate) without_stages: Vec<String>,
 }
 
 impl ClusterBuilder {
@@ -215,6 +216,20 @@ impl ClusterBuilder {
             Ok(s) => self.stages.extend(s),
             Err(e) => self.errors.push(e.to_string()),
         }
+        self
+    }
+
+    /// Leaves a default kwok stage out by name: `node-heartbeat-with-lease`
+    /// for a cluster in which nothing reads node heartbeats (no node
+    /// lifecycle controller runs here), so no node is patched every ten
+    /// minutes for nothing.
+    pub fn without_stage(mut self, name: &str) -> Self {
+        if !kwok::default_stages().iter().any(|s| s.name() == name) {
+            self.errors.push(format!(
+                "without_stage: no default kwok stage is named {name:?}"
+            ));
+        }
+        self.without_stages.push(name.to_string());
         self
     }
 
@@ -291,6 +306,7 @@ impl ClusterBuilder {
         };
         let api = apiserver::ApiServer::start(clock.clone()).map_err(ClusterError::from)?;
         let mut stages = kwok::default_stages();
+        stages.retain(|s| !self.without_stages.iter().any(|n| n == s.name()));
         stages.extend(self.stages);
         // Stage objects can be added while the cluster runs (fault
         // injection in scenarios); their CRD exists before kwok watches.
@@ -478,6 +494,50 @@ impl Cluster {
 
     /// Creates any object from its JSON form (built-in or custom kind).
     pub async fn create(&self, obj: Value) -> Result<(), ClusterError> {
+        self.create_with(obj, false).await
+    }
+
+    /// Sends `obj` to be created in a server dry run (`dryRun=All`): the
+    /// API server checks it as for a create and stores nothing.
+    pub async fn create_dry_run(&self, obj: Value) -> Result<(), ClusterError> {
+        self.create_with(obj, true).await
+    }
+
+    /// Whether the object `obj` names (kind, namespace, name) exists.
+    pub async fn exists(&self, obj: &Value) -> Result<bool, ClusterError> {
+        let (api, kind, name) = self.api_of(obj).await?;
+        api.get_opt(&name)
+            .await
+            .map(|o| o.is_some())
+            .map_err(|source| ClusterError::Api {
+                what: format!("getting {kind} {name}"),
+                source,
+            })
+    }
+
+    async fn create_with(&self, obj: Value, dry_run: bool) -> Result<(), ClusterError> {
+        let (api, kind, name) = self.api_of(&obj).await?;
+        let dynamic: DynamicObject = serde_json::from_value(obj)
+            .map_err(|e| ClusterError::Invalid(format!("{kind} {name}: {e}")))?;
+        let params = PostParams {
+            dry_run,
+            ..PostParams::default()
+        };
+        api.create(&params, &dynamic)
+            .await
+            .map_err(|source| ClusterError::Api {
+                what: format!("creating {kind} {name}"),
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// The API of the object `obj` names (found by discovery), its kind
+    /// and its name.
+    async fn api_of(
+        &self,
+        obj: &Value,
+    ) -> Result<(Api<DynamicObject>, String, String), ClusterError> {
         let api_version = obj
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -510,15 +570,7 @@ impl Cluster {
         } else {
             Api::all_with(self.client.clone(), &resource)
         };
-        let dynamic: DynamicObject = serde_json::from_value(obj)
-            .map_err(|e| ClusterError::Invalid(format!("{kind} {name}: {e}")))?;
-        api.create(&PostParams::default(), &dynamic)
-            .await
-            .map_err(|source| ClusterError::Api {
-                what: format!("creating {kind} {name}"),
-                source,
-            })?;
-        Ok(())
+        Ok((api, kind, name))
     }
 
     /// The waits check every `poll` of the cluster's time instead of every

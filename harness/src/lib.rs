@@ -19,6 +19,9 @@
 //! - [`backend`]: where a cluster runs, behind one trait: embedded, our
 //!   testbed image, kwok's cluster image or a kind node, the last three in
 //!   containers ([`container`]: Docker or podman through the Docker API).
+//! - [`indexed_job`]: work split over the pods of a Kubernetes Indexed Job
+//!   (a what-if sweep's cases, the suite's shards), and finding their
+//!   results.
 //! - [`EmbeddedApiServer`]: the API server alone, served over TLS with a
 //!   kubeconfig, for external binaries and kubectl.
 //!
@@ -33,6 +36,7 @@ pub mod cluster;
 pub mod container;
 pub mod controllers;
 pub mod crds;
+pub mod indexed_job;
 pub mod kwok_provider;
 pub mod scheduler;
 

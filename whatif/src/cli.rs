@@ -4,7 +4,10 @@
 //! report as `report.json`, `report.md` and `report.html` (with SVG
 //! timelines) under `--out`, and exits 3 when
 //! a side's pending pod-minutes pass `--max-pending-pod-minutes` (a gate
-//! for CI).
+//! for CI). A sweep's cases can run apart: `--case I` runs one,
+//! `--emit-job FILE` writes a Kubernetes Indexed Job that runs each in a
+//! pod of its own ([`crate::job`]), and `testbed whatif merge` makes one
+//! report of their reports ([`crate::merge`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +23,11 @@ const GATE_FAILED: u8 = 3;
 
 /// `testbed whatif`'s arguments.
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    /// Work on a sweep's case reports instead of running.
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// The cluster's state: `kubectl get ... -A -o json|yaml` output,
     /// multi-document YAML, or an autoscaler's `/snapshotz` answer.
     #[arg(required_unless_present = "kubeconfig", value_name = "FILE")]
@@ -51,6 +58,39 @@ pub struct Args {
     /// go in `--flags`.
     #[arg(long = "sweep", value_name = "FLAG=VALUES", conflicts_with_all = ["sides", "binaries"])]
     pub sweeps: Vec<String>,
+    /// Run only this case of the sweep (from 0, in the order of the
+    /// sweep's table): what each pod of an `--emit-job` Job runs, its
+    /// `JOB_COMPLETION_INDEX` given here. `testbed whatif merge` makes one
+    /// report of the cases' reports.
+    #[arg(long, value_name = "INDEX", requires = "sweeps")]
+    pub case: Option<usize>,
+    /// Write a Kubernetes Indexed Job that runs the sweep's cases, one per
+    /// completion, to FILE (YAML, with a ConfigMap holding the input files)
+    /// instead of running them here. Each pod writes its case's report
+    /// under `/results/JOB/case-INDEX` on the `--results-claim` volume;
+    /// `testbed whatif merge` collects them.
+    #[arg(long, value_name = "FILE", requires = "sweeps", conflicts_with_all = ["case", "kubeconfig"])]
+    pub emit_job: Option<PathBuf>,
+    /// The Job's name (`--emit-job`).
+    #[arg(long, default_value = "whatif-sweep", value_name = "NAME")]
+    pub job_name: String,
+    /// The image the Job's pods run: one whose entrypoint is `testbed`
+    /// (`deploy/image-from-binary.sh target/dist/testbed IMAGE`, or
+    /// `deploy/Dockerfile`).
+    #[arg(long, default_value = "localhost/testbed:dev", value_name = "IMAGE")]
+    pub image: String,
+    /// How many of the Job's pods run at once (default: every case).
+    #[arg(long, value_name = "N")]
+    pub parallelism: Option<usize>,
+    /// The PersistentVolumeClaim (ReadWriteMany) the Job's pods write
+    /// their reports to.
+    #[arg(long, default_value = "whatif-results", value_name = "CLAIM")]
+    pub results_claim: String,
+    /// A PersistentVolumeClaim holding the input files (by their file
+    /// names) instead of the ConfigMap, for inputs over the 1 MiB a
+    /// ConfigMap holds.
+    #[arg(long, value_name = "CLAIM")]
+    pub input_claim: Option<String>,
     /// Cluster time per real time for binary sides: 60 runs a simulated
     /// hour in a real minute.
     #[arg(long, default_value_t = 60.0, value_name = "SCALE")]
@@ -98,10 +138,36 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration such as 90m or 24h"))
 }
 
+/// `testbed whatif`'s subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Make one report of a sweep's case reports (`--case`, the pods of an
+    /// `--emit-job` Job): the same table, plot and Pareto front as the
+    /// sweep run at once.
+    Merge(MergeArgs),
+}
+
+/// `testbed whatif merge`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Case reports: `report.json` files, directories holding one, or
+    /// directories whose subdirectories do (`/results/JOB`).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Where `report.json`, `report.md` and `report.html` are written.
+    #[arg(long, default_value = "target/whatif", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
 /// Runs the command; its exit status. `launcher` starts the binaries of
 /// binary sides (none: `--binary` is refused).
 pub fn main(args: Args, launcher: Option<Arc<dyn Launcher>>) -> ExitCode {
-    match what_if(&args, launcher) {
+    let result = match &args.command {
+        Some(Command::Merge(m)) => merge(m),
+        None if args.emit_job.is_some() => emit_job(&args),
+        None => what_if(&args, launcher),
+    };
+    match result {
         Ok(status) => status,
         Err(e) => {
             eprintln!("testbed whatif: {e}");
@@ -113,32 +179,7 @@ pub fn main(args: Args, launcher: Option<Arc<dyn Launcher>>) -> ExitCode {
 fn what_if(args: &Args, launcher: Option<Arc<dyn Launcher>>) -> Result<ExitCode, String> {
     let what = request(args, launcher).map_err(|e| e.to_string())?;
     let report = crate::run(&what).map_err(|e| e.to_string())?;
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    let markdown = report.markdown();
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
-    let html = crate::html::page(&report);
-    for (name, text) in [
-        ("report.json", &json),
-        ("report.md", &markdown),
-        ("report.html", &html),
-    ] {
-        let path = args.out.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    }
-    // The input and the outcome; the sides' details are in the files.
-    let short = markdown
-        .split("\n## Side ")
-        .next()
-        .unwrap_or(&markdown)
-        .to_string();
-    print!("{short}");
-    println!(
-        "\nreport: {}, {} and {}",
-        args.out.join("report.json").display(),
-        args.out.join("report.md").display(),
-        args.out.join("report.html").display()
-    );
+    write(&report, &args.out)?;
     if let Some(max) = args.max_pending_pod_minutes {
         let over: Vec<String> = report
             .sides
@@ -154,6 +195,66 @@ fn what_if(args: &Args, launcher: Option<Arc<dyn Launcher>>) -> Result<ExitCode,
             return Ok(ExitCode::from(GATE_FAILED));
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `report.json`, `report.md` and `report.html` under `out` and
+/// prints the input and the outcome (the sides' details are in the
+/// files).
+fn write(report: &crate::report::Report, out: &std::path::Path) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    let markdown = report.markdown();
+    std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
+    let html = crate::html::page(report);
+    for (name, text) in [
+        ("report.json", &json),
+        ("report.md", &markdown),
+        ("report.html", &html),
+    ] {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    let short = markdown
+        .split("\n## Side ")
+        .next()
+        .unwrap_or(&markdown)
+        .to_string();
+    print!("{short}");
+    println!(
+        "\nreport: {}, {} and {}",
+        out.join("report.json").display(),
+        out.join("report.md").display(),
+        out.join("report.html").display()
+    );
+    Ok(())
+}
+
+/// `--emit-job`: checks the sweep as a run would, then writes the Job.
+fn emit_job(args: &Args) -> Result<ExitCode, String> {
+    let what = request(args, None).map_err(|e| e.to_string())?;
+    crate::check(&what).map_err(|e| e.to_string())?;
+    let path = args
+        .emit_job
+        .as_deref()
+        .unwrap_or(std::path::Path::new("-"));
+    let manifest =
+        crate::job::manifest(args, what.sides.len()).map_err(|e| format!("--emit-job: {e}"))?;
+    std::fs::write(path, &manifest).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!(
+        "{}: Job {} runs {} cases; results under /results/{} on claim {}; then `testbed whatif merge DIR`",
+        path.display(),
+        args.job_name,
+        what.sides.len(),
+        args.job_name,
+        args.results_claim
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `testbed whatif merge`.
+fn merge(args: &MergeArgs) -> Result<ExitCode, String> {
+    let report = crate::merge::merge(&args.paths).map_err(|e| e.to_string())?;
+    write(&report, &args.out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -195,7 +296,19 @@ pub fn request(
         .map(|a| crate::sweep::Dimension::parse(a))
         .collect::<Result<Vec<_>, _>>()?;
     if !sweep.is_empty() {
-        for case in crate::sweep::cases(&sweep)? {
+        let cases = crate::sweep::cases(&sweep)?;
+        let chosen: Vec<(usize, Vec<(String, String)>)> = match args.case {
+            Some(i) if i >= cases.len() => {
+                return Err(crate::sweep::SweepError::NoCase {
+                    index: i,
+                    cases: cases.len(),
+                }
+                .into());
+            }
+            Some(i) => cases.into_iter().enumerate().skip(i).take(1).collect(),
+            None => cases.into_iter().enumerate().collect(),
+        };
+        for (_, case) in chosen {
             let name = crate::sweep::case_name(&case);
             sides.push(SideSpec {
                 flags: Flags::parse(
@@ -269,6 +382,7 @@ pub fn request(
         prices: prices(&args.prices).map_err(crate::WhatIfError::Price)?,
         parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
         sweep,
+        case: args.case,
     })
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::flags::Deployed;
 use crate::groups::{Bounds, Grouping};
@@ -15,26 +15,56 @@ use crate::kinds::Kind;
 use crate::plan::{Dropped, Plan};
 
 /// One kind's row.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     /// The kind, or what was derived (`node group bounds`).
     pub what: String,
     /// Objects read.
     pub count: usize,
-    /// `loaded`, `read`, `derived`, `defaulted`, `missing` or
-    /// `unreadable` (a live cluster would not list them).
-    pub status: &'static str,
+    /// How the run has it.
+    pub status: Status,
     /// What it means for the run.
     pub note: String,
 }
 
+/// How the run has a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Created in the cluster as read.
+    Loaded,
+    /// Read and used, not created.
+    Read,
+    /// Made from other objects.
+    Derived,
+    /// Not in the input: a default stands in.
+    Defaulted,
+    /// Not in the input.
+    Missing,
+    /// A live cluster would not list them.
+    Unreadable,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Loaded => "loaded",
+            Status::Read => "read",
+            Status::Derived => "derived",
+            Status::Defaulted => "defaulted",
+            Status::Missing => "missing",
+            Status::Unreadable => "unreadable",
+        })
+    }
+}
+
 /// What was read and how it was used.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Coverage {
-    /// Each file and its form (`objects` or `snapshotz`).
-    pub files: Vec<(String, &'static str)>,
+    /// Each file and its form.
+    pub files: Vec<(String, Format)>,
     /// One row per kind, then the derived rows.
     pub rows: Vec<Row>,
     /// Objects of kinds the what-if does not use, by kind.
@@ -94,42 +124,46 @@ impl Coverage {
             let count = input.of(kind).count() - derived;
             let (status, note) = match kind {
                 _ if derived > 0 => (
-                    if count == 0 { "derived" } else { "loaded" },
+                    if count == 0 {
+                        Status::Derived
+                    } else {
+                        Status::Loaded
+                    },
                     format!("{derived} more made from the pods that name them"),
                 ),
                 _ if count == 0 && snapshotz && kind == Kind::PodDisruptionBudget => (
-                    "missing",
+                    Status::Missing,
                     "a /snapshotz holds none: no budget limits evictions".to_string(),
                 ),
                 _ if count == 0 && input.unreadable.contains_key(kind.name()) => (
-                    "unreadable",
+                    Status::Unreadable,
                     format!(
                         "the cluster would not list them ({}): {}",
                         input.unreadable[kind.name()],
                         when_missing(kind)
                     ),
                 ),
-                _ if count == 0 => ("missing", when_missing(kind).to_string()),
+                _ if count == 0 => (Status::Missing, when_missing(kind).to_string()),
                 Kind::ConfigMap => (
-                    "read",
+                    Status::Read,
                     "the priority expander's only; others are not used".to_string(),
                 ),
                 Kind::Pod => (
-                    "loaded",
+                    Status::Loaded,
                     format!(
                         "{} bound where they were, {} pending",
                         plan.bound_pods, plan.pending_pods
                     ),
                 ),
                 Kind::Node => (
-                    "loaded",
+                    Status::Loaded,
                     format!(
                         "as kwok nodes; {} in node groups, {} in none",
                         count - grouping.ungrouped.len(),
                         grouping.ungrouped.len()
                     ),
                 ),
-                _ => ("loaded", String::new()),
+                _ => (Status::Loaded, String::new()),
             };
             rows.push(Row {
                 what: kind.name().into(),
@@ -148,9 +182,9 @@ impl Coverage {
             what: "node group bounds".into(),
             count: grouping.groups.len(),
             status: if defaulted.is_empty() {
-                "read"
+                Status::Read
             } else {
-                "defaulted"
+                Status::Defaulted
             },
             note: if defaulted.is_empty() {
                 "from --nodes or the kwok provider's templates".into()
@@ -170,9 +204,9 @@ impl Coverage {
             what: "node group templates".into(),
             count: grouping.groups.len(),
             status: if from_nodes == grouping.groups.len() {
-                "derived"
+                Status::Derived
             } else {
-                "read"
+                Status::Read
             },
             note: format!(
                 "{from_nodes} made from a node of the group, {} the autoscaler's own",
@@ -183,9 +217,9 @@ impl Coverage {
             what: "autoscaler flags".into(),
             count: usize::from(deployed.is_some()),
             status: if deployed.is_some() {
-                "read"
+                Status::Read
             } else {
-                "missing"
+                Status::Missing
             },
             note: match deployed {
                 Some(d) => format!("from {}", d.object),
@@ -196,24 +230,12 @@ impl Coverage {
             rows.push(Row {
                 what: "pods that fit no node".into(),
                 count: 0,
-                status: "missing",
+                status: Status::Missing,
                 note: "a /snapshotz lists only pending pods that fit a node".into(),
             });
         }
         Coverage {
-            files: input
-                .files
-                .iter()
-                .map(|(f, format)| {
-                    (
-                        f.clone(),
-                        match format {
-                            Format::Objects => "objects",
-                            Format::Snapshotz => "snapshotz",
-                        },
-                    )
-                })
-                .collect(),
+            files: input.files.clone(),
             rows,
             unused: input.unused.clone(),
             dropped: plan.dropped.clone(),

@@ -87,7 +87,7 @@ pub enum GroupError {
 }
 
 /// Where a group's size bounds came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Bounds {
     /// A `--nodes MIN:MAX:NAME` flag (the autoscaler's, or given).
@@ -100,7 +100,7 @@ pub enum Bounds {
 }
 
 /// A node group of the what-if.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Group {
     /// Its name (a label value: the kwok provider's group name).

@@ -135,12 +135,22 @@ fn describe(kind: &str, namespace: &str, name: &str) -> String {
 }
 
 /// The form a file was read in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Kubernetes objects or Lists (JSON or YAML).
     Objects,
     /// An autoscaler's `/snapshotz` answer.
     Snapshotz,
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Objects => "objects",
+            Format::Snapshotz => "snapshotz",
+        })
+    }
 }
 
 /// Everything read from the input files.

@@ -32,9 +32,11 @@ pub mod flags;
 pub mod groups;
 pub mod html;
 pub mod input;
+pub mod job;
 pub mod kinds;
 pub mod live;
 pub mod load;
+pub mod merge;
 pub mod observe;
 pub mod owners;
 pub mod plan;
@@ -135,14 +137,97 @@ pub struct WhatIf {
     /// The swept flags, when the sides are a sweep's cases (in the
     /// order of [`sweep::cases`]).
     pub sweep: Vec<sweep::Dimension>,
+    /// The one case of the sweep the sides are, when not all of them.
+    pub case: Option<usize>,
 }
 
 /// Where the cluster's clock starts when the input does not say when it
 /// was taken.
 const DEFAULT_EPOCH_SECONDS: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 
+/// What the sides run on: the input read and checked, before anything
+/// runs.
+struct Prepared {
+    sides: Vec<SideSpec>,
+    groupings: Vec<groups::Grouping>,
+    plan: plan::Plan,
+    coverage: Coverage,
+    settings: Settings,
+}
+
+/// Reads the input and checks everything a run needs (the flags, the
+/// sides, the groups, the plan) without running: what `--emit-job` does
+/// before it writes a Job.
+pub fn check(what: &WhatIf) -> Result<(), WhatIfError> {
+    prepare(what).map(|_| ())
+}
+
 /// Reads the input, runs every side and reports.
 pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
+    let Prepared {
+        sides,
+        groupings,
+        plan,
+        coverage,
+        settings,
+    } = prepare(what)?;
+    let runs = run_sides(&sides, &groupings, &plan, &settings, what.parallel.max(1))?;
+    let sides: Vec<report::Side> = sides
+        .iter()
+        .zip(&runs)
+        .map(|(s, r)| {
+            let mut shown = s.flags.args();
+            shown.extend(s.flags.nodes.iter().map(|n| format!("--nodes={n}")));
+            let ran = report::Ran {
+                seen: &r.seen,
+                loops: &r.loops,
+                end: r.end,
+            };
+            let mut side = report::side(&s.name, shown, ran, &what.prices);
+            if let Some(b) = &s.binary {
+                side.binary = Some(report::Binary {
+                    path: b.path.display().to_string(),
+                    time_scale: b.time_scale,
+                    log: b.log(&s.name).display().to_string(),
+                });
+            }
+            side
+        })
+        .collect();
+    let differences = sides
+        .iter()
+        .skip(1)
+        .map(|s| report::difference(&sides[0], s))
+        .collect();
+    let sweep = if what.sweep.is_empty() {
+        None
+    } else {
+        let indices: Vec<usize> = match what.case {
+            Some(i) => vec![i],
+            None => (0..sides.len()).collect(),
+        };
+        Some(sweep::summarize(&what.sweep, &indices, &sides)?)
+    };
+    Ok(Report {
+        schema: report::SCHEMA.to_string(),
+        coverage,
+        duration_seconds: what.duration.as_secs(),
+        seed: what.seed,
+        prices: what.prices.clone(),
+        timeline: what.timeline.steps.iter().map(|s| s.shown()).collect(),
+        groups: groupings
+            .into_iter()
+            .next()
+            .map(|g| g.groups)
+            .unwrap_or_default(),
+        sides,
+        differences,
+        sweep,
+    })
+}
+
+/// [`Prepared`] from what to run.
+fn prepare(what: &WhatIf) -> Result<Prepared, WhatIfError> {
     what.timeline
         .check(what.duration)
         .map_err(WhatIfError::TimelineEnd)?;
@@ -208,55 +293,12 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
             .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(DEFAULT_EPOCH_SECONDS)),
         timeline: what.timeline.clone(),
     };
-    let runs = run_sides(&sides, &groupings, &plan, &settings, what.parallel.max(1))?;
-    let sides: Vec<report::Side> = sides
-        .iter()
-        .zip(&runs)
-        .map(|(s, r)| {
-            let mut shown = s.flags.args();
-            shown.extend(s.flags.nodes.iter().map(|n| format!("--nodes={n}")));
-            let ran = report::Ran {
-                seen: &r.seen,
-                loops: &r.loops,
-                end: r.end,
-            };
-            let mut side = report::side(&s.name, shown, ran, &what.prices);
-            if let Some(b) = &s.binary {
-                side.binary = Some(report::Binary {
-                    path: b.path.display().to_string(),
-                    time_scale: b.time_scale,
-                    log: b.log(&s.name).display().to_string(),
-                });
-            }
-            side
-        })
-        .collect();
-    let differences = sides
-        .iter()
-        .skip(1)
-        .map(|s| report::difference(&sides[0], s))
-        .collect();
-    let sweep = if what.sweep.is_empty() {
-        None
-    } else {
-        let cases = sweep::cases(&what.sweep)?;
-        Some(sweep::summarize(&what.sweep, &cases, &sides))
-    };
-    Ok(Report {
-        schema: report::SCHEMA,
-        coverage,
-        duration_seconds: what.duration.as_secs(),
-        seed: what.seed,
-        prices: what.prices.clone(),
-        timeline: what.timeline.steps.clone(),
-        groups: groupings
-            .into_iter()
-            .next()
-            .map(|g| g.groups)
-            .unwrap_or_default(),
+    Ok(Prepared {
         sides,
-        differences,
-        sweep,
+        groupings,
+        plan,
+        coverage,
+        settings,
     })
 }
 

@@ -61,7 +61,7 @@ pub struct Planned {
 }
 
 /// What the input held that the cluster will not, counted.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Dropped {
     /// Pods that had finished (Succeeded or Failed).

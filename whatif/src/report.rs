@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use autoscaler::decisions::Decisions;
 
@@ -20,11 +20,11 @@ pub const SCHEMA: &str = "testbed.whatif/v1";
 const LISTED: usize = 20;
 
 /// The whole report.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     /// [`SCHEMA`].
-    pub schema: &'static str,
+    pub schema: String,
     /// What was read and how it was used.
     pub coverage: Coverage,
     /// The run's length in seconds.
@@ -32,11 +32,11 @@ pub struct Report {
     /// The seed of the generators.
     pub seed: u64,
     /// Hourly prices by instance type, for the cost line.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub prices: BTreeMap<String, f64>,
     /// The changes made during the run, the same on every side.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub timeline: Vec<crate::timeline::Step>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<crate::timeline::Shown>,
     /// The node groups.
     pub groups: Vec<Group>,
     /// Each side.
@@ -44,12 +44,12 @@ pub struct Report {
     /// Each side after the first against the first.
     pub differences: Vec<Difference>,
     /// The sweep's cases, when the sides are a sweep's.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::sweep::Sweep>,
 }
 
 /// One side's outcome.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Side {
     /// Its name.
@@ -57,13 +57,13 @@ pub struct Side {
     /// The autoscaler's flags.
     pub flags: Vec<String>,
     /// The binary it ran, when not ours in-process.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<Binary>,
     /// The totals.
     pub summary: Summary,
     /// Instance types of nodes it ran that have no price (their hours are
     /// left out of the cost).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unpriced: Vec<String>,
     /// Every node: what became of it.
     pub nodes: Vec<NodeOutcome>,
@@ -80,7 +80,7 @@ pub struct Side {
 
 /// A binary a side ran: its outcome comes from the cluster, its
 /// decisions are in its log.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Binary {
     /// Its path.
@@ -92,7 +92,7 @@ pub struct Binary {
 }
 
 /// A side's totals.
-#[derive(Debug, Serialize, Clone, Copy, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Nodes at the start.
@@ -106,7 +106,7 @@ pub struct Summary {
     /// Node-hours over the run.
     pub node_hours: f64,
     /// What the node-hours cost at the prices given (none given: none).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
     /// Pods pending at the start.
     pub pending_at_start: usize,
@@ -124,34 +124,34 @@ pub struct Summary {
 }
 
 /// What became of a node.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeOutcome {
     /// Its name.
     pub name: String,
     /// Its group (none: the autoscaler leaves it be).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// When the autoscaler added it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_at: Option<u64>,
     /// When it was removed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removed_at: Option<u64>,
     /// When it was first found unneeded.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unneeded_since: Option<u64>,
     /// Its utilization when last found unneeded.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization: Option<f64>,
     /// For a node that stays: why the last loop kept it
     /// (`NotUnderutilized`, `BlockedByPod: ns/pod NotReplicated`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_because: Option<String>,
 }
 
 /// A scale-up.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleUp {
     /// When.
@@ -167,7 +167,7 @@ pub struct ScaleUp {
 }
 
 /// A pod pending at the end.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingPod {
     /// `namespace/name`.
@@ -177,7 +177,7 @@ pub struct PendingPod {
 }
 
 /// One side against the first.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Difference {
     /// The first side.
@@ -191,7 +191,7 @@ pub struct Difference {
     /// The other's node-hours less the base's.
     pub node_hours: f64,
     /// The other's cost less the base's.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
     /// The other's pending pod-minutes less the base's.
     pub pending_pod_minutes: f64,

@@ -35,6 +35,9 @@ const SETTLE_POLL: Duration = Duration::from_secs(2);
 /// starts (virtual time).
 const SETTLE: Duration = Duration::from_secs(10);
 
+/// kwok's stage that patches every Ready node's status every ten minutes.
+const HEARTBEAT_STAGE: &str = "node-heartbeat-with-lease";
+
 /// Why a side could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -114,6 +117,9 @@ async fn run(
     let templates = grouping.groups.iter().map(|g| g.template.clone()).collect();
     let builder = Cluster::builder()
         .kwok_config(harness::kwok_config_for_scale())
+        // Nothing here reads node heartbeats: no node lifecycle controller
+        // runs, and the autoscaler reads the Ready condition's status.
+        .without_stage(HEARTBEAT_STAGE)
         .object(provider_config_map())
         .object(templates_config_map(templates));
     // A binary reads the machine's clock: its cluster's starts now.

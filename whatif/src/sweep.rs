@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::Side;
 
@@ -51,10 +51,18 @@ pub enum SweepError {
     /// Too many cases.
     #[error("--sweep: {0} cases, more than {MAX_CASES}; use fewer values or a larger step")]
     TooMany(usize),
+    /// A case index past the last case.
+    #[error("case {index}: the sweep has {cases} cases, 0 to {last}", last = cases.saturating_sub(1))]
+    NoCase {
+        /// The index asked for.
+        index: usize,
+        /// How many cases the sweep has.
+        cases: usize,
+    },
 }
 
 /// One swept flag and its values.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dimension {
     /// The flag, without dashes.
     pub flag: String,
@@ -198,7 +206,7 @@ pub fn case_flags(case: &[(String, String)]) -> Vec<String> {
 }
 
 /// The sweep in the report: the dimensions and a row per case.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sweep {
     /// The swept flags and their values.
@@ -208,9 +216,12 @@ pub struct Sweep {
 }
 
 /// One case's outcome.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Case {
+    /// Its place in the product of the values, from 0 (`--case`, a
+    /// Job's completion index).
+    pub index: usize,
     /// The side that ran it.
     pub side: String,
     /// Each swept flag's value.
@@ -220,7 +231,7 @@ pub struct Case {
     /// Pod-minutes spent pending.
     pub pending_pod_minutes: f64,
     /// What the node-hours cost, at the prices given.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
     /// Nodes removed.
     pub nodes_removed: usize,
@@ -233,21 +244,33 @@ pub struct Case {
     pub pareto: bool,
 }
 
-/// The sweep's rows from the sides that ran its cases, in order.
+/// The sweep's rows from the sides that ran its cases: the case of each
+/// side by its index in [`cases`], in the order of `sides`.
 pub fn summarize(
     dimensions: &[Dimension],
-    cases: &[Vec<(String, String)>],
+    indices: &[usize],
     sides: &[Side],
-) -> Sweep {
+) -> Result<Sweep, SweepError> {
+    let all = cases(dimensions)?;
+    let cases = indices
+        .iter()
+        .map(|&i| {
+            all.get(i).ok_or(SweepError::NoCase {
+                index: i,
+                cases: all.len(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let points: Vec<(f64, f64)> = sides
         .iter()
         .map(|s| (s.summary.node_hours, s.summary.pending_pod_minutes))
         .collect();
     let rows = sides
         .iter()
-        .zip(cases)
+        .zip(indices.iter().zip(cases))
         .zip(front(&points))
-        .map(|((s, case), pareto)| Case {
+        .map(|((s, (&index, case)), pareto)| Case {
+            index,
             side: s.name.clone(),
             values: case.iter().map(|(_, v)| v.clone()).collect(),
             node_hours: s.summary.node_hours,
@@ -259,10 +282,10 @@ pub fn summarize(
             pareto,
         })
         .collect();
-    Sweep {
+    Ok(Sweep {
         dimensions: dimensions.to_vec(),
         cases: rows,
-    }
+    })
 }
 
 /// For each point (node-hours, pending pod-minutes), whether no other

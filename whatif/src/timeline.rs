@@ -73,6 +73,26 @@ pub struct Step {
     change: Change,
 }
 
+/// A step as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Shown {
+    /// Seconds since the autoscaler started.
+    pub at: u64,
+    /// What it does (`scale Deployment shop/web to 12`).
+    pub action: String,
+}
+
+impl Step {
+    /// The step as the report shows it.
+    pub fn shown(&self) -> Shown {
+        Shown {
+            at: self.at,
+            action: self.action.clone(),
+        }
+    }
+}
+
 /// What a step changes.
 #[derive(Debug, Clone, PartialEq)]
 enum Change {

@@ -60,9 +60,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the conformance suite and print a report.
+    #[command(args_conflicts_with_subcommands = true)]
     Run {
+        /// Work on the reports of shards run apart instead of running.
+        #[command(subcommand)]
+        command: Option<RunCommand>,
         #[command(flatten)]
         args: RunArgs,
+        #[command(flatten)]
+        job: runner::shards::JobArgs,
     },
     /// Start the embedded cluster and serve it until interrupted.
     Up(UpArgs),
@@ -80,6 +86,23 @@ enum Command {
     /// Write a synthetic cluster dump (a kubectl List) of any size, for
     /// the what-if's benchmark.
     Synthetic(whatif::cli::SyntheticArgs),
+}
+
+/// `testbed run`'s subcommands.
+#[derive(Subcommand)]
+enum RunCommand {
+    /// Make one report of the shards' reports (`--shard K/N` runs, the
+    /// pods of an `--emit-job` Job): `junit.xml`, `cucumber.json` and
+    /// `summary.json` of the whole suite, and its table.
+    Merge {
+        /// The shards' report directories (`summary.json` in each), or a
+        /// directory of them (`/results/JOB`).
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Where to write the merged reports.
+        #[arg(long, default_value = "target/conformance", value_name = "DIR")]
+        report_dir: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -151,7 +174,12 @@ struct UpArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { mut args } => {
+        Command::Run {
+            command: Some(RunCommand::Merge { paths, report_dir }),
+            ..
+        } => merge_shards(&paths, &report_dir),
+        Command::Run { args, job, .. } if job.emit_job.is_some() => emit_job(&args, &job),
+        Command::Run { mut args, .. } => {
             // The report is the output: the autoscaler's and the cluster's
             // logs (scenarios feed them bad input on purpose) only with
             // `-v` or RUST_LOG.
@@ -212,6 +240,66 @@ fn main() -> ExitCode {
 
 /// Runs `job` on a fresh runtime and prints what `render` makes of its
 /// result, or its error prefixed with `what`.
+/// `testbed run --emit-job`: the Job of the suite's shards.
+fn emit_job(args: &RunArgs, job: &runner::shards::JobArgs) -> ExitCode {
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from("features")]
+    } else {
+        args.paths.clone()
+    };
+    let file = job.emit_job.as_deref().unwrap_or(Path::new("-"));
+    let written = runner::shards::manifest(args, job, &paths)
+        .map_err(|e| e.to_string())
+        .and_then(|m| {
+            std::fs::write(file, m).map_err(|e| format!("writing {}: {e}", file.display()))
+        });
+    match written {
+        Ok(()) => {
+            println!(
+                "{}: Job {} runs the suite in {} shards; reports under /results/{} on claim {}; then `testbed run merge DIR`",
+                file.display(),
+                job.job_name,
+                job.shards,
+                job.job_name,
+                job.results_claim
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("testbed run: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `testbed run merge`: one report of the shards' reports; fails as the
+/// whole run would.
+fn merge_shards(paths: &[PathBuf], dir: &Path) -> ExitCode {
+    let summary = match runner::shards::merge(paths) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("testbed run merge: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", runner::table(&summary));
+    if let Err(e) = runner::write_reports(dir, &summary) {
+        eprintln!("testbed run merge: {e}");
+        return ExitCode::from(2);
+    }
+    println!(
+        "Reports: {}, {} and {}",
+        dir.join("junit.xml").display(),
+        dir.join("cucumber.json").display(),
+        dir.join("summary.json").display()
+    );
+    if summary.failed() == 0 && !summary.scenarios.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn report<T>(
     what: &str,
     job: impl std::future::Future<Output = Result<T, String>>,

@@ -15,6 +15,7 @@ pub mod pace;
 mod progress;
 pub mod records;
 pub mod report;
+pub mod shards;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,8 +120,10 @@ pub struct RunArgs {
     pub shard: Option<Shard>,
 }
 
-/// One share of the selected scenarios ([`RunArgs::shard`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One share of the selected scenarios ([`RunArgs::shard`]); `K/N` in a
+/// run's `summary.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Shard {
     /// Which share, from 0.
     pub index: usize,
@@ -139,6 +142,20 @@ impl std::fmt::Display for Shard {
     /// `K/N`, as `--shard` takes it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl From<Shard> for String {
+    fn from(s: Shard) -> String {
+        s.to_string()
+    }
+}
+
+impl TryFrom<String> for Shard {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 
@@ -306,13 +323,15 @@ fn run_here(args: &RunArgs, default_paths: &[PathBuf]) -> Result<Summary, RunErr
         .map(|s| s.summary.clone())
         .map_err(|e| RunError::Records(e.to_string()))?;
     summary.wall = started.elapsed();
+    summary.shard = args.shard;
     print_summary(&summary, expr);
     if let Some(dir) = &args.report_dir {
         write_reports(dir, &summary)?;
         println!(
-            "Reports: {} and {}",
+            "Reports: {}, {} and {}",
             dir.join("junit.xml").display(),
-            dir.join("cucumber.json").display()
+            dir.join("cucumber.json").display(),
+            dir.join("summary.json").display()
         );
     }
     Ok(summary)

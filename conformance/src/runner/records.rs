@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// The outcome of a step.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Status {
     /// It passed.
     Passed,
@@ -15,7 +15,7 @@ pub enum Status {
 }
 
 /// One step of a finished scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StepRecord {
     /// `Given `, `When `...
     pub keyword: String,
@@ -30,7 +30,7 @@ pub struct StepRecord {
 }
 
 /// One finished scenario.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ScenarioRecord {
     /// Feature name.
     pub feature: String,
@@ -62,7 +62,7 @@ pub struct ScenarioRecord {
 }
 
 /// The results of a run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Finished scenarios in order.
     pub scenarios: Vec<ScenarioRecord>,
@@ -78,6 +78,8 @@ pub struct Summary {
     pub skipped: Vec<(String, Vec<String>)>,
     /// Wall time of the whole run.
     pub wall: Duration,
+    /// The share of the scenarios run (`--shard`), none for all.
+    pub shard: Option<super::Shard>,
 }
 
 impl Summary {

@@ -246,7 +246,8 @@ pub enum ReportError {
     },
 }
 
-/// Writes `junit.xml` and `cucumber.json` into `dir`.
+/// Writes `junit.xml`, `cucumber.json` and `summary.json` (the run's
+/// records, which `testbed run merge` reads) into `dir`.
 pub fn write_reports(dir: &Path, summary: &Summary) -> Result<(), ReportError> {
     let write = |path: &Path, text: String| {
         std::fs::write(path, text).map_err(|source| ReportError::Write {
@@ -259,14 +260,22 @@ pub fn write_reports(dir: &Path, summary: &Summary) -> Result<(), ReportError> {
         source,
     })?;
     write(&dir.join("junit.xml"), junit(summary))?;
-    let json_path = dir.join("cucumber.json");
-    let text = serde_json::to_string_pretty(&cucumber_json(summary)).map_err(|source| {
-        ReportError::Encode {
-            path: json_path.clone(),
-            source,
-        }
-    })?;
-    write(&json_path, text)
+    let encode = |path: PathBuf, value: serde_json::Result<String>| {
+        value
+            .map_err(|source| ReportError::Encode {
+                path: path.clone(),
+                source,
+            })
+            .and_then(|text| write(&path, text))
+    };
+    encode(
+        dir.join("cucumber.json"),
+        serde_json::to_string_pretty(&cucumber_json(summary)),
+    )?;
+    encode(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(summary),
+    )
 }
 
 /// Each failed scenario and why, a line each (empty when none failed).

@@ -19,5 +19,6 @@ mod extension_check;
 mod kubectl;
 mod kwok_binary;
 mod parsers;
+mod shards;
 mod tree;
 mod whatif_predicts;

@@ -365,6 +365,7 @@ fn predicted(case: &Case, dump: &Value) -> Outcome {
         prices: Default::default(),
         parallel: 1,
         sweep: Vec::new(),
+        case: None,
     })
     .unwrap_or_else(|e| panic!("{}: the what-if fails: {e}", case.name));
     let side = &report.sides[0];
@@ -471,6 +472,7 @@ fn a_binary_side_does_what_the_in_process_side_does() {
         prices: Default::default(),
         parallel: 2,
         sweep: Vec::new(),
+        case: None,
     })
     .unwrap_or_else(|e| panic!("the what-if fails: {e}"));
     let removed = |i: usize| -> BTreeSet<String> {

@@ -37,6 +37,7 @@ fn what_if(inputs: Vec<PathBuf>) -> WhatIf {
         prices: Default::default(),
         parallel: 1,
         sweep: Vec::new(),
+        case: None,
     }
 }
 

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use whatif::coverage::Status;
 use whatif::flags::Flags;
 use whatif::report::Report;
 use whatif::{SideSpec, WhatIf};
@@ -42,6 +43,7 @@ fn what_if(sides: &[(&str, &str)]) -> WhatIf {
         prices: Default::default(),
         parallel: 2,
         sweep: Vec::new(),
+        case: None,
     }
 }
 
@@ -179,14 +181,14 @@ fn the_coverage_says_what_was_read_and_what_is_missing() {
             .find(|r| r.what == what)
             .unwrap_or_else(|| panic!("no row {what}"))
     };
-    assert_eq!((row("Node").count, row("Node").status), (4, "loaded"));
-    assert_eq!(row("PodDisruptionBudget").status, "loaded");
-    assert_eq!(row("StatefulSet").status, "missing");
+    assert_eq!((row("Node").count, row("Node").status), (4, Status::Loaded));
+    assert_eq!(row("PodDisruptionBudget").status, Status::Loaded);
+    assert_eq!(row("StatefulSet").status, Status::Missing);
     assert_eq!(
         row("autoscaler flags").note,
         "from Deployment kube-system/cluster-autoscaler"
     );
-    assert_eq!(row("node group bounds").status, "read");
+    assert_eq!(row("node group bounds").status, Status::Read);
     assert_eq!(c.unused.get("Service"), Some(&1));
     assert_eq!(c.dropped.config_maps, 1);
     assert!(
@@ -307,8 +309,8 @@ fn a_provisioning_request_in_the_input_is_loaded_and_acted_on_when_enabled() {
             .unwrap_or_else(|| panic!("no row {what}"));
         (r.count, r.status)
     };
-    assert_eq!(row("ProvisioningRequest"), (2, "loaded"));
-    assert_eq!(row("PodTemplate"), (1, "loaded"));
+    assert_eq!(row("ProvisioningRequest"), (2, Status::Loaded));
+    assert_eq!(row("PodTemplate"), (1, Status::Loaded));
     // Without the flag only the report pod's scale-up; with it the
     // request's second 3.5-CPU pod gets a node of its own too; yesterday's
     // request, its booking expired, none.

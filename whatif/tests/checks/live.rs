@@ -36,6 +36,7 @@ fn what_if(inputs: Vec<PathBuf>, kubeconfig: Option<PathBuf>) -> WhatIf {
         prices: Default::default(),
         parallel: 1,
         sweep: Vec::new(),
+        case: None,
     }
 }
 

@@ -3,4 +3,5 @@
 
 mod bad_input;
 mod end_to_end;
+mod job;
 mod live;
