@@ -56,6 +56,7 @@ fn measured_run(dump: &Path, hours: u64, sides: usize) {
     let what = WhatIf {
         inputs: vec![dump.to_path_buf()],
         kubeconfig: None,
+        recording: None,
         flags: Flags::default(),
         sides: specs,
         group_label: None,

@@ -30,8 +30,15 @@ pub struct Args {
     pub command: Option<Command>,
     /// The cluster's state: `kubectl get ... -A -o json|yaml` output,
     /// multi-document YAML, or an autoscaler's `/snapshotz` answer.
-    #[arg(required_unless_present = "kubeconfig", value_name = "FILE")]
+    #[arg(required_unless_present_any = ["kubeconfig", "recording"], value_name = "FILE")]
     pub inputs: Vec<PathBuf>,
+    /// Replay a recording (`testbed.recording/v1`, JSON Lines): its
+    /// starting state is read with the files, and its workload changes
+    /// (scales, cordons, workloads and lone pods created and deleted) are
+    /// made at their times on every side. Nodes the recorded autoscaler
+    /// added and removed are left out and counted beside the simulation's.
+    #[arg(long, value_name = "FILE")]
+    pub recording: Option<PathBuf>,
     /// Read a live cluster through this kubeconfig (its current context):
     /// list calls only, never a write.
     #[arg(long, value_name = "PATH")]
@@ -370,6 +377,7 @@ pub fn request(
     Ok(WhatIf {
         inputs: args.inputs.clone(),
         kubeconfig: args.kubeconfig.clone(),
+        recording: args.recording.clone(),
         flags,
         sides,
         group_label: args.group_label.clone(),
@@ -404,6 +412,61 @@ fn prices(values: &[String]) -> Result<std::collections::BTreeMap<String, f64>, 
             Ok((t.trim().to_string(), price))
         })
         .collect()
+}
+
+/// `testbed record`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    /// The cluster to record (the kubeconfig's current context): list and
+    /// watch only, never a write.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: PathBuf,
+    /// Where to write the recording (`testbed.recording/v1`, JSON Lines).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// How long to record (`90m`, `24h`); without it, until Ctrl-C.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+/// Records a cluster's changes ([`crate::record`]) until `--for` has
+/// passed or Ctrl-C.
+pub fn record(args: &RecordArgs) -> ExitCode {
+    let file = args.out.display().to_string();
+    let run = || -> Result<crate::record::Written, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the runtime: {e}"))?;
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(&args.out).map_err(|e| format!("creating {file}: {e}"))?,
+        );
+        runtime.block_on(async {
+            let client = crate::live::client(&args.kubeconfig)
+                .await
+                .map_err(|e| e.to_string())?;
+            let stop = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            crate::record::record(client, &mut out, &file, args.duration, stop)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    };
+    match run() {
+        Ok(w) => {
+            println!(
+                "{file}: {} objects at the start, {} changes, {} relists",
+                w.initial, w.changes, w.relists
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("testbed record: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `testbed synthetic`'s arguments.

@@ -329,6 +329,7 @@ mod tests {
             pending_at_end: Vec::new(),
             node_timeline,
             pending_timeline: Vec::new(),
+            skipped_steps: Vec::new(),
         }
     }
 

@@ -23,6 +23,7 @@ const INPUT_DIR: &str = "/input";
 /// `--input-claim`) and the Job running `cases` cases.
 pub fn manifest(args: &Args, cases: usize) -> Result<String, JobError> {
     let mut files: Vec<PathBuf> = args.inputs.clone();
+    files.extend(args.recording.clone());
     files.extend(args.timeline.clone());
     let names = harness::indexed_job::file_names(&files)?;
     IndexedJob {
@@ -66,7 +67,12 @@ fn container_args(args: &Args, names: &[String]) -> Vec<String> {
     out.extend(args.nodes.iter().map(|n| arg("nodes", n)));
     out.extend(args.group_label.iter().map(|l| arg("group-label", l)));
     out.push(arg("for", &format!("{}s", args.duration.as_secs())));
-    if let (Some(_), Some(name)) = (&args.timeline, names.last()) {
+    // The names after the inputs': the recording's, then the timeline's.
+    let mut rest = names.iter().skip(args.inputs.len());
+    if let (Some(_), Some(name)) = (&args.recording, rest.next()) {
+        out.push(arg("recording", &at(INPUT_DIR, name)));
+    }
+    if let (Some(_), Some(name)) = (&args.timeline, rest.next()) {
         out.push(arg("timeline", &at(INPUT_DIR, name)));
     }
     out.extend(args.prices.iter().map(|p| arg("price", p)));

@@ -21,7 +21,11 @@
 //! paused time with seeded generators: the same inputs and seed give a
 //! byte-identical JSON report. A [`sweep`] runs one side per combination
 //! of flag values and reports the trade-off of each case and the Pareto
-//! front. `testbed whatif` is the command ([`cli`]);
+//! front; its cases can run apart, in the pods of a Kubernetes Indexed
+//! Job ([`job`]), and [`merge`] makes one report of theirs. A
+//! [`recording`] of a cluster's changes (written by `testbed record`,
+//! [`record`]) replays as the starting state and a timeline of its
+//! workload changes. `testbed whatif` is the command ([`cli`]);
 //! `testbed synthetic` writes a cluster dump of any size for its
 //! benchmark ([`synthetic`]).
 
@@ -40,6 +44,8 @@ pub mod merge;
 pub mod observe;
 pub mod owners;
 pub mod plan;
+pub mod record;
+pub mod recording;
 pub mod report;
 pub mod run;
 pub mod sweep;
@@ -90,6 +96,9 @@ pub enum WhatIfError {
     /// A sweep was refused.
     #[error(transparent)]
     Sweep(#[from] sweep::SweepError),
+    /// A recording was refused.
+    #[error(transparent)]
+    Recording(#[from] recording::RecordingError),
     /// A side failed.
     #[error("side {side}: {source}")]
     Run {
@@ -118,6 +127,9 @@ pub struct WhatIf {
     pub inputs: Vec<std::path::PathBuf>,
     /// A live cluster to read (list only) besides the files.
     pub kubeconfig: Option<std::path::PathBuf>,
+    /// A recording ([`recording`]): its starting state is read with the
+    /// files, its changes replayed at their times.
+    pub recording: Option<std::path::PathBuf>,
     /// Flags over the input autoscaler's (or its defaults).
     pub flags: Flags,
     /// The sides; none is one side with the input's flags.
@@ -153,6 +165,7 @@ struct Prepared {
     plan: plan::Plan,
     coverage: Coverage,
     settings: Settings,
+    recorded: Option<recording::Recorded>,
 }
 
 /// Reads the input and checks everything a run needs (the flags, the
@@ -170,6 +183,7 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         plan,
         coverage,
         settings,
+        recorded,
     } = prepare(what)?;
     let runs = run_sides(&sides, &groupings, &plan, &settings, what.parallel.max(1))?;
     let sides: Vec<report::Side> = sides
@@ -184,6 +198,7 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
                 end: r.end,
             };
             let mut side = report::side(&s.name, shown, ran, &what.prices);
+            side.skipped_steps = r.skipped_steps.clone();
             if let Some(b) = &s.binary {
                 side.binary = Some(report::Binary {
                     path: b.path.display().to_string(),
@@ -214,7 +229,8 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
         duration_seconds: what.duration.as_secs(),
         seed: what.seed,
         prices: what.prices.clone(),
-        timeline: what.timeline.steps.iter().map(|s| s.shown()).collect(),
+        timeline: settings.timeline.steps.iter().map(|s| s.shown()).collect(),
+        recorded,
         groups: groupings
             .into_iter()
             .next()
@@ -228,13 +244,25 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
 
 /// [`Prepared`] from what to run.
 fn prepare(what: &WhatIf) -> Result<Prepared, WhatIfError> {
-    what.timeline
-        .check(what.duration)
-        .map_err(WhatIfError::TimelineEnd)?;
     let mut input = Input::read(&what.inputs)?;
     if let Some(path) = &what.kubeconfig {
         read_live(&mut input, path)?;
     }
+    let (timeline, recorded) = match &what.recording {
+        Some(path) => {
+            let replay = recording::read(path)?;
+            input.read_documents(&replay.recorded.file, vec![replay.start])?;
+            if replay.taken.is_some() {
+                input.taken = replay.taken;
+            }
+            input.date();
+            (what.timeline.with(replay.steps), Some(replay.recorded))
+        }
+        None => (what.timeline.clone(), None),
+    };
+    timeline
+        .check(what.duration)
+        .map_err(WhatIfError::TimelineEnd)?;
     for owner in owners::derive(&input) {
         *input.derived.entry(owner.kind.name().into()).or_default() += 1;
         input.objects.push(owner);
@@ -291,7 +319,7 @@ fn prepare(what: &WhatIf) -> Result<Prepared, WhatIfError> {
         epoch: input
             .taken
             .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(DEFAULT_EPOCH_SECONDS)),
-        timeline: what.timeline.clone(),
+        timeline,
     };
     Ok(Prepared {
         sides,
@@ -299,6 +327,7 @@ fn prepare(what: &WhatIf) -> Result<Prepared, WhatIfError> {
         plan,
         coverage,
         settings,
+        recorded,
     })
 }
 

@@ -141,6 +141,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<Report, MergeError> {
             ("seed", r.seed.to_string()),
             ("prices", json(serde_json::to_string(&r.prices))),
             ("timeline", json(serde_json::to_string(&r.timeline))),
+            ("recording", json(serde_json::to_string(&r.recorded))),
             (
                 "swept values",
                 json(serde_json::to_string(
@@ -196,6 +197,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<Report, MergeError> {
                 r.prices,
                 r.timeline,
                 r.groups,
+                r.recorded,
             ));
         }
     }
@@ -220,7 +222,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<Report, MergeError> {
         .collect();
     let indices: Vec<usize> = (0..cases).collect();
     let sweep = crate::sweep::summarize(&dimensions, &indices, &sides)?;
-    let Some((coverage, duration_seconds, seed, prices, timeline, groups)) = base else {
+    let Some((coverage, duration_seconds, seed, prices, timeline, groups, recorded)) = base else {
         return Err(MergeError::Empty);
     };
     Ok(Report {
@@ -234,5 +236,6 @@ pub fn merge(paths: &[PathBuf]) -> Result<Report, MergeError> {
         sides,
         differences,
         sweep: Some(sweep),
+        recorded,
     })
 }

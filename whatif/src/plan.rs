@@ -253,6 +253,19 @@ fn without_generated_selector(job: &mut Value) {
     }
 }
 
+/// The metadata fields the API server sets, which a create must not send.
+pub(crate) const SET_BY_THE_SERVER: [&str; 9] = [
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "finalizers",
+];
+
 /// Metadata as a client would send it to create the object: without what
 /// the API server sets, and without ownerReferences to owners the input
 /// does not hold (counted by kind in `missing`).
@@ -260,17 +273,7 @@ fn clean_metadata(value: &mut Value, uids: &BTreeSet<&str>, missing: &mut BTreeM
     let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
-    for f in [
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-        "generation",
-        "managedFields",
-        "selfLink",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "finalizers",
-    ] {
+    for f in SET_BY_THE_SERVER {
         meta.remove(f);
     }
     if let Some(Value::Object(a)) = meta.get_mut("annotations") {

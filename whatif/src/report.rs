@@ -46,6 +46,10 @@ pub struct Report {
     /// The sweep's cases, when the sides are a sweep's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::sweep::Sweep>,
+    /// What a replayed recording held besides its replayed changes: the
+    /// recorded autoscaler's node changes among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<crate::recording::Recorded>,
 }
 
 /// One side's outcome.
@@ -76,6 +80,10 @@ pub struct Side {
     pub node_timeline: Vec<(u64, String, usize)>,
     /// Pending pods after each change: `[seconds, count]`.
     pub pending_timeline: Vec<(u64, usize)>,
+    /// Changes of a replayed recording this side skipped: its cluster no
+    /// longer had the object (or had it already).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_steps: Vec<String>,
 }
 
 /// A binary a side ran: its outcome comes from the cluster, its
@@ -334,6 +342,7 @@ pub fn side(name: &str, flags: Vec<String>, ran: Ran, prices: &BTreeMap<String, 
             .iter()
             .map(|(t, n)| (secs(*t), *n))
             .collect(),
+        skipped_steps: Vec::new(),
     }
 }
 
@@ -442,6 +451,31 @@ impl Report {
                 g.template_from
             ));
         }
+        if let Some(r) = &self.recorded {
+            let controllers: Vec<String> = r
+                .by_controllers
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect();
+            out.push_str(&format!(
+                "\n## Recording\n\n`{}`: {} recorded{}. {} changes replayed as the timeline below; left to the simulated controllers: {}. The recorded autoscaler added {} nodes and removed {} (left out: each side's own are in the outcome).\n",
+                r.file,
+                clock(r.seconds as u64),
+                if r.complete {
+                    ""
+                } else {
+                    " (no end line: the recording was cut)"
+                },
+                r.replayed,
+                if controllers.is_empty() {
+                    "none".to_string()
+                } else {
+                    controllers.join(", ")
+                },
+                r.nodes_added,
+                r.nodes_removed
+            ));
+        }
         if !self.timeline.is_empty() {
             out.push_str("\n## Timeline\n\nThe same changes on every side:\n\n");
             for step in &self.timeline {
@@ -520,6 +554,16 @@ impl Side {
             out.push_str(&format!(
                 "binary: `{}` in real time at {}x; its decisions are in its log, `{}`\n\n",
                 b.path, b.time_scale, b.log
+            ));
+        }
+        if !s.skipped_steps.is_empty() {
+            out.push_str(&format!(
+                "Recorded changes skipped (this side's cluster went another way):\n\n{}\n\n",
+                s.skipped_steps
+                    .iter()
+                    .map(|x| format!("- {x}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             ));
         }
         if !s.unpriced.is_empty() {

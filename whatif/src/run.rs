@@ -72,6 +72,9 @@ pub struct SideRun {
     pub loops: Loops,
     /// The run's length in seconds.
     pub end: f64,
+    /// Recorded changes skipped: the object was gone from this side's
+    /// cluster (a node it had removed), or there already.
+    pub skipped_steps: Vec<String>,
 }
 
 /// The run's settings shared by every side.
@@ -155,9 +158,16 @@ async fn run(
         Some((name, b)) => Running::binary(&cluster, name, b, args).await?,
     };
     let client = cluster.client();
+    let mut skipped_steps = Vec::new();
     for step in &settings.timeline.steps {
         tokio::time::sleep_until(started + Duration::from_secs(step.at).div_f64(scale)).await;
-        step.apply(&client, &loaded.uids).await?;
+        match step.apply(&client, &loaded.uids).await {
+            Ok(()) => {}
+            Err(e) if step.recorded && e.diverged() => {
+                skipped_steps.push(format!("{} s: {}: {}", step.at, step.action, e.source));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     tokio::time::sleep_until(started + settings.duration.div_f64(scale)).await;
     let end = observer.elapsed();
@@ -169,6 +179,7 @@ async fn run(
         seen,
         loops,
         end,
+        skipped_steps,
     })
 }
 

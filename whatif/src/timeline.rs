@@ -71,6 +71,10 @@ pub struct Step {
     pub action: String,
     #[serde(skip)]
     change: Change,
+    /// Replayed from a recording: the simulation may no longer have (or
+    /// may already have) the object, which skips the step.
+    #[serde(skip)]
+    pub recorded: bool,
 }
 
 /// A step as the report shows it.
@@ -184,6 +188,27 @@ impl Timeline {
         Ok(Timeline { steps })
     }
 
+    /// A step at `at` seconds from its written form without `at`
+    /// (`{"scale": "Deployment shop/web", "replicas": 3}`).
+    pub(crate) fn step_of(at: u64, mut written: Value) -> Result<Step, String> {
+        if let Some(o) = written.as_object_mut() {
+            o.insert("at".into(), Value::String(format!("{at}s")));
+        }
+        let written: Written = serde_json::from_value(written).map_err(|e| e.to_string())?;
+        let mut step = step(written)?;
+        step.recorded = true;
+        Ok(step)
+    }
+
+    /// This timeline with `steps` added, in time order (steps at the
+    /// same time: this timeline's first).
+    pub fn with(&self, steps: Vec<Step>) -> Timeline {
+        let mut all = self.steps.clone();
+        all.extend(steps);
+        all.sort_by_key(|s| s.at);
+        Timeline { steps: all }
+    }
+
     /// Refuses steps at or after the run's end.
     pub fn check(&self, duration: Duration) -> Result<(), String> {
         match self.steps.iter().find(|s| s.at >= duration.as_secs()) {
@@ -264,6 +289,7 @@ fn step(w: Written) -> Result<Step, String> {
         at,
         action: describe(&change),
         change,
+        recorded: false,
     })
 }
 
@@ -337,6 +363,14 @@ fn describe(change: &Change) -> String {
                 _ => format!("create {kind} {name}"),
             }
         }
+    }
+}
+
+impl StepFailed {
+    /// Whether the cluster had no such object (404) or had it already
+    /// (409): a replayed change to a cluster that went another way.
+    pub fn diverged(&self) -> bool {
+        matches!(&self.source, kube::Error::Api(s) if s.code == 404 || s.code == 409)
     }
 }
 

@@ -83,6 +83,9 @@ enum Command {
     /// what the autoscaler would do to it in virtual time, flag sets side
     /// by side.
     Whatif(whatif::cli::Args),
+    /// Record a live cluster's changes (list and watch only) for `testbed
+    /// whatif --recording`.
+    Record(whatif::cli::RecordArgs),
     /// Write a synthetic cluster dump (a kubectl List) of any size, for
     /// the what-if's benchmark.
     Synthetic(whatif::cli::SyntheticArgs),
@@ -217,6 +220,10 @@ fn main() -> ExitCode {
                 conformance::compare::run(&args),
                 |rows| conformance::compare::render(&rows),
             )
+        }
+        Command::Record(args) => {
+            init_logging_at("off");
+            whatif::cli::record(&args)
         }
         Command::Whatif(args) => {
             init_logging_at("off");

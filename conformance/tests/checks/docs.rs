@@ -204,7 +204,17 @@ fn check(
             let Some(sub) = args.first() else {
                 return Some("testbed without a subcommand".into());
             };
-            if !["run", "up", "compare", "bench", "whatif", "synthetic"].contains(sub) {
+            if ![
+                "run",
+                "up",
+                "compare",
+                "bench",
+                "whatif",
+                "record",
+                "synthetic",
+            ]
+            .contains(sub)
+            {
                 return Some(format!("testbed has no subcommand {sub:?}"));
             }
             let help = testbed_help(sub);

@@ -356,6 +356,7 @@ fn predicted(case: &Case, dump: &Value) -> Outcome {
     let report = whatif::run(&whatif::WhatIf {
         inputs: vec![file],
         kubeconfig: None,
+        recording: None,
         flags: Flags::parse("case", &flags).expect("flags"),
         sides: Vec::new(),
         group_label: None,
@@ -452,6 +453,7 @@ fn a_binary_side_does_what_the_in_process_side_does() {
     let report = whatif::run(&whatif::WhatIf {
         inputs: vec![shop],
         kubeconfig: None,
+        recording: None,
         flags: Flags::default(),
         sides: vec![
             side("in-process", None),

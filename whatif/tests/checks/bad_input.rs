@@ -28,6 +28,7 @@ fn what_if(inputs: Vec<PathBuf>) -> WhatIf {
     WhatIf {
         inputs,
         kubeconfig: None,
+        recording: None,
         flags: Flags::default(),
         sides: Vec::new(),
         group_label: None,

@@ -20,6 +20,7 @@ fn what_if(sides: &[(&str, &str)]) -> WhatIf {
     WhatIf {
         inputs: vec![shop()],
         kubeconfig: None,
+        recording: None,
         flags: Flags::default(),
         sides: sides
             .iter()

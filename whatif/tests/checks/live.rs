@@ -27,6 +27,7 @@ fn what_if(inputs: Vec<PathBuf>, kubeconfig: Option<PathBuf>) -> WhatIf {
     WhatIf {
         inputs,
         kubeconfig,
+        recording: None,
         flags: Flags::default(),
         sides: Vec::new(),
         group_label: None,
@@ -42,7 +43,11 @@ fn what_if(inputs: Vec<PathBuf>, kubeconfig: Option<PathBuf>) -> WhatIf {
 
 /// A ServiceAccount `name` bound to a ClusterRole of `rules`, and a token
 /// for it.
-async fn service_account(cluster: &Cluster, name: &str, rules: serde_json::Value) -> String {
+pub(crate) async fn service_account(
+    cluster: &Cluster,
+    name: &str,
+    rules: serde_json::Value,
+) -> String {
     for object in [
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
                "metadata": {"name": name, "namespace": "default"}}),

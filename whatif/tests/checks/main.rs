@@ -5,3 +5,4 @@ mod bad_input;
 mod end_to_end;
 mod job;
 mod live;
+mod recording;
