@@ -460,6 +460,9 @@ pub fn record(args: &RecordArgs) -> ExitCode {
                 "{file}: {} objects at the start, {} changes, {} relists",
                 w.initial, w.changes, w.relists
             );
+            for (kind, why) in &w.unreadable {
+                println!("not recorded: {kind}s, which the cluster would not list ({why})");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -8,7 +8,9 @@
 //! ConfigMaps only the priority expander's; pod specs (and workloads' pod
 //! templates) keep what scheduling reads, not their containers' commands,
 //! arguments, environment or probes; `managedFields` and the last-applied
-//! annotation are dropped.
+//! annotation are dropped. A kind the cluster will not list (the
+//! recorder's token may not) is left out and reported, but nodes and
+//! pods: without them there is nothing to replay.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -87,6 +89,8 @@ pub struct Written {
     pub changes: usize,
     /// Relists after a watch could not resume.
     pub relists: usize,
+    /// Kinds the cluster would not list, and its answer: not recorded.
+    pub unreadable: BTreeMap<String, String>,
 }
 
 /// `(kind, namespace, name)`.
@@ -153,12 +157,25 @@ pub async fn record(
         let at = started.elapsed().as_secs_f64();
         let event = match event {
             Ok(e) => e,
-            // The watch is retried: a first list refused is fatal, later errors are not.
-            Err(source) if !listed.contains(&kind) => {
+            // Without nodes and pods there is nothing to replay.
+            Err(source) if !listed.contains(&kind) && matches!(kind, Kind::Node | Kind::Pod) => {
                 return Err(RecordError::Watch { kind, source });
             }
+            // Another kind the cluster will not list is left out, and said so.
+            Err(source) if !listed.contains(&kind) => {
+                listed.push(kind);
+                written
+                    .unreadable
+                    .insert(kind.name().to_string(), source.to_string());
+                listing.remove(&kind);
+                continue;
+            }
+            // A later error: the watch is retried.
             Err(_) => continue,
         };
+        if written.unreadable.contains_key(kind.name()) {
+            continue;
+        }
         let mut changes: Vec<(&'static str, Value)> = Vec::new();
         match event {
             Event::Init => {
@@ -184,12 +201,7 @@ pub async fn record(
                         }
                     }
                     for (k, (rv, v)) in fresh {
-                        match known.get(&k) {
-                            Some((old, _)) if *old == rv => {}
-                            Some(_) => changes.push(("modified", v.clone())),
-                            None => changes.push(("added", v.clone())),
-                        }
-                        known.insert(k, (rv, v));
+                        changes.extend(applied(&mut known, k, rv, v));
                     }
                 } else {
                     listed.push(kind);
@@ -203,12 +215,7 @@ pub async fn record(
             }
             Event::Apply(o) => {
                 let (k, rv, v) = entry(kind, &o);
-                match known.get(&k) {
-                    Some((old, _)) if *old == rv => {}
-                    Some(_) => changes.push(("modified", v.clone())),
-                    None => changes.push(("added", v.clone())),
-                }
-                known.insert(k, (rv, v));
+                changes.extend(applied(&mut known, k, rv, v));
             }
             Event::Delete(o) => {
                 let (k, _, v) = entry(kind, &o);
@@ -242,6 +249,23 @@ pub async fn record(
     writeln!(out, "{}", json!({"at": at, "type": "end"})).map_err(write_err)?;
     out.flush().map_err(write_err)?;
     Ok(written)
+}
+
+/// Records that `k` is now at `rv`: the change to write (`added`, or
+/// `modified` when its resourceVersion moved), none when it did not.
+fn applied(
+    known: &mut BTreeMap<Key, (String, Value)>,
+    k: Key,
+    rv: String,
+    v: Value,
+) -> Option<(&'static str, Value)> {
+    let change = match known.get(&k) {
+        Some((old, _)) if *old == rv => None,
+        Some(_) => Some(("modified", v.clone())),
+        None => Some(("added", v.clone())),
+    };
+    known.insert(k, (rv, v));
+    change
 }
 
 /// An object's key, resourceVersion and recorded form.
