@@ -61,19 +61,16 @@ pub enum TimelineError {
     },
 }
 
-/// A change the timeline makes, as the report shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A change the timeline makes (the report shows it as [`Shown`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Seconds since the autoscaler started.
     pub at: u64,
     /// What it does (`scale Deployment shop/web to 12`).
     pub action: String,
-    #[serde(skip)]
     change: Change,
     /// Replayed from a recording: the simulation may no longer have (or
     /// may already have) the object, which skips the step.
-    #[serde(skip)]
     pub recorded: bool,
 }
 
