@@ -114,22 +114,7 @@ pub async fn record(
         .map(|t| t.to_string())
         .unwrap_or_default();
     writeln!(out, "{}", json!({"format": FORMAT, "start": start})).map_err(write_err)?;
-    let streams = KINDS.iter().map(|&kind| {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource(None));
-        let config = if kind == Kind::ConfigMap {
-            watcher::Config::default().fields(&format!(
-                "metadata.name={}",
-                crate::plan::PRIORITY_EXPANDER_CONFIG_MAP.1
-            ))
-        } else {
-            watcher::Config::default()
-        };
-        watcher::watcher(api, config)
-            .default_backoff()
-            .map(move |e| (kind, e))
-            .boxed()
-    });
-    let mut events = futures::stream::select_all(streams);
+    let mut events = watches(&client);
     let mut known: BTreeMap<Key, (String, Value)> = BTreeMap::new();
     // Each kind's listing in progress: what it has listed so far.
     let mut listing: BTreeMap<Kind, BTreeMap<Key, (String, Value)>> = BTreeMap::new();
@@ -249,6 +234,29 @@ pub async fn record(
     writeln!(out, "{}", json!({"at": at, "type": "end"})).map_err(write_err)?;
     out.flush().map_err(write_err)?;
     Ok(written)
+}
+
+/// One watch per recorded kind across namespaces, merged; of ConfigMaps
+/// only the priority expander's.
+fn watches(
+    client: &Client,
+) -> impl futures::Stream<Item = (Kind, Result<Event<DynamicObject>, watcher::Error>)> + Unpin {
+    let streams = KINDS.iter().map(|&kind| {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource(None));
+        let config = if kind == Kind::ConfigMap {
+            watcher::Config::default().fields(&format!(
+                "metadata.name={}",
+                crate::plan::PRIORITY_EXPANDER_CONFIG_MAP.1
+            ))
+        } else {
+            watcher::Config::default()
+        };
+        watcher::watcher(api, config)
+            .default_backoff()
+            .map(move |e| (kind, e))
+            .boxed()
+    });
+    futures::stream::select_all(streams)
 }
 
 /// Records that `k` is now at `rv`: the change to write (`added`, or
