@@ -25,3 +25,27 @@ fn status_mib(field: &str) -> f64 {
         })
         .map_or(0.0, |kb| kb / 1024.0)
 }
+
+/// Runs this benchmark's executable again with `args` (one measured run
+/// in a process of its own, so that its peak memory is its own) and
+/// returns the last line it printed, split on whitespace.
+///
+/// # Panics
+///
+/// When the run cannot start or fails: the benchmark has no figure.
+#[allow(clippy::expect_used)]
+pub fn measured_child(args: &[String]) -> Vec<String> {
+    let exe = std::env::current_exe().expect("the benchmark's own executable");
+    let out = std::process::Command::new(exe)
+        .args(args)
+        .output()
+        .expect("the measured run starts");
+    assert!(
+        out.status.success(),
+        "the measured run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default();
+    line.split_whitespace().map(str::to_string).collect()
+}

@@ -18,7 +18,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use whatif::flags::Flags;
@@ -84,23 +83,12 @@ fn measured_run(dump: &Path, hours: u64, sides: usize) {
 
 /// Runs this benchmark again as one measured run; its line, split.
 fn child(dump: &Path, hours: u64, sides: usize) -> Vec<String> {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            CHILD,
-            &dump.display().to_string(),
-            &hours.to_string(),
-            &sides.to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the measured run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().unwrap_or_default();
-    line.split_whitespace().map(str::to_string).collect()
+    benches::measured_child(&[
+        CHILD.to_string(),
+        dump.display().to_string(),
+        hours.to_string(),
+        sides.to_string(),
+    ])
 }
 
 fn main() {

@@ -9,6 +9,7 @@
 //! pod of its own ([`crate::job`]), and `testbed whatif merge` makes one
 //! report of their reports ([`crate::merge`]).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -303,29 +304,7 @@ pub fn request(
         .map(|a| crate::sweep::Dimension::parse(a))
         .collect::<Result<Vec<_>, _>>()?;
     if !sweep.is_empty() {
-        let cases = crate::sweep::cases(&sweep)?;
-        let chosen: Vec<(usize, Vec<(String, String)>)> = match args.case {
-            Some(i) if i >= cases.len() => {
-                return Err(crate::sweep::SweepError::NoCase {
-                    index: i,
-                    cases: cases.len(),
-                }
-                .into());
-            }
-            Some(i) => cases.into_iter().enumerate().skip(i).take(1).collect(),
-            None => cases.into_iter().enumerate().collect(),
-        };
-        for (_, case) in chosen {
-            let name = crate::sweep::case_name(&case);
-            sides.push(SideSpec {
-                flags: Flags::parse(
-                    &format!("sweep case {name}"),
-                    &crate::sweep::case_flags(&case),
-                )?,
-                name,
-                binary: None,
-            });
-        }
+        sides.extend(crate::sweep::sides(&sweep, args.case)?);
     }
     // Binaries alone are compared with ours on the input's flags.
     if sides.is_empty() && !args.binaries.is_empty() {
@@ -481,15 +460,36 @@ pub struct SyntheticArgs {
     /// Pods per node (besides one DaemonSet pod each).
     #[arg(long, default_value_t = 30)]
     pub pods_per_node: usize,
-    /// Where to write the dump (JSON).
+    /// Write a recording (`testbed.recording/v1`) of this many hours
+    /// instead: the dump as its start, then an hourly ramp of pods.
+    #[arg(long, value_name = "HOURS")]
+    pub recording_hours: Option<usize>,
+    /// The pods each hourly ramp adds (with `--recording-hours`).
+    #[arg(long, default_value_t = 10_000, requires = "recording_hours")]
+    pub ramp_pods: usize,
+    /// Where to write the dump (JSON) or the recording (JSON Lines).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
 }
 
-/// Writes a synthetic cluster dump ([`crate::synthetic`]).
+/// Writes a synthetic cluster dump or recording ([`crate::synthetic`]).
 pub fn synthetic(args: &SyntheticArgs) -> ExitCode {
-    let dump = crate::synthetic::cluster(args.nodes, args.pods_per_node);
-    match std::fs::write(&args.out, dump.to_string()) {
+    let written = match args.recording_hours {
+        None => {
+            let dump = crate::synthetic::cluster(args.nodes, args.pods_per_node);
+            std::fs::write(&args.out, dump.to_string())
+        }
+        Some(hours) => std::fs::File::create(&args.out).and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            let ramp = crate::synthetic::Ramp {
+                hours,
+                pods: args.ramp_pods,
+            };
+            crate::synthetic::recording(&mut out, args.nodes, args.pods_per_node, ramp)?;
+            out.flush()
+        }),
+    };
+    match written {
         Ok(()) => {
             println!("{}", args.out.display());
             ExitCode::SUCCESS

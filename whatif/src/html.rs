@@ -30,12 +30,12 @@ pub fn page(report: &Report) -> String {
         "<h1>What-if: {} h of virtual time</h1>",
         report.duration_seconds as f64 / 3600.0
     );
-    out.push_str("<table><tr><th>side</th><th>nodes start</th><th>nodes end</th><th>added</th><th>removed</th><th>node-hours</th><th>cost</th><th>pending pod-minutes</th><th>evictions</th></tr>\n");
+    out.push_str("<table><tr><th>side</th><th>nodes start</th><th>nodes end</th><th>added</th><th>removed</th><th>node-hours</th><th>cost</th><th>pending pod-minutes</th><th>evictions</th><th>other pod deletions</th></tr>\n");
     for s in &report.sides {
         let m = &s.summary;
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&s.name),
             m.nodes_at_start,
             m.nodes_at_end,
@@ -44,7 +44,8 @@ pub fn page(report: &Report) -> String {
             m.node_hours,
             m.cost.map_or("-".into(), |c| format!("{c:.2}")),
             m.pending_pod_minutes,
-            m.evictions
+            m.evictions,
+            m.pods_deleted
         );
     }
     out.push_str("</table>\n");
@@ -320,6 +321,7 @@ mod tests {
                 pending_at_end: 0,
                 pending_pod_minutes: 0.0,
                 evictions: 0,
+                pods_deleted: 0,
                 loops: 0,
                 scale_ups: 0,
             },

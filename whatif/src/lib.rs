@@ -17,7 +17,8 @@
 //! the [`coverage`] table says what the input held, what was derived or
 //! defaulted and what is missing.
 //!
-//! Sides run in parallel threads, each on a single-threaded runtime on
+//! Sides run on parallel threads (each takes the next side when done),
+//! each side on a single-threaded runtime on
 //! paused time with seeded generators: the same inputs and seed give a
 //! byte-identical JSON report. A [`sweep`] runs one side per combination
 //! of flag values and reports the trade-off of each case and the Pareto
@@ -26,8 +27,8 @@
 //! [`recording`] of a cluster's changes (written by `testbed record`,
 //! [`record`]) replays as the starting state and a timeline of its
 //! workload changes. `testbed whatif` is the command ([`cli`]);
-//! `testbed synthetic` writes a cluster dump of any size for its
-//! benchmark ([`synthetic`]).
+//! `testbed synthetic` writes a cluster dump of any size, or a recorded
+//! day of it, for its benchmarks ([`synthetic`]).
 
 pub mod binary;
 pub mod cli;
@@ -375,7 +376,8 @@ fn check_sides(sides: &[SideSpec]) -> Result<(), WhatIfError> {
     Ok(())
 }
 
-/// Runs the sides, `parallel` at a time, each on a thread of its own.
+/// Runs the sides on `parallel` threads, each taking the next side not
+/// yet taken when it is done with one: a slow side holds up no other.
 fn run_sides(
     sides: &[SideSpec],
     groupings: &[groups::Grouping],
@@ -383,39 +385,60 @@ fn run_sides(
     settings: &Settings,
     parallel: usize,
 ) -> Result<Vec<run::SideRun>, WhatIfError> {
-    let mut out = Vec::with_capacity(sides.len());
-    let jobs: Vec<(&SideSpec, &groups::Grouping)> = sides.iter().zip(groupings).collect();
-    for batch in jobs.chunks(parallel) {
-        let results: Vec<Result<run::SideRun, WhatIfError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|(side, grouping)| {
-                    scope.spawn(move || {
-                        let binary = side.binary.as_ref().map(|b| (side.name.as_str(), b));
-                        run::run_side(plan, grouping, &side.flags.args(), settings, binary).map_err(
-                            |source| WhatIfError::Run {
-                                side: side.name.clone(),
-                                source: Box::new(source),
-                            },
-                        )
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .zip(batch)
-                .map(|(h, (side, _))| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(WhatIfError::Sides(format!("side {} panicked", side.name)))
-                    })
-                })
-                .collect()
-        });
-        for r in results {
-            out.push(r?);
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<run::SideRun, WhatIfError>>>> =
+        sides.iter().map(|_| Mutex::new(None)).collect();
+    let run_one = |i: usize| {
+        let (side, grouping) = (&sides[i], &groupings[i]);
+        let binary = side.binary.as_ref().map(|b| (side.name.as_str(), b));
+        run::run_side(plan, grouping, &side.flags.args(), settings, binary).map_err(|source| {
+            WhatIfError::Run {
+                side: side.name.clone(),
+                source: Box::new(source),
+            }
+        })
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.min(sides.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= sides.len() {
+                        break;
+                    }
+                    let result =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_one(i)))
+                            .unwrap_or_else(|_| {
+                                Err(WhatIfError::Sides(format!(
+                                    "side {} panicked",
+                                    sides[i].name
+                                )))
+                            });
+                    if result.is_err() {
+                        // A failed side fails the run: start no other.
+                        next.store(sides.len(), Ordering::Relaxed);
+                    }
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(result);
+                    }
+                }
+            });
         }
-    }
-    Ok(out)
+    });
+    results
+        .into_iter()
+        .zip(sides)
+        .map(|(slot, side)| {
+            slot.into_inner().ok().flatten().unwrap_or_else(|| {
+                Err(WhatIfError::Sides(format!(
+                    "side {} did not run",
+                    side.name
+                )))
+            })
+        })
+        .collect()
 }
 
 /// Parses `--nodes` values.

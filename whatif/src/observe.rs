@@ -1,7 +1,9 @@
 //! What happens to the cluster during a side's run, seen through the API
 //! as any watcher sees it: when each node came and went, when each pod was
-//! pending and when a bound pod was deleted (evicted, or gone with its
-//! node). Times are seconds since the autoscaler started, on the
+//! pending and when a bound pod was deleted: evicted (the Eviction API
+//! marks the pod `DisruptionTarget` before it deletes it: the autoscaler's
+//! drains), or deleted otherwise (its controller scaling down, a step of
+//! the timeline, gone with its node). Times are seconds since the autoscaler started, on the
 //! cluster's virtual clock.
 
 use std::collections::{BTreeMap, HashMap};
@@ -46,8 +48,10 @@ pub struct Seen {
     pub pending_changes: Vec<(f64, usize)>,
     /// Pod-seconds spent pending.
     pub pending_seconds: f64,
-    /// Bound pods deleted.
+    /// Bound pods evicted (through the Eviction API).
     pub evictions: usize,
+    /// Bound pods deleted otherwise.
+    pub deletions: usize,
     /// Pods pending at the start.
     pub pending_at_start: usize,
     /// Pods pending now, by `namespace/name`, with since when.
@@ -225,7 +229,11 @@ impl Seen {
     fn pod_deleted(&mut self, p: &Pod, t: f64) {
         let uid = p.metadata.uid.clone().unwrap_or_default();
         if self.bound.remove(&uid) == Some(true) {
-            self.evictions += 1;
+            if evicted(p) {
+                self.evictions += 1;
+            } else {
+                self.deletions += 1;
+            }
         }
         let key = pod_key(p);
         if self.pending.contains_key(&key) {
@@ -239,6 +247,18 @@ impl Seen {
             self.pending_changes.push((t, self.pending.len()));
         }
     }
+}
+
+/// Whether the Eviction API took `p`: it marks the pod before deleting it.
+fn evicted(p: &Pod) -> bool {
+    let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|cs| {
+        cs.iter().any(|c| {
+            c.type_ == "DisruptionTarget"
+                && c.status == "True"
+                && c.reason.as_deref() == Some("EvictionByEvictionAPI")
+        })
+    })
 }
 
 fn pod_key(p: &Pod) -> String {

@@ -122,8 +122,13 @@ pub struct Summary {
     pub pending_at_end: usize,
     /// Pod-minutes spent pending.
     pub pending_pod_minutes: f64,
-    /// Bound pods deleted (evicted by a drain, or gone with their node).
+    /// Bound pods evicted through the Eviction API: the autoscaler's
+    /// drains.
     pub evictions: usize,
+    /// Bound pods deleted otherwise: by their controller scaling down, by
+    /// a step of the timeline or the recording, or with their node.
+    #[serde(default)]
+    pub pods_deleted: usize,
     /// The autoscaler's loops (ours in-process; 0 for a binary, whose
     /// loops are in its log).
     pub loops: usize,
@@ -320,6 +325,7 @@ pub fn side(name: &str, flags: Vec<String>, ran: Ran, prices: &BTreeMap<String, 
         pending_at_end: seen.pending.len(),
         pending_pod_minutes: round(seen.pending_seconds / 60.0, 1),
         evictions: seen.evictions,
+        pods_deleted: seen.deletions,
         loops: loops.count,
         scale_ups: scale_ups.len(),
     };
@@ -482,11 +488,11 @@ impl Report {
                 out.push_str(&format!("- {}: {}\n", clock(step.at), step.action));
             }
         }
-        out.push_str("\n## Outcome\n\n| side | nodes start → end | added | removed | node-hours | cost | pending start → end | pending pod-minutes | evictions | loops |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|\n");
+        out.push_str("\n## Outcome\n\n| side | nodes start → end | added | removed | node-hours | cost | pending start → end | pending pod-minutes | evictions | other pod deletions | loops |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
         for s in &self.sides {
             let m = &s.summary;
             out.push_str(&format!(
-                "| {} | {} → {} | {} | {} | {} | {} | {} → {} | {} | {} | {} |\n",
+                "| {} | {} → {} | {} | {} | {} | {} | {} → {} | {} | {} | {} | {} |\n",
                 s.name,
                 m.nodes_at_start,
                 m.nodes_at_end,
@@ -498,6 +504,7 @@ impl Report {
                 m.pending_at_end,
                 m.pending_pod_minutes,
                 m.evictions,
+                m.pods_deleted,
                 if s.binary.is_some() {
                     "-".to_string()
                 } else {

@@ -205,6 +205,39 @@ pub fn case_flags(case: &[(String, String)]) -> Vec<String> {
     case.iter().map(|(f, v)| format!("--{f}={v}")).collect()
 }
 
+/// The sides a sweep's cases are: every case, or only case `only`.
+pub fn sides(
+    dimensions: &[Dimension],
+    only: Option<usize>,
+) -> Result<Vec<crate::SideSpec>, crate::WhatIfError> {
+    let cases = cases(dimensions)?;
+    let chosen: Vec<Vec<(String, String)>> = match only {
+        Some(index) if index >= cases.len() => {
+            return Err(SweepError::NoCase {
+                index,
+                cases: cases.len(),
+            }
+            .into());
+        }
+        Some(i) => cases.into_iter().skip(i).take(1).collect(),
+        None => cases,
+    };
+    chosen
+        .into_iter()
+        .map(|case| {
+            let name = case_name(&case);
+            Ok(crate::SideSpec {
+                flags: crate::flags::Flags::parse(
+                    &format!("sweep case {name}"),
+                    &case_flags(&case),
+                )?,
+                name,
+                binary: None,
+            })
+        })
+        .collect()
+}
+
 /// The sweep in the report: the dimensions and a row per case.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -6,8 +6,19 @@
 //! the rest about two thirds; one pod in 300 more is pending, too big for
 //! the room any node has left, so that a run both scales up and scales
 //! down.
+//!
+//! Or a recording of a day of that cluster ([`recording`]): the dump as its
+//! starting state, then every hour a ramp of pods (of Deployments scaled
+//! up, then down half an hour later) of which the nodes' spare room holds
+//! about a third, with what a recorder sees of it: the scale changes, the
+//! ReplicaSets following, every pod created and deleted, and the nodes the
+//! recorded autoscaler added and removed.
+
+use std::io::Write;
 
 use serde_json::{Value, json};
+
+use crate::recording::FORMAT;
 
 /// Replicas per Deployment.
 const REPLICAS: usize = 50;
@@ -74,6 +85,138 @@ pub fn cluster(nodes: usize, pods_per_node: usize) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
+/// The hourly ramp of a synthetic recording.
+#[derive(Debug, Clone, Copy)]
+pub struct Ramp {
+    /// Hours recorded.
+    pub hours: usize,
+    /// Pods each ramp adds.
+    pub pods: usize,
+}
+
+/// Deployments a ramp scales.
+const RAMP_DEPLOYMENTS: usize = 20;
+
+/// A ramp pod's CPU: the spare room of a node holds three or ten, a new
+/// node twelve.
+const RAMP_CPU_MILLIS: usize = 300;
+
+/// When in each hour the ramp comes up, and when it goes down (seconds).
+const RAMP_UP_AT: usize = 300;
+const RAMP_DOWN_AT: usize = 2100;
+
+/// When in each hour the recorded autoscaler added its nodes, and removed
+/// them (seconds).
+const NODES_UP_AT: usize = 360;
+const NODES_DOWN_AT: usize = 3000;
+
+/// What a synthetic recording holds.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Lines {
+    /// Objects of the starting state.
+    pub initial: usize,
+    /// Changes after it.
+    pub changes: usize,
+}
+
+/// Writes a recording of `ramp.hours` hours of the cluster [`cluster`]
+/// makes, with the hourly ramp, into `out`.
+pub fn recording(
+    out: &mut impl Write,
+    nodes: usize,
+    pods_per_node: usize,
+    ramp: Ramp,
+) -> std::io::Result<Lines> {
+    let mut lines = Lines::default();
+    writeln!(
+        out,
+        "{}",
+        json!({"format": FORMAT, "start": "2026-11-30T00:00:00Z"})
+    )?;
+    let mut initial = match cluster(nodes, pods_per_node) {
+        Value::Object(mut list) => match list.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    for k in 0..RAMP_DEPLOYMENTS {
+        initial.extend(ramp_workload(k, 0));
+    }
+    for o in initial {
+        writeln!(out, "{}", json!({"at": 0, "type": "initial", "object": o}))?;
+        lines.initial += 1;
+    }
+    let per_deployment = ramp.pods.div_ceil(RAMP_DEPLOYMENTS);
+    let per_new_node = 3920usize.saturating_sub(50) / RAMP_CPU_MILLIS;
+    // The spare room of ten nodes holds about 37 ramp pods (three on each
+    // busy node, ten on a light one); the rest needed the recorded
+    // autoscaler's new nodes.
+    let new_nodes = ramp.pods.saturating_sub(nodes * 37 / 10) / per_new_node.max(1);
+    for h in 0..ramp.hours {
+        let mut changes: Vec<(f64, &str, Value)> = Vec::new();
+        let t0 = (h * 3600) as f64;
+        for k in 0..RAMP_DEPLOYMENTS {
+            for (at, replicas) in [(RAMP_UP_AT, per_deployment), (RAMP_DOWN_AT, 0)] {
+                let at = t0 + at as f64;
+                let [d, rs] = ramp_workload(k, replicas);
+                changes.push((at, "modified", d));
+                changes.push((at + 0.5, "modified", rs));
+            }
+            for i in 0..per_deployment {
+                let pod = ramp_pod(k, h, i);
+                let offset = (k * per_deployment + i) as f64 / 100.0;
+                changes.push((t0 + RAMP_UP_AT as f64 + 1.0 + offset, "added", pod.clone()));
+                changes.push((t0 + RAMP_DOWN_AT as f64 + 1.0 + offset, "deleted", pod));
+            }
+        }
+        for n in 0..new_nodes {
+            let node = node(1_000_000 + h * new_nodes + n);
+            let offset = n as f64 / 10.0;
+            changes.push((t0 + NODES_UP_AT as f64 + offset, "added", node.clone()));
+            changes.push((t0 + NODES_DOWN_AT as f64 + offset, "deleted", node));
+        }
+        changes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (at, event, o) in changes {
+            writeln!(out, "{}", json!({"at": at, "type": event, "object": o}))?;
+            lines.changes += 1;
+        }
+    }
+    writeln!(out, "{}", json!({"at": ramp.hours * 3600, "type": "end"}))?;
+    Ok(lines)
+}
+
+/// Ramp Deployment `k` at `replicas`, and its ReplicaSet.
+fn ramp_workload(k: usize, replicas: usize) -> [Value; 2] {
+    let app = format!("ramp-{k}");
+    let template = json!({"metadata": {"labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": "app",
+            "resources": {"requests": {"cpu": format!("{RAMP_CPU_MILLIS}m"), "memory": "256Mi"}}}]}});
+    let mut rs_template = template.clone();
+    rs_template["metadata"]["labels"]["pod-template-hash"] = json!("r");
+    [
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": app, "namespace": "apps", "uid": format!("ramp-d-{k}")},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}}, "template": template}}),
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": format!("{app}-r"), "namespace": "apps", "uid": format!("ramp-rs-{k}"),
+                "labels": {"app": app, "pod-template-hash": "r"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": app, "uid": format!("ramp-d-{k}"), "controller": true}]},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app, "pod-template-hash": "r"}}, "template": rs_template}}),
+    ]
+}
+
+/// Pod `i` of ramp Deployment `k` in hour `h`, as the recorder saw it made.
+fn ramp_pod(k: usize, h: usize, i: usize) -> Value {
+    let app = format!("ramp-{k}");
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{app}-r-{h}-{i}"), "namespace": "apps",
+            "labels": {"app": app, "pod-template-hash": "r"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-r"), "uid": format!("ramp-rs-{k}"), "controller": true}]},
+        "spec": {"containers": [{"name": "app", "image": "app",
+            "resources": {"requests": {"cpu": format!("{RAMP_CPU_MILLIS}m"), "memory": "256Mi"}}}]}})
+}
+
 fn node_name(i: usize) -> String {
     format!("ip-10-{}-{}-{}", i / 65536 % 256, i / 256 % 256, i % 256)
 }
@@ -125,4 +268,38 @@ fn pod(d: usize, i: usize, cpu: &str, node: Option<usize>) -> Value {
         meta["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-h"), "uid": format!("rs-{d}"), "controller": true}]);
     }
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_day_replays_as_hourly_scale_steps_and_leaves_the_recorded_nodes_out() {
+        let mut out = Vec::new();
+        let ramp = Ramp {
+            hours: 2,
+            pods: 2000,
+        };
+        let lines = recording(&mut out, 100, 30, ramp).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let replay = crate::recording::parse("day.jsonl", &text).unwrap();
+        // Each hour: every ramp Deployment scaled up, then down.
+        assert_eq!(replay.steps.len(), 2 * 2 * RAMP_DEPLOYMENTS);
+        let ups: Vec<u64> = replay
+            .steps
+            .iter()
+            .filter(|s| s.action.ends_with(" to 100"))
+            .map(|s| s.at)
+            .collect();
+        assert_eq!(ups.len(), 2 * RAMP_DEPLOYMENTS, "{:?}", replay.steps);
+        assert!(ups.iter().all(|&at| at % 3600 == RAMP_UP_AT as u64));
+        // 2,000 pods of which 370 fit the spare room: 135 new nodes an hour.
+        assert_eq!(replay.recorded.nodes_added, 2 * 135);
+        assert_eq!(replay.recorded.nodes_removed, 2 * 135);
+        assert_eq!(replay.recorded.by_controllers["Pod"], 2 * 2 * 2000);
+        assert!(replay.recorded.complete);
+        assert_eq!(replay.recorded.seconds, 7200.0);
+        assert_eq!(lines.changes, text.lines().count() - 2 - lines.initial);
+    }
 }

@@ -86,8 +86,9 @@ enum Command {
     /// Record a live cluster's changes (list and watch only) for `testbed
     /// whatif --recording`.
     Record(whatif::cli::RecordArgs),
-    /// Write a synthetic cluster dump (a kubectl List) of any size, for
-    /// the what-if's benchmark.
+    /// Write a synthetic cluster dump (a kubectl List) of any size, or a
+    /// recording of a day of it with hourly ramps, for the what-if's
+    /// benchmarks.
     Synthetic(whatif::cli::SyntheticArgs),
 }
 

@@ -20,6 +20,9 @@ use crate::server::{DeleteOptions, Deleted, Server, Subresource, WriteOptions};
 use crate::store::Stored;
 use apimachinery::labels::{LabelSelector, Labels};
 
+/// The pod condition an eviction sets before it deletes the pod.
+pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
+
 /// How long an evicted pod counts as disrupted while it is still present (upstream: 2 minutes).
 const DISRUPTED_POD_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -515,12 +518,87 @@ impl Server {
         name: &str,
         opts: &DeleteOptions,
     ) -> ApiResult<Value> {
-        match self.delete(pods, ns, name, opts)? {
+        let mut opts = opts.clone();
+        if !opts.dry_run {
+            self.mark_disruption_target(pods, ns, name, &mut opts)?;
+        }
+        match self.delete(pods, ns, name, &opts)? {
             Deleted::Gone(_) | Deleted::Pending(_) => {}
         }
         Ok(
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
         )
+    }
+
+    /// As the eviction handler with pod disruption conditions (GA in 1.31):
+    /// the pod's status gets the condition `DisruptionTarget` (reason
+    /// `EvictionByEvictionAPI`) before it is deleted, so that whoever sees
+    /// it go knows an eviction took it. A resourceVersion precondition
+    /// moves to the version this write gives; a precondition the pod does
+    /// not meet leaves it untouched, for the deletion to refuse.
+    fn mark_disruption_target(
+        &self,
+        pods: &crate::registry::ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &mut DeleteOptions,
+    ) -> ApiResult<()> {
+        let pod = self.get(pods, ns, name)?;
+        let uid_differs = opts
+            .precondition_uid
+            .as_ref()
+            .is_some_and(|u| *u != pod.uid);
+        let rv_differs = opts
+            .precondition_rv
+            .as_ref()
+            .is_some_and(|rv| *rv != pod.rv.to_string());
+        if uid_differs || rv_differs {
+            return Ok(());
+        }
+        let mut v = pod.value();
+        if !v["status"].is_object() {
+            v["status"] = json!({});
+        }
+        let now = self.clock.rfc3339();
+        let condition = json!({"type": DISRUPTION_TARGET, "status": "True",
+            "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"});
+        let conditions = v
+            .pointer_mut("/status")
+            .and_then(Value::as_object_mut)
+            .map(|st| st.entry("conditions").or_insert_with(|| json!([])));
+        let Some(Value::Array(conditions)) = conditions else {
+            return Ok(());
+        };
+        match conditions
+            .iter_mut()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(DISRUPTION_TARGET))
+        {
+            Some(c) => {
+                if c.get("status").and_then(Value::as_str) != Some("True") {
+                    c["lastTransitionTime"] = json!(now);
+                }
+                for key in ["status", "reason", "message"] {
+                    c[key] = condition[key].clone();
+                }
+            }
+            None => {
+                let mut c = condition;
+                c["lastTransitionTime"] = json!(now);
+                conditions.push(c);
+            }
+        }
+        self.update(
+            pods,
+            ns,
+            name,
+            v,
+            Subresource::Status,
+            &WriteOptions::default(),
+        )?;
+        if opts.precondition_rv.is_some() {
+            opts.precondition_rv = Some(self.get(pods, ns, name)?.rv.to_string());
+        }
+        Ok(())
     }
 
     /// The `pods/binding` subresource: assigns an unbound pod to a node.

@@ -2,6 +2,7 @@
 //! apiserver --test checks MODULE::` runs one subject.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod eviction;
 mod eviction_protobuf;
 mod faults;
 mod fidelity;
