@@ -188,22 +188,13 @@ pub fn recording(
 
 /// Ramp Deployment `k` at `replicas`, and its ReplicaSet.
 fn ramp_workload(k: usize, replicas: usize) -> [Value; 2] {
-    let app = format!("ramp-{k}");
-    let template = json!({"metadata": {"labels": {"app": app}},
-        "spec": {"containers": [{"name": "app", "image": "app",
-            "resources": {"requests": {"cpu": format!("{RAMP_CPU_MILLIS}m"), "memory": "256Mi"}}}]}});
-    let mut rs_template = template.clone();
-    rs_template["metadata"]["labels"]["pod-template-hash"] = json!("r");
-    [
-        json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": app, "namespace": "apps", "uid": format!("ramp-d-{k}")},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}}, "template": template}}),
-        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": format!("{app}-r"), "namespace": "apps", "uid": format!("ramp-rs-{k}"),
-                "labels": {"app": app, "pod-template-hash": "r"},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": app, "uid": format!("ramp-d-{k}"), "controller": true}]},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app, "pod-template-hash": "r"}}, "template": rs_template}}),
-    ]
+    let cpu = format!("{RAMP_CPU_MILLIS}m");
+    let owned = Owned {
+        app: format!("ramp-{k}"),
+        uid: format!("ramp-{k}"),
+        hash: "r",
+    };
+    owned.deployment(replicas, &container(&cpu, "256Mi"))
 }
 
 /// Pod `i` of ramp Deployment `k` in hour `h`, as the recorder saw it made.
@@ -212,9 +203,8 @@ fn ramp_pod(k: usize, h: usize, i: usize) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("{app}-r-{h}-{i}"), "namespace": "apps",
             "labels": {"app": app, "pod-template-hash": "r"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-r"), "uid": format!("ramp-rs-{k}"), "controller": true}]},
-        "spec": {"containers": [{"name": "app", "image": "app",
-            "resources": {"requests": {"cpu": format!("{RAMP_CPU_MILLIS}m"), "memory": "256Mi"}}}]}})
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-r"), "uid": format!("rs-ramp-{k}"), "controller": true}]},
+        "spec": {"containers": [container(&format!("{RAMP_CPU_MILLIS}m"), "256Mi")]}})
 }
 
 fn node_name(i: usize) -> String {
@@ -234,21 +224,15 @@ fn node(i: usize) -> Value {
 }
 
 fn workload(d: usize, cpu: &str) -> Vec<Value> {
-    let app = format!("app-{d}");
-    let template = json!({"metadata": {"labels": {"app": app}},
-        "spec": {"containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]}});
-    let mut rs_template = template.clone();
-    rs_template["metadata"]["labels"]["pod-template-hash"] = json!("h");
-    let mut out = vec![
-        json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": app, "namespace": "apps", "uid": format!("d-{d}")},
-            "spec": {"replicas": REPLICAS, "selector": {"matchLabels": {"app": app}}, "template": template}}),
-        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": format!("{app}-h"), "namespace": "apps", "uid": format!("rs-{d}"),
-                "labels": {"app": app, "pod-template-hash": "h"},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": app, "uid": format!("d-{d}"), "controller": true}]},
-            "spec": {"replicas": REPLICAS, "selector": {"matchLabels": {"app": app, "pod-template-hash": "h"}}, "template": rs_template}}),
-    ];
+    let owned = Owned {
+        app: format!("app-{d}"),
+        uid: d.to_string(),
+        hash: "h",
+    };
+    let app = owned.app.clone();
+    let mut out = owned
+        .deployment(REPLICAS, &container(cpu, "128Mi"))
+        .to_vec();
     if d % 10 == 5 {
         out.push(
             json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -259,9 +243,42 @@ fn workload(d: usize, cpu: &str) -> Vec<Value> {
     out
 }
 
+/// The one container of a workload's pods.
+fn container(cpu: &str, memory: &str) -> Value {
+    json!({"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}})
+}
+
+/// A Deployment `app` (uid `d-{uid}`) and its ReplicaSet (`{app}-{hash}`,
+/// uid `rs-{uid}`), their pods running `container`.
+struct Owned {
+    app: String,
+    uid: String,
+    hash: &'static str,
+}
+
+impl Owned {
+    fn deployment(&self, replicas: usize, container: &Value) -> [Value; 2] {
+        let (app, uid, hash) = (&self.app, &self.uid, self.hash);
+        let template =
+            json!({"metadata": {"labels": {"app": app}}, "spec": {"containers": [container]}});
+        let mut rs_template = template.clone();
+        rs_template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
+        [
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": app, "namespace": "apps", "uid": format!("d-{uid}")},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}}, "template": template}}),
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": format!("{app}-{hash}"), "namespace": "apps", "uid": format!("rs-{uid}"),
+                    "labels": {"app": app, "pod-template-hash": hash},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": app, "uid": format!("d-{uid}"), "controller": true}]},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app, "pod-template-hash": hash}}, "template": rs_template}}),
+        ]
+    }
+}
+
 fn pod(d: usize, i: usize, cpu: &str, node: Option<usize>) -> Value {
     let app = format!("app-{d}");
-    let mut spec = json!({"containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]});
+    let mut spec = json!({"containers": [container(cpu, "128Mi")]});
     let mut meta = json!({"name": format!("{app}-h-{i}"), "namespace": "apps", "labels": {"app": app, "pod-template-hash": "h"}});
     if let Some(n) = node {
         spec["nodeName"] = json!(node_name(n));
