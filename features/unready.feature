@@ -91,7 +91,7 @@ Feature: Unready nodes, failed scale-ups and backoff
     When a deployment "web" of 4 pods requesting 3 CPU is created
     Then all 4 pods of "web" are running within 15 minutes
     And the node group "quota" has 0 nodes
-    And the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota"
+    And the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "QUOTA_EXCEEDED" for node group "quota" within 2 minutes
     And the status ConfigMap gets a "ScaleUpFailed" event containing "due to OutOfResource.QUOTA_EXCEEDED"
 
   @extension

@@ -3,10 +3,12 @@
 //! (and a Job's pods' uid labels) are pointed at its owner's new uid.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::SystemTime;
 
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
+use kwok::template::{Context, Template};
 use serde_json::Value;
 
 use crate::kinds::Kind;
@@ -30,6 +32,14 @@ pub enum LoadError {
         object: String,
         /// The API's answer.
         source: kube::Error,
+    },
+    /// A bound pod's running status could not be made.
+    #[error("making the running status of {object}: {reason}")]
+    Running {
+        /// `Kind namespace/name`.
+        object: String,
+        /// Why.
+        reason: String,
     },
     /// The autoscaler's CRDs could not be installed.
     #[error("installing the autoscaler's CRDs: {0}")]
@@ -62,8 +72,18 @@ pub struct Loaded {
 /// Creates `plan`'s objects through `client`, upstream's CRDs
 /// (CapacityBuffers, CapacityQuotas, ProvisioningRequests) first, as a
 /// cluster running the autoscaler serves them.
-pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
+///
+/// A pod bound to a node is loaded running there, its status what kwok's
+/// `pod-ready` stage writes, as of `now` (the cluster's start): the
+/// cluster starts as the input's was, not replaying each pod's start.
+pub async fn load(client: Client, plan: &Plan, now: SystemTime) -> Result<Loaded, LoadError> {
     install_crds(&client).await?;
+    let nodes: HashMap<&str, &Value> = plan
+        .objects
+        .iter()
+        .filter(|p| p.kind == Kind::Node)
+        .filter_map(|p| Some((p.value.pointer("/metadata/name")?.as_str()?, &p.value)))
+        .collect();
     let mut loaded = Loaded::default();
     for p in &plan.objects {
         let mut value = p.value.clone();
@@ -108,6 +128,15 @@ pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
             Err(source) => return Err(LoadError::Create { object, source }),
         };
         if let Some(status) = &p.status {
+            let status = match p.kind {
+                Kind::Pod => running_status(&created, status, &nodes, now).map_err(|reason| {
+                    LoadError::Running {
+                        object: object.clone(),
+                        reason,
+                    }
+                })?,
+                _ => status.clone(),
+            };
             let name = created.metadata.name.clone().unwrap_or_default();
             let patch = serde_json::json!({ "status": status });
             api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -122,6 +151,34 @@ pub async fn load(client: Client, plan: &Plan) -> Result<Loaded, LoadError> {
         }
     }
     Ok(loaded)
+}
+
+/// The status kwok's `pod-ready` stage gives `pod` on its node, with the
+/// pod IP `seed` holds, if any.
+fn running_status(
+    pod: &DynamicObject,
+    seed: &Value,
+    nodes: &HashMap<&str, &Value>,
+    now: SystemTime,
+) -> Result<Value, String> {
+    let pod = serde_json::to_value(pod).map_err(|e| e.to_string())?;
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .and_then(|n| nodes.get(n).copied());
+    let ctx = Context {
+        now,
+        start: SystemTime::UNIX_EPOCH,
+        node_ip: "",
+        node_name: "",
+        node_port: 0,
+        node,
+        pod_ip: seed
+            .get("podIP")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    };
+    Template::PodReady.render(&pod, &ctx)
 }
 
 async fn install_crds(client: &Client) -> Result<(), LoadError> {

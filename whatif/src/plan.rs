@@ -56,7 +56,9 @@ pub struct Planned {
     pub old_uid: Option<String>,
     /// The status to write once it is created: a custom resource's, which
     /// no controller of the cluster rebuilds (a ProvisioningRequest's
-    /// conditions, say).
+    /// conditions, say); for a pod bound to a node, the input's pod IP,
+    /// from which the loader writes the Running status kwok's `pod-ready`
+    /// stage would (the pod was running where it is bound).
     pub status: Option<Value>,
 }
 
@@ -146,10 +148,16 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                 _ => {}
             }
             let mut status = None;
+            let running = kind == Kind::Pod && bound(&value);
             if kind != Kind::Node
                 && let Some(s) = value.as_object_mut()
             {
-                status = s.remove("status").filter(|_| kind.is_custom());
+                let was = s.remove("status");
+                if kind.is_custom() {
+                    status = was;
+                } else if running {
+                    status = Some(running_seed(was.as_ref()));
+                }
             }
             clean_metadata(&mut value, &uids, &mut plan.dropped.owners_missing);
             if kind.namespaced() {
@@ -198,6 +206,21 @@ fn node_ready(node: &Value) -> bool {
 /// kwok provider counts it in the group); its capacity, allocatable and
 /// node info kept, its conditions and addresses left to kwok, the taints
 /// of its state now (not ready, unreachable) left out.
+/// Whether a pod names its node.
+fn bound(pod: &Value) -> bool {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// What a bound pod's status keeps of the input's: its pod IP.
+fn running_seed(status: Option<&Value>) -> Value {
+    match status.and_then(|s| s.get("podIP")).and_then(Value::as_str) {
+        Some(ip) => json!({ "podIP": ip }),
+        None => json!({}),
+    }
+}
+
 fn kwok_node(node: &Value, group: Option<&str>) -> Value {
     let mut node = node.clone();
     let name = node
@@ -312,7 +335,7 @@ mod tests {
        "spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}},
       {"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1-x","namespace":"shop","uid":"u-p",
        "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-1","uid":"u-rs","controller":true}]},
-       "spec":{"nodeName":"a","containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running"}},
+       "spec":{"nodeName":"a","containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running","podIP":"10.1.0.7"}},
       {"apiVersion":"v1","kind":"Pod","metadata":{"name":"done","namespace":"shop"},
        "spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Succeeded"}}
     ]}"#;
@@ -350,6 +373,9 @@ mod tests {
             "u-rs"
         );
         assert_eq!(plan.objects[3].old_uid.as_deref(), Some("u-p"));
+        // Loaded running, with the pod IP it had.
+        assert!(plan.objects[3].value.get("status").is_none());
+        assert_eq!(plan.objects[3].status, Some(json!({"podIP": "10.1.0.7"})));
         assert_eq!(plan.dropped.owners_missing["Deployment"], 1);
         assert_eq!(plan.dropped.finished_pods, 1);
         assert_eq!(plan.dropped.not_ready_nodes, 1);

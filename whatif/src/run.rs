@@ -126,12 +126,15 @@ async fn run(
         .object(provider_config_map())
         .object(templates_config_map(templates));
     // A binary reads the machine's clock: its cluster's starts now.
+    let started_at = binary.map_or(settings.epoch, |_| std::time::SystemTime::now());
     let builder = match binary {
         None => builder.epoch(settings.epoch),
         Some((_, b)) => builder.time_scale(b.time_scale),
     };
     let (cluster, loaded) = builder
-        .start_loaded(|client| async move { load(client, plan).await.map_err(RunError::Load) })
+        .start_loaded(|client| async move {
+            load(client, plan, started_at).await.map_err(RunError::Load)
+        })
         .await?;
     let cluster = cluster.poll_every(SETTLE_POLL.div_f64(scale));
     let nodes = loaded.created.get("Node").copied().unwrap_or(0);
