@@ -5,4 +5,5 @@ mod bad_input;
 mod end_to_end;
 mod job;
 mod live;
+mod record;
 mod recording;
