@@ -143,14 +143,31 @@ fn record_the_testbed(cut: Cut) -> (Written, String) {
     })
 }
 
-/// The offsets of `web`'s recorded scales, in order.
-fn scales(replay: &Replay) -> Vec<(u64, &str)> {
-    replay
+/// The recording read back, complete, with exactly two scales of `web`:
+/// to 5 at 1.5 s, then to `then` (its offset returned).
+fn scaled_to_5_then(text: &str, then: i64) -> (Replay, u64) {
+    let replay = whatif::recording::parse("test", text).expect("the recording reads");
+    assert!(replay.recorded.complete, "it has its end line");
+    let scales: Vec<(u64, String)> = replay
         .steps
         .iter()
         .filter(|s| s.action.starts_with("scale Deployment shop/web"))
-        .map(|s| (s.at, s.action.as_str()))
-        .collect()
+        .map(|s| (s.at, s.action.clone()))
+        .collect();
+    let second = format!("scale Deployment shop/web to {then}");
+    let [(up, first), (at, action)] = &scales[..] else {
+        panic!("two scales, to 5 then to {then}, none twice: {scales:?}");
+    };
+    assert_eq!(
+        (first.as_str(), action),
+        ("scale Deployment shop/web to 5", &second),
+        "{scales:?}"
+    );
+    assert!(
+        (1..=2).contains(up),
+        "scaled up at 1.5 s, replayed at {up} s"
+    );
+    (replay, *at)
 }
 
 /// The recording replays the two scales at their offsets, the second
@@ -169,20 +186,7 @@ fn a_recording_of_the_testbed_replays_its_scales_at_their_offsets_through_cut_wa
         !text.contains("PASSWORD"),
         "a container's environment is not recorded"
     );
-    let replay = whatif::recording::parse("test", &text).expect("the recording reads");
-    assert!(replay.recorded.complete, "it has its end line");
-    let scales = scales(&replay);
-    let [
-        (up, "scale Deployment shop/web to 5"),
-        (down, "scale Deployment shop/web to 1"),
-    ] = scales[..]
-    else {
-        panic!("two scales, to 5 then to 1: {scales:?}");
-    };
-    assert!(
-        (1..=2).contains(&up),
-        "scaled up at 1.5 s, replayed at {up} s"
-    );
+    let (replay, down) = scaled_to_5_then(&text, 1);
     assert!(
         (3..=4).contains(&down),
         "scaled down at 3.5 s, after the cut, replayed at {down} s"
@@ -207,20 +211,7 @@ fn a_watch_answered_410_is_answered_by_a_relist_that_writes_only_the_differences
         written.relists >= 1,
         "the Deployments relisted: {written:?}"
     );
-    let replay = whatif::recording::parse("test", &text).expect("the recording reads");
-    assert!(replay.recorded.complete, "it has its end line");
-    let scales = scales(&replay);
-    let [
-        (up, "scale Deployment shop/web to 5"),
-        (relisted, "scale Deployment shop/web to 3"),
-    ] = scales[..]
-    else {
-        panic!("two scales, to 5 then to 3, none twice: {scales:?}");
-    };
-    assert!(
-        (1..=2).contains(&up),
-        "scaled up at 1.5 s, replayed at {up} s"
-    );
+    let (_, relisted) = scaled_to_5_then(&text, 3);
     assert!(
         (3..=9).contains(&relisted),
         "scaled at 2.7 s, found by the relist after a failed list, replayed at {relisted} s"
