@@ -115,6 +115,7 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                 continue;
             }
             let mut value = o.value.clone();
+            let mut running = false;
             match kind {
                 Kind::Pod => {
                     let phase = value.pointer("/status/phase").and_then(Value::as_str);
@@ -130,7 +131,10 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                                 node: node.into(),
                             });
                         }
-                        Some(_) => plan.bound_pods += 1,
+                        Some(_) => {
+                            plan.bound_pods += 1;
+                            running = true;
+                        }
                         None => plan.pending_pods += 1,
                     }
                 }
@@ -148,7 +152,6 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
                 _ => {}
             }
             let mut status = None;
-            let running = kind == Kind::Pod && bound(&value);
             if kind != Kind::Node
                 && let Some(s) = value.as_object_mut()
             {
@@ -189,6 +192,14 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
     Ok(plan)
 }
 
+/// What a bound pod's status keeps of the input's: its pod IP.
+fn running_seed(status: Option<&Value>) -> Value {
+    match status.and_then(|s| s.get("podIP")).and_then(Value::as_str) {
+        Some(ip) => json!({ "podIP": ip }),
+        None => json!({}),
+    }
+}
+
 /// Whether the node's Ready condition is True.
 fn node_ready(node: &Value) -> bool {
     node.pointer("/status/conditions")
@@ -206,21 +217,6 @@ fn node_ready(node: &Value) -> bool {
 /// kwok provider counts it in the group); its capacity, allocatable and
 /// node info kept, its conditions and addresses left to kwok, the taints
 /// of its state now (not ready, unreachable) left out.
-/// Whether a pod names its node.
-fn bound(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty())
-}
-
-/// What a bound pod's status keeps of the input's: its pod IP.
-fn running_seed(status: Option<&Value>) -> Value {
-    match status.and_then(|s| s.get("podIP")).and_then(Value::as_str) {
-        Some(ip) => json!({ "podIP": ip }),
-        None => json!({}),
-    }
-}
-
 fn kwok_node(node: &Value, group: Option<&str>) -> Value {
     let mut node = node.clone();
     let name = node

@@ -41,6 +41,15 @@ fn what_if(inputs: Vec<PathBuf>, kubeconfig: Option<PathBuf>) -> WhatIf {
     }
 }
 
+/// A two-thread runtime: the testbed and a client over TLS side by side.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// A ServiceAccount `name` bound to a ClusterRole of `rules`, and a token
 /// for it.
 pub(crate) async fn service_account(
@@ -78,11 +87,7 @@ pub(crate) async fn service_account(
 
 #[test]
 fn a_service_account_that_may_only_list_reads_all_the_what_if_needs() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = runtime();
     let dir = tempfile::tempdir().expect("a directory");
     let (reader, no_pods) = (dir.path().join("reader"), dir.path().join("no-pods"));
     let (_cluster, _endpoint) = runtime.block_on(async {

@@ -31,11 +31,7 @@ enum Cut {
 /// `Cut::Gone`): scaled to 5 at 1.5 s, the watches cut at 2.5 s, scaled to
 /// 3 at 2.7 s (`Cut::Gone`) or to 1 at 3.5 s (`Cut::Resumed`).
 fn record_the_testbed(cut: Cut) -> (Written, String) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = crate::live::runtime();
     let dir = tempfile::tempdir().expect("a directory");
     let kubeconfig = dir.path().join("kubeconfig");
     let web = json!({"apiVersion": "apps/v1", "kind": "Deployment",
