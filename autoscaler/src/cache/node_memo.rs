@@ -25,14 +25,13 @@ struct Known<T> {
     after_forget: usize,
 }
 
-/// A value and the node object it was read from, besides its address: the
-/// object's name and resourceVersion (an address can be reused by a later
-/// object; a resourceVersion is not set on nodes built in memory, and a
-/// node built from another may keep its resourceVersion).
+/// A value and the node object it was read from. The entry holds the
+/// object, so no other object can take its address while the entry lives:
+/// an object at the same address is this one, which no one can change
+/// (it is shared).
 #[derive(Debug)]
 struct Entry<T> {
-    name: String,
-    resource_version: String,
+    node: Arc<Node>,
     value: T,
 }
 
@@ -49,32 +48,30 @@ impl<T> Default for NodeVersionMemo<T> {
 
 impl<T: Clone> NodeVersionMemo<T> {
     /// The value kept for this very node object, else `read()` (kept when
-    /// the node has a name and a resourceVersion).
-    pub fn get_or_read(&self, node: &Node, read: impl FnOnce() -> T) -> T {
-        let (Some(name), Some(rv)) = (
-            node.metadata.name.as_deref(),
-            node.metadata.resource_version.as_deref(),
-        ) else {
-            return read();
-        };
-        let address = std::ptr::from_ref(node) as usize;
-        if let Some(known) = self.lock()
-            && let Some(e) = known.by_address.get(&address)
-            && e.resource_version == rv
-            && e.name == name
-        {
-            return e.value.clone();
+    /// the node comes from the API: it has a resourceVersion; nodes built
+    /// in memory, templates say, come and go every loop).
+    pub fn get_or_read(&self, node: &Arc<Node>, read: impl FnOnce() -> T) -> T {
+        if let Some(value) = self.get(node) {
+            return value;
         }
         let value = read();
-        if let Some(mut known) = self.lock() {
+        if node.metadata.resource_version.is_some()
+            && let Some(mut known) = self.lock()
+        {
             let entry = Entry {
-                name: name.to_string(),
-                resource_version: rv.to_string(),
+                node: node.clone(),
                 value: value.clone(),
             };
-            known.by_address.insert(address, entry);
+            known.by_address.insert(address(node), entry);
         }
         value
+    }
+
+    /// The value kept for this very node object, if there is one.
+    pub fn get(&self, node: &Node) -> Option<T> {
+        let known = self.lock()?;
+        let e = known.by_address.get(&address(node))?;
+        std::ptr::eq(Arc::as_ptr(&e.node), node).then(|| e.value.clone())
     }
 
     /// Forgets every value (what they were read with has changed).
@@ -97,10 +94,7 @@ impl<T: Clone> NodeVersionMemo<T> {
         }
         // Listed without the memo's lock: the lister takes locks of its own.
         let nodes = nodes();
-        let present: HashSet<usize> = nodes
-            .iter()
-            .map(|n| std::ptr::from_ref::<Node>(n) as usize)
-            .collect();
+        let present: HashSet<usize> = nodes.iter().map(|n| address(n)).collect();
         if let Some(mut known) = self.lock() {
             known
                 .by_address
@@ -117,6 +111,11 @@ impl<T: Clone> NodeVersionMemo<T> {
     fn len(&self) -> usize {
         self.lock().map_or(0, |k| k.by_address.len())
     }
+}
+
+/// Where a node object lives.
+fn address(node: &Node) -> usize {
+    std::ptr::from_ref::<Node>(node) as usize
 }
 
 #[cfg(test)]
@@ -151,12 +150,16 @@ mod tests {
             4,
             "the same resourceVersion in another object"
         );
-        let unversioned: Node =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": "n1"}})).unwrap();
+        let unversioned: Arc<Node> = Arc::new(
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "n1"}})).unwrap(),
+        );
         assert_eq!(memo.get_or_read(&unversioned, || 5), 5);
         assert_eq!(memo.get_or_read(&unversioned, || 6), 6, "never kept");
         memo.clear();
         assert_eq!(memo.get_or_read(&copy, || 7), 7, "cleared");
+        assert_eq!(memo.get(&copy), Some(7), "found from a plain reference");
+        let elsewhere: Node = (*copy).clone();
+        assert_eq!(memo.get(&elsewhere), None, "an equal object elsewhere");
     }
 
     #[test]

@@ -67,8 +67,9 @@ pub struct State {
     pub volumes: Arc<VolumeObjects>,
     /// DeviceClasses, ResourceClaims, ResourceSlices ([`super::dra`]).
     pub dra: super::dra::DraCache,
-    /// Per-node infos (non-expendable pods), rebuilt when dirty.
-    infos: HashMap<String, NodeInfo>,
+    /// Per-node infos (non-expendable pods), rebuilt when dirty: one per
+    /// node of [`Self::nodes`], in the same order.
+    infos: BTreeMap<String, NodeInfo>,
     dirty: BTreeSet<String>,
     /// Keys seen since a relist started, per kind: at the end of the relist
     /// everything not seen is gone (deleted while the watch was down).
@@ -295,10 +296,10 @@ impl State {
             }
             self.infos.insert(name, info);
         }
-        self.nodes
-            .keys()
-            .filter_map(|n| self.infos.get(n).cloned())
-            .collect()
+        // Every node came with a touch, every node gone too: the infos
+        // are the nodes'.
+        debug_assert!(self.infos.keys().eq(self.nodes.keys()));
+        self.infos.values().cloned().collect()
     }
 
     /// The budgets, as the drainability rules use them.

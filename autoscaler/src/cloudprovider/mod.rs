@@ -273,6 +273,12 @@ pub trait CloudProvider: Send + Sync {
     fn node_groups(&self) -> Vec<Arc<dyn NodeGroup>>;
     /// The group of a node; `None` means "not autoscaled, ignore it".
     fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError>;
+    /// The id of the node's group: [`Self::node_group_for_node`]'s, which
+    /// a provider may answer without building the group's handle (the
+    /// cluster state asks it of every node every loop).
+    fn node_group_id(&self, node: &Arc<Node>) -> Result<Option<String>, CloudError> {
+        Ok(self.node_group_for_node(node)?.map(|g| g.id()))
+    }
     /// Whether the node's instance still exists.
     fn has_instance(&self, node: &Node) -> Result<bool, CloudError> {
         let _ = node;

@@ -68,7 +68,7 @@ impl NodeFactsMemo {
     }
 
     /// The node's facts.
-    pub fn of(&self, node: &Node) -> NodeFacts {
+    pub fn of(&self, node: &Arc<Node>) -> NodeFacts {
         self.known
             .get_or_read(node, || NodeFacts::read(node, &self.taints))
     }

@@ -225,8 +225,8 @@ impl ClusterStateRegistry {
         let gpu_label = provider.gpu_label();
         let mut provider_ids: HashSet<&str, LoopHasher> = HashSet::default();
         // The maps are rebuilt with the last loop's keys: most nodes stay.
-        let mut last_readiness = std::mem::take(&mut self.readiness);
-        let mut last_groups = std::mem::take(&mut self.node_groups);
+        let mut last_readiness = std::mem::replace(&mut self.readiness, sized(nodes.len()));
+        let mut last_groups = std::mem::replace(&mut self.node_groups, sized(nodes.len()));
         for node in nodes {
             let name = node.metadata.name.as_deref().unwrap_or("");
             if let Some(p) = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
@@ -248,8 +248,7 @@ impl ClusterStateRegistry {
             self.total.add(readiness);
             let resource_unready = resource_missing && readiness == Readiness::Unready;
             self.total.resource_unready += usize::from(resource_unready);
-            if let Ok(Some(g)) = provider.node_group_for_node(node) {
-                let id = g.id();
+            if let Ok(Some(id)) = provider.node_group_id(node) {
                 if let Some(state) = groups.get_mut(&id) {
                     state.counts.add(readiness);
                     state.counts.resource_unready += usize::from(resource_unready);
@@ -520,4 +519,9 @@ impl ClusterStateRegistry {
             .map(|(id, g)| (id.clone(), g.upcoming))
             .collect()
     }
+}
+
+/// A map for `n` nodes, sized at once (the loop fills it with every node).
+fn sized<V>(n: usize) -> HashMap<String, V, LoopHasher> {
+    HashMap::with_capacity_and_hasher(n, LoopHasher::default())
 }

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use predicates::dynamicresources::api::ResourceSlice;
 use predicates::{CsiNode, NodeInfo, PodInfo};
 
+use crate::cache::LoopHasher;
 use crate::cloudprovider::CloudError;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
@@ -67,17 +68,23 @@ impl TemplateNodes {
         let mut out = BTreeMap::new();
         let state = ctx.cache.read();
         let daemonsets: Vec<Arc<DaemonSet>> = state.daemonsets.values().cloned().collect();
+        // Each group's first node good for a template, in one walk.
+        let mut good: HashMap<&str, &Arc<Node>, LoopHasher> = HashMap::default();
+        for n in nodes {
+            let name = n.metadata.name.as_deref().unwrap_or("");
+            if let Some(group) = registry.node_group(name)
+                && !good.contains_key(group)
+                && registry.is_ready(name)
+                && ready_long_enough(n, now)
+                && n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true)
+                && !taints::has_to_be_deleted(n)
+            {
+                good.insert(group, n);
+            }
+        }
         for g in ctx.provider.node_groups() {
             let id = g.id();
-            let good = nodes.iter().find(|n| {
-                let name = n.metadata.name.as_deref().unwrap_or("");
-                registry.node_group(name) == Some(id.as_str())
-                    && registry.is_ready(name)
-                    && ready_long_enough(n, now)
-                    && n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true)
-                    && !taints::has_to_be_deleted(n)
-            });
-            let from_node = good.map(|n| {
+            let from_node = good.get(id.as_str()).map(|&n| {
                 let pods: Vec<PodInfo> = state
                     .pod_infos_on(n.metadata.name.as_deref().unwrap_or(""))
                     .into_iter()

@@ -14,6 +14,7 @@ use super::actuation::InProgress;
 use super::cooldown::Cooldown;
 use super::selection::GroupSize;
 use super::unneeded::CandidateNode;
+use crate::cache::LoopHasher;
 use crate::cloudprovider::NodeGroupOptions;
 use crate::clusterstate::ClusterStateRegistry;
 use crate::context::AutoscalingContext;
@@ -56,31 +57,33 @@ pub fn candidates(
     now: SystemTime,
 ) -> Vec<CandidateNode> {
     let gpu_label = ctx.provider.gpu_label();
-    let mut options: HashMap<&str, NodeGroupOptions> = HashMap::new();
+    // Each group is read once: `None` when its nodes are not candidates
+    // (at its min size, or in its scale-down delay).
+    let mut groups: HashMap<&str, Option<NodeGroupOptions>, LoopHasher> = HashMap::default();
     let mut out = Vec::new();
     for n in nodes {
-        let name = n.metadata.name.clone().unwrap_or_default();
-        if in_progress.contains_key(&name) {
+        let name = n.metadata.name.as_deref().unwrap_or_default();
+        if in_progress.contains_key(name) {
             continue;
         }
-        let Some(group) = registry.node_group(&name) else {
+        let Some(group) = registry.node_group(name) else {
             continue;
         };
-        let Some(g) = registry.group(group) else {
+        let options = groups.entry(group).or_insert_with(|| {
+            let g = registry.group(group)?;
+            let open =
+                g.target > g.group.min_size() && !cooldown.group_in_delay(&ctx.flags, group, now);
+            open.then(|| ctx.options_for(&*g.group))
+        });
+        let Some(o) = options else {
             continue;
         };
-        if g.target <= g.group.min_size() || cooldown.group_in_delay(&ctx.flags, group, now) {
-            continue;
-        }
-        let o = options
-            .entry(group)
-            .or_insert_with(|| ctx.options_for(&*g.group));
         let allocatable = ctx.node_facts.of(n).gpu_allocatable;
         let gpu = crate::gpu::node_resource(n, allocatable, &gpu_label).map(str::to_string);
         out.push(CandidateNode {
-            name: name.clone(),
+            name: name.to_string(),
             group: Some(group.to_string()),
-            ready: registry.is_ready(&name),
+            ready: registry.is_ready(name),
             being_deleted: taints::being_deleted(n, now),
             disabled: n
                 .metadata

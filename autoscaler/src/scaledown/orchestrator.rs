@@ -297,25 +297,34 @@ impl ScaleDown {
                 n as f64,
             );
         }
-        for (name, u) in &self.planner.unneeded {
-            decisions.unneeded.insert(
-                name.clone(),
-                format!(
-                    "since {} utilization {}",
-                    simclock::format_rfc3339(u.since),
-                    u.utilization
-                ),
-            );
-        }
-        for (name, r) in &self.planner.reasons {
-            let text = match r {
-                Unremovable::BlockedByPod { pod, reason } => {
-                    format!("BlockedByPod: {pod} {}", reason.as_str())
-                }
-                other => other.as_str().to_string(),
-            };
-            decisions.unremovable.insert(name.clone(), text);
-        }
+        // The planner's maps are in name order: each is built in one pass
+        // and merged in one pass.
+        let mut unneeded: BTreeMap<String, String> = self
+            .planner
+            .unneeded
+            .iter()
+            .map(|(name, u)| {
+                let since = simclock::format_rfc3339(u.since);
+                let text = format!("since {since} utilization {}", u.utilization);
+                (name.clone(), text)
+            })
+            .collect();
+        decisions.unneeded.append(&mut unneeded);
+        let mut unremovable: BTreeMap<String, String> = self
+            .planner
+            .reasons
+            .iter()
+            .map(|(name, r)| {
+                let text = match r {
+                    Unremovable::BlockedByPod { pod, reason } => {
+                        format!("BlockedByPod: {pod} {}", reason.as_str())
+                    }
+                    other => other.as_str().to_string(),
+                };
+                (name.clone(), text)
+            })
+            .collect();
+        decisions.unremovable.append(&mut unremovable);
     }
 }
 

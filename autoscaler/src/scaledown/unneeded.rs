@@ -109,7 +109,19 @@ pub struct Planner {
     /// Whether each candidate of the last update had only DaemonSet and
     /// mirror pods, with the pod list that was read (a node's pod list is
     /// shared from loop to loop until a pod comes or goes).
-    emptiness: HashMap<String, (Arc<Vec<PodInfo>>, bool), LoopHasher>,
+    emptiness: HashMap<String, Emptiness, LoopHasher>,
+    /// Counts the updates, to forget the emptiness of nodes that are no
+    /// longer candidates.
+    emptiness_pass: u64,
+}
+
+/// Whether a node had only DaemonSet and mirror pods, read from this pod
+/// list, at this update.
+#[derive(Debug)]
+struct Emptiness {
+    pods: Arc<Vec<PodInfo>>,
+    empty: bool,
+    pass: u64,
 }
 
 /// What the cheap checks learn of an eligible candidate.
@@ -146,33 +158,28 @@ impl Planner {
         settings: &PlannerSettings,
         now: SystemTime,
     ) {
-        self.reasons.clear();
         self.last_before = self.last_update.replace(now);
         let started = std::time::Instant::now();
+        // The reasons are gathered in candidate order, then sorted once.
+        let mut reasons: Vec<(String, Unremovable)> = Vec::new();
         // Empty nodes first, then nodes unneeded in the previous loop.
-        let mut known = std::mem::take(&mut self.emptiness);
         let mut order: Vec<((bool, bool), &CandidateNode)> = Vec::with_capacity(candidates.len());
+        self.emptiness_pass = self.emptiness_pass.wrapping_add(1);
         for c in candidates {
-            let empty = snapshot.index_of(&c.name).is_some_and(|i| {
-                let pods = &snapshot.node(i).pods;
-                let empty = match known.remove(&c.name) {
-                    Some((read, empty)) if Arc::ptr_eq(&read, pods) => empty,
-                    _ => pods
-                        .iter()
-                        .all(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod)),
-                };
-                self.emptiness.insert(c.name.clone(), (pods.clone(), empty));
-                empty
-            });
+            let empty = snapshot
+                .index_of(&c.name)
+                .is_some_and(|i| self.is_empty(c, &snapshot.node(i).pods));
             order.push(((!empty, !self.unneeded.contains_key(&c.name)), c));
         }
+        let pass = self.emptiness_pass;
+        self.emptiness.retain(|_, e| e.pass == pass);
         order.sort_by_key(|(key, _)| *key);
         let order = order.into_iter().map(|(_, c)| c);
         let eligible: Vec<(&CandidateNode, Eligible)> = order
             .filter_map(|c| match self.eligible(snapshot, c, settings, now) {
                 Ok(e) => Some((c, e)),
                 Err(reason) => {
-                    self.reasons.insert(c.name.clone(), reason);
+                    reasons.push((c.name.clone(), reason));
                     None
                 }
             })
@@ -209,15 +216,46 @@ impl Planner {
                     atomic += usize::from(c.atomic);
                 }
                 Err(reason) => {
-                    self.reasons.insert(c.name.clone(), reason);
+                    reasons.push((c.name.clone(), reason));
                 }
             }
         }
+        self.reasons = reasons.into_iter().collect();
         if let Some(t) = self.skip_eval.as_mut() {
             self.max_skip_eval = Some(t.update(&self.skipped, now));
         }
         self.unneeded = next;
         self.unremovable_until.retain(|_, t| *t > now);
+    }
+
+    /// Whether the candidate has only DaemonSet and mirror pods: read again
+    /// only when its pod list is not the one read last time.
+    fn is_empty(&mut self, c: &CandidateNode, pods: &Arc<Vec<PodInfo>>) -> bool {
+        let pass = self.emptiness_pass;
+        let read = || {
+            pods.iter()
+                .all(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod))
+        };
+        match self.emptiness.get_mut(&c.name) {
+            Some(e) => {
+                if !Arc::ptr_eq(&e.pods, pods) {
+                    e.empty = read();
+                    e.pods = pods.clone();
+                }
+                e.pass = pass;
+                e.empty
+            }
+            None => {
+                let empty = read();
+                let e = Emptiness {
+                    pods: pods.clone(),
+                    empty,
+                    pass,
+                };
+                self.emptiness.insert(c.name.clone(), e);
+                empty
+            }
+        }
     }
 
     /// How many unneeded nodes are worth finding in one update (upstream's

@@ -52,7 +52,7 @@ enum Undo {
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
     disabled: Vec<bool>,
-    index: HashMap<String, usize>,
+    index: HashMap<String, usize, crate::cache::LoopHasher>,
     journal: Vec<Undo>,
     marks: Vec<usize>,
     /// Pods with required anti-affinity on all nodes (see

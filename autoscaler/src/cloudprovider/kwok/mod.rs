@@ -219,14 +219,39 @@ impl KwokProvider {
         Ok(())
     }
 
+    /// The group the node's labels or annotation name, as last read from
+    /// this node object, else read now.
+    fn group_name(&self, node: &Node) -> Option<String> {
+        self.shared
+            .group_names
+            .get(node)
+            .unwrap_or_else(|| self.read_group_name(node))
+    }
+
     /// The group the node's labels or annotation name, read once per node
     /// object.
-    fn group_name(&self, node: &Node) -> Option<String> {
-        self.shared.group_names.get_or_read(node, || {
-            lock(&self.shared.config)
-                .as_ref()
-                .and_then(|c| group_of(node, &c.grouping))
-        })
+    fn kept_group_name(&self, node: &Arc<Node>) -> Option<String> {
+        self.shared
+            .group_names
+            .get_or_read(node, || self.read_group_name(node))
+    }
+
+    fn read_group_name(&self, node: &Node) -> Option<String> {
+        lock(&self.shared.config)
+            .as_ref()
+            .and_then(|c| group_of(node, &c.grouping))
+    }
+
+    /// The group named `id`, when the node is a kwok node and the group
+    /// exists.
+    fn known_group(&self, node: &Node, id: Option<String>) -> Option<String> {
+        let kwok = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .is_some_and(|p| p.starts_with("kwok"));
+        let id = id.filter(|_| kwok)?;
+        lock(&self.shared.groups).contains_key(&id).then_some(id)
     }
 
     /// Creates the nodes that the initial targets ask for and that do not
@@ -268,21 +293,12 @@ impl CloudProvider for KwokProvider {
     }
 
     fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError> {
-        let kwok = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.as_deref())
-            .is_some_and(|p| p.starts_with("kwok"));
-        if !kwok {
-            return Ok(None);
-        }
-        let Some(id) = self.group_name(node) else {
-            return Ok(None);
-        };
-        if !lock(&self.shared.groups).contains_key(&id) {
-            return Ok(None);
-        }
-        Ok(Some(Arc::new(self.group(&id))))
+        let id = self.known_group(node, self.group_name(node));
+        Ok(id.map(|id| Arc::new(self.group(&id)) as Arc<dyn NodeGroup>))
+    }
+
+    fn node_group_id(&self, node: &Arc<Node>) -> Result<Option<String>, CloudError> {
+        Ok(self.known_group(node, self.kept_group_name(node)))
     }
 
     fn has_instance(&self, _node: &Node) -> Result<bool, CloudError> {
