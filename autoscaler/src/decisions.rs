@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::scaleup::ScaleUpStatus;
 use crate::scaleup::orchestrator::ScaleUpOutcome;
 
+/// The last loop's decisions, as the loop leaves them for its readers
+/// (the `/decisions` endpoint, the decision log's): shared, not copied.
+pub type LastDecisions = std::sync::Arc<std::sync::Mutex<std::sync::Arc<Decisions>>>;
+
 /// What one loop decided, as structured data (served at `/decisions`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

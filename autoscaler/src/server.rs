@@ -26,7 +26,7 @@ pub struct Endpoints {
     /// Loop liveness; `None` until the loop starts (health is then OK).
     pub liveness: Arc<Mutex<Option<Arc<Mutex<Liveness>>>>>,
     /// Decisions of the last loop.
-    pub decisions: Arc<Mutex<Option<Arc<Mutex<Decisions>>>>>,
+    pub decisions: Arc<Mutex<Option<crate::decisions::LastDecisions>>>,
     /// The clock.
     pub clock: simclock::Clock,
     /// `--max-inactivity`, `--max-failing-time`, `--max-startup-time`.
@@ -118,7 +118,7 @@ impl Endpoints {
             .lock()
             .ok()
             .and_then(|o| o.clone())
-            .and_then(|dec| dec.lock().ok().map(|x| x.clone()))
+            .and_then(|dec| dec.lock().ok().map(|x| (**x).clone()))
             .unwrap_or_default()
     }
 

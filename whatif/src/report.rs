@@ -227,13 +227,13 @@ pub struct Loops {
     scale_ups: Vec<ScaleUp>,
     /// The last loop's record (reasons of the nodes kept, verdicts on the
     /// pods pending).
-    last: Option<Decisions>,
+    last: Option<std::sync::Arc<Decisions>>,
 }
 
 impl Loops {
     /// Folds in the record of a loop that ended `t` seconds after the
     /// start.
-    pub fn add(&mut self, t: f64, d: Decisions) {
+    pub fn add(&mut self, t: f64, d: std::sync::Arc<Decisions>) {
         self.count += 1;
         for (node, text) in &d.unneeded {
             if let Some((_, u)) = parse_unneeded(text) {

@@ -127,8 +127,8 @@ pub struct Autoscaler {
     /// Set by a loop that left every pending pod for being very new: when
     /// the wait ends (`scaleup::new_pods`).
     pods_new_until: Option<SystemTime>,
-    /// The last loop's decisions.
-    pub decisions: Arc<Mutex<Decisions>>,
+    /// The last loop's decisions (shared with the decision log's reader).
+    pub decisions: crate::decisions::LastDecisions,
     /// Loop liveness.
     pub liveness: Arc<Mutex<Liveness>>,
     /// Metrics.
@@ -137,7 +137,7 @@ pub struct Autoscaler {
     pub snapshotter: Option<Arc<DebuggingSnapshotter>>,
     /// Where every loop's decisions go as well, in loop order (a what-if
     /// keeps them all; `/decisions` serves the last one only).
-    decision_log: Option<tokio::sync::mpsc::UnboundedSender<Decisions>>,
+    decision_log: Option<tokio::sync::mpsc::UnboundedSender<Arc<Decisions>>>,
 }
 
 /// What a loop's scale-ups start from: the template nodes, the nodes, the
@@ -308,7 +308,7 @@ impl Autoscaler {
             cleaned_up: false,
             degradation,
             pods_new_until: None,
-            decisions: Arc::new(Mutex::new(Decisions::default())),
+            decisions: Arc::new(Mutex::new(Arc::default())),
             liveness: Arc::new(Mutex::new(Liveness {
                 started: now,
                 last_activity: now,
@@ -341,7 +341,7 @@ impl Autoscaler {
     }
 
     /// Every loop's decisions from now on, in loop order.
-    pub fn decision_log(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<Decisions> {
+    pub fn decision_log(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<Arc<Decisions>> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         self.decision_log = Some(tx);
         rx
@@ -353,7 +353,11 @@ impl Autoscaler {
         self.ctx.cache.wait_ready().await;
         self.write_initial_status().await;
         self.run_once().await?;
-        Ok(self.decisions.lock().map(|d| d.clone()).unwrap_or_default())
+        Ok(self
+            .decisions
+            .lock()
+            .map(|d| (**d).clone())
+            .unwrap_or_default())
     }
 
     /// Like [`Self::run`], until `stop` resolves; then shuts down
@@ -506,6 +510,7 @@ impl Autoscaler {
         let summary = self.scale_down.summary();
         let status = self.status.running(&self.registry, &summary, now);
         self.status.write(&status).await;
+        let decisions = Arc::new(decisions);
         if let Some(log) = &self.decision_log {
             // A receiver gone is a reader that stopped listening.
             let _ = log.send(decisions.clone());

@@ -54,7 +54,7 @@ fn deployment(
 struct Running {
     cluster: Cluster,
     faults: Arc<Faults>,
-    decisions: Arc<Mutex<Decisions>>,
+    decisions: Arc<Mutex<Arc<Decisions>>>,
     _task: tokio::task::JoinHandle<()>,
 }
 
