@@ -242,15 +242,9 @@ impl KwokProvider {
             .and_then(|c| group_of(node, &c.grouping))
     }
 
-    /// The group named `id`, when the node is a kwok node and the group
-    /// exists.
-    fn known_group(&self, node: &Node, id: Option<String>) -> Option<String> {
-        let kwok = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.as_deref())
-            .is_some_and(|p| p.starts_with("kwok"));
-        let id = id.filter(|_| kwok)?;
+    /// The group `id`, when it exists.
+    fn existing(&self, id: Option<String>) -> Option<String> {
+        let id = id?;
         lock(&self.shared.groups).contains_key(&id).then_some(id)
     }
 
@@ -293,12 +287,18 @@ impl CloudProvider for KwokProvider {
     }
 
     fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>, CloudError> {
-        let id = self.known_group(node, self.group_name(node));
+        if !is_kwok(node) {
+            return Ok(None);
+        }
+        let id = self.existing(self.group_name(node));
         Ok(id.map(|id| Arc::new(self.group(&id)) as Arc<dyn NodeGroup>))
     }
 
     fn node_group_id(&self, node: &Arc<Node>) -> Result<Option<String>, CloudError> {
-        Ok(self.known_group(node, self.kept_group_name(node)))
+        if !is_kwok(node) {
+            return Ok(None);
+        }
+        Ok(self.existing(self.kept_group_name(node)))
     }
 
     fn has_instance(&self, _node: &Node) -> Result<bool, CloudError> {
@@ -339,4 +339,12 @@ impl CloudProvider for KwokProvider {
             Ok(())
         })
     }
+}
+
+/// A node of this provider: its providerID is kwok's.
+fn is_kwok(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .is_some_and(|p| p.starts_with("kwok"))
 }

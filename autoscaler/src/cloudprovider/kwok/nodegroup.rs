@@ -40,12 +40,7 @@ impl KwokNodeGroup {
         (self.shared.nodes)()
             .into_iter()
             .filter(|n| annotation(n, GROUP_NAME_ANNOTATION) == Some(self.id.as_str()))
-            .filter(|n| {
-                n.spec
-                    .as_ref()
-                    .and_then(|s| s.provider_id.as_deref())
-                    .is_some_and(|p| p.starts_with("kwok"))
-            })
+            .filter(|n| super::is_kwok(n))
             .collect()
     }
 
