@@ -11,6 +11,8 @@ Feature: Taints
     Then the node group "pool" has 0 nodes
     And the pods of "web" get a "NotTriggerScaleUp" event
 
+  # Before 1.36 a starting node stands in for the pending pods whoever added it.
+  @ca<1.36
   Scenario: Startup taints: the node is counted unready, and expected to become ready
     "Cluster Autoscaler treats nodes tainted with startup taints as unready, but taken into account during
     scale up logic, assuming they will become ready shortly."
@@ -21,12 +23,36 @@ Feature: Taints
     Then the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "1" for node group "pool" within 1 minute
     And the node group "pool" keeps 1 node for 5 minutes
 
+  # Since 1.36 a starting node stands in for the pending pods only while the scale-up that added
+  # it waits for it (clusterstate.go, GetUpcomingNodes): the node here comes from a scale-up.
+  @ca>=1.36
+  Scenario: Startup taints: a new node is counted unready, and expected to become ready
+    "Cluster Autoscaler treats nodes tainted with startup taints as unready, but taken into account during
+    scale up logic, assuming they will become ready shortly."
+    Given the nodes of "pool" have the taint "startup.example/init=true:NoSchedule"
+    And the autoscaler runs with "--startup-taint=startup.example/init"
+    When a deployment "web" of 2 pods requesting 1 CPU is created
+    Then the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "1" for node group "pool" within 2 minutes
+    And the node group "pool" keeps 1 node for 5 minutes
+
+  # Before 1.36 a starting node stands in for the pending pods whoever added it.
+  @ca<1.36
   Scenario: Taints with the startup-taint prefix are startup taints without a flag
     "all taints with the prefix startup-taint.cluster-autoscaler.kubernetes.io/"
     Given the nodes of "pool" have the taint "startup-taint.cluster-autoscaler.kubernetes.io/driver=installing:NoSchedule"
     And the node group "pool" starts with 1 node
     And a deployment "web" of 2 pods requesting 1 CPU
     Then the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "1" for node group "pool" within 1 minute
+    And the node group "pool" keeps 1 node for 5 minutes
+
+  # Since 1.36 a starting node stands in for the pending pods only while the scale-up that added
+  # it waits for it (clusterstate.go, GetUpcomingNodes): the node here comes from a scale-up.
+  @ca>=1.36
+  Scenario: Taints with the startup-taint prefix are startup taints without a flag, on a new node
+    "all taints with the prefix startup-taint.cluster-autoscaler.kubernetes.io/"
+    Given the nodes of "pool" have the taint "startup-taint.cluster-autoscaler.kubernetes.io/driver=installing:NoSchedule"
+    When a deployment "web" of 2 pods requesting 1 CPU is created
+    Then the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "1" for node group "pool" within 2 minutes
     And the node group "pool" keeps 1 node for 5 minutes
 
   Scenario: Status taints: the node counts as ready but is filtered out of scale-up
@@ -42,6 +68,8 @@ Feature: Taints
     When a deployment "web" of 2 pods requesting 1 CPU is created
     Then the node group "pool" reaches 2 nodes within 5 minutes
 
+  # Before 1.36 a starting node stands in for the pending pods whoever added it.
+  @ca<1.36
   Scenario: Ignore taints are treated as startup taints
     "Ignore taints are now deprecated and treated as startup taints."
     Given the nodes of "pool" have the taint "ignore.example/setup=true:NoSchedule"
@@ -49,6 +77,17 @@ Feature: Taints
     And the autoscaler runs with "--ignore-taint=ignore.example/setup"
     And a deployment "web" of 2 pods requesting 1 CPU
     Then the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "1" for node group "pool" within 1 minute
+    And the node group "pool" keeps 1 node for 5 minutes
+
+  # Since 1.36 a starting node stands in for the pending pods only while the scale-up that added
+  # it waits for it (clusterstate.go, GetUpcomingNodes): the node here comes from a scale-up.
+  @ca>=1.36
+  Scenario: Ignore taints are treated as startup taints, on a new node
+    "Ignore taints are now deprecated and treated as startup taints."
+    Given the nodes of "pool" have the taint "ignore.example/setup=true:NoSchedule"
+    And the autoscaler runs with "--ignore-taint=ignore.example/setup"
+    When a deployment "web" of 2 pods requesting 1 CPU is created
+    Then the status ConfigMap shows "health.nodeCounts.registered.notStarted" = "1" for node group "pool" within 2 minutes
     And the node group "pool" keeps 1 node for 5 minutes
 
   @binary

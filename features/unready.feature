@@ -77,6 +77,24 @@ Feature: Unready nodes, failed scale-ups and backoff
     Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "timeout" for node group "flaky" within 10 minutes
     And all 4 pods of "web" are running within 15 minutes
 
+  # Since 1.36 the nodes of a backed-off group, or of one whose scale-up request is gone, are not
+  # upcoming (clusterstate.go, GetUpcomingNodes), and a timed-out scale-up's target is lowered
+  # again; here the group's nodes registered, so the provider refuses and says so. Before, the
+  # never-ready nodes stood in for the pods' capacity until they counted as unready (15 minutes).
+  @ca>=1.36
+  Scenario: The nodes of a timed-out scale-up do not hide pending pods from other groups
+    Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And new nodes of "flaky" never become ready
+    And the autoscaler runs with "--expander=priority --max-node-provision-time=5m"
+    And the priority expander gives priority 100 to "^flaky$"
+    And the priority expander gives priority 10 to "^pool$"
+    When a deployment "web" of 4 pods requesting 3 CPU is created
+    Then the status ConfigMap shows "scaleUp.backoffInfo.errorCode" = "timeout" for node group "flaky" within 10 minutes
+    And the status ConfigMap gets a "FailedToRevertScaleUp" event containing "Failed to decrease target size for group flaky after scale-up timeout"
+    And all 4 pods of "web" are running within 2 minutes
+    When a deployment "more" of 2 pods requesting 3 CPU is created
+    Then all 2 pods of "more" are running within 2 minutes
+
   @binary
   @extension
   # Faults are injected through the kwok provider's templates.

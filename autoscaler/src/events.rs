@@ -49,6 +49,8 @@ ca_names! {
         ScaleUpTimedOut,
         /// Instances of a scale-up reported creation errors.
         ScaleUpFailed,
+        /// Lowering the target of a timed-out scale-up failed (CA 1.36).
+        FailedToRevertScaleUp,
         /// The cluster has too many unready nodes to autoscale.
         ClusterUnhealthy,
         /// A node is being removed (drained) or was marked for removal.

@@ -17,5 +17,5 @@ pub use backoff::{Backoff, BackoffRecord};
 pub use facts::{NodeFacts, NodeFactsMemo, cluster_resources};
 pub use metrics::update_cluster_metrics;
 pub use nodes::{Readiness, node_capacity, node_ready};
-pub use notices::{Notice, report_notices};
+pub use notices::{Notice, report_notices, revert_timed_out_scale_ups};
 pub use registry::{ClusterStateRegistry, GroupState, NodeCounts, ScaleUpRequest, Settings};

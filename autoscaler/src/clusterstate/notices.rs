@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::cloudprovider::InstanceErrorInfo;
+use crate::cloudprovider::{CloudProvider, InstanceErrorInfo};
 use crate::events::{EventReason, EventRecorder, EventType};
 use crate::metrics::Metrics;
 
@@ -31,6 +31,18 @@ pub enum Notice {
         /// The distinct error messages.
         messages: Vec<String>,
     },
+}
+
+impl Notice {
+    /// The group and the increase of a scale-up that timed out.
+    pub fn timed_out(&self) -> Option<(&str, usize)> {
+        match self {
+            Notice::ScaleUpTimedOut {
+                group, increase, ..
+            } => Some((group, *increase)),
+            Notice::ScaleUpFailed { .. } => None,
+        }
+    }
 }
 
 /// Reports the notices of one update. `dra_drivers` gives a group's
@@ -101,6 +113,40 @@ pub fn report_notices(
                     ),
                 )
             }
+        }
+    }
+}
+
+/// Takes back the scale-ups that timed out, as upstream since 1.36: each
+/// group's target is lowered by the increase that did not come, so the
+/// cloud stops trying to provision it. A provider that refuses (its
+/// instances registered, say) leaves the target as it is, with a warning
+/// and a `FailedToRevertScaleUp` event.
+pub async fn revert_timed_out_scale_ups(
+    provider: &dyn CloudProvider,
+    events: &EventRecorder,
+    timed_out: Vec<(String, usize)>,
+) {
+    for (group, increase) in timed_out {
+        if increase == 0 {
+            continue;
+        }
+        let Some(g) = provider.node_groups().into_iter().find(|g| g.id() == group) else {
+            continue;
+        };
+        tracing::warn!(
+            "Reverting timed-out scale-up for node group {group} by decreasing target size by {increase}"
+        );
+        let delta = -i64::try_from(increase).unwrap_or(i64::MAX);
+        if let Err(e) = g.decrease_target_size(delta).await {
+            tracing::warn!("Failed to revert timed-out scale-up for node group {group}: {e}");
+            events.status(
+                EventType::Warning,
+                EventReason::FailedToRevertScaleUp,
+                format!(
+                    "Failed to decrease target size for group {group} after scale-up timeout: {e}"
+                ),
+            );
         }
     }
 }

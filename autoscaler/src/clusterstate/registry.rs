@@ -415,12 +415,16 @@ impl ClusterStateRegistry {
                         increase: r.increase,
                     });
                 }
+                // As upstream's GetUpcomingNodes since 1.36: the nodes the
+                // target promises that are not registered or still starting
+                // (a startup taint, say) are upcoming only while a scale-up
+                // request waits for them and the group is not backed off.
+                // Otherwise (a request timed out or given up, a node deleted
+                // behind the target's back) they would stand in the snapshot
+                // for capacity that is not coming, and pending pods would
+                // look schedulable: no other group would be scaled up.
                 Some(_) if !backed_off => state.upcoming = upcoming,
-                Some(_) => {}
-                // As upstream's GetUpcomingNodes: nodes the target promises
-                // that are not registered or still starting (a startup
-                // taint, say) are upcoming, with or without a request.
-                None => state.upcoming = upcoming,
+                _ => {}
             }
         }
     }
