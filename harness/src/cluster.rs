@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -281,19 +282,20 @@ impl ClusterBuilder {
     /// Starts the cluster on the runtime's clock and creates the objects.
     pub async fn start(self) -> Result<Cluster, ClusterError> {
         let (cluster, ()) = self
-            .start_loaded(|_| async { Ok::<(), ClusterError>(()) })
+            .start_loaded(|_, _| async { Ok::<(), ClusterError>(()) })
             .await?;
         Ok(cluster)
     }
 
-    /// Like [`Self::start`], but `load` runs on a client of the API server
+    /// Like [`Self::start`], but `load` runs on a client of the API server,
+    /// and on the server itself (for [`apiserver::Server::restore`]),
     /// before the scheduler, the controllers and kwok start: what it
     /// creates is there when they first list, as objects restored into a
     /// cluster whose control plane then starts. Its result comes back with
     /// the cluster.
     pub async fn start_loaded<T, E, F, Fut>(self, load: F) -> Result<(Cluster, T), E>
     where
-        F: FnOnce(Client) -> Fut,
+        F: FnOnce(Client, Arc<apiserver::Server>) -> Fut,
         Fut: std::future::Future<Output = Result<T, E>>,
         E: From<ClusterError>,
     {
@@ -319,7 +321,7 @@ impl ClusterBuilder {
                 setup.create(crd).await?;
             }
         }
-        let loaded = load(api.client()).await?;
+        let loaded = load(api.client(), api.server().clone()).await?;
         let mut tasks = vec![
             tokio::spawn(busy::timed(
                 "scheduler",

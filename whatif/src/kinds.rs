@@ -147,7 +147,7 @@ impl Kind {
     }
 
     /// The lowercase plural of the resource.
-    fn plural(self) -> &'static str {
+    pub fn plural(self) -> &'static str {
         match self {
             Kind::Namespace => "namespaces",
             Kind::PriorityClass => "priorityclasses",

@@ -1,10 +1,15 @@
-//! Creating a [`Plan`]'s objects in the embedded cluster, in order,
-//! through the API as a client would: each dependent's ownerReferences
-//! (and a Job's pods' uid labels) are pointed at its owner's new uid.
+//! Creating a [`Plan`]'s objects in the embedded cluster, in order: each
+//! dependent's ownerReferences (and a Job's pods' uid labels) are pointed
+//! at its owner's new uid. Objects go through the API as a client would,
+//! except nodes and bound pods, which are written with their status in one
+//! write by the API server itself, as a restore of a snapshot writes them
+//! (the API's create and admission, without the HTTP round trips).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
+use apiserver::server::WriteOptions;
+use apiserver::{ApiError, Server};
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
@@ -24,6 +29,14 @@ pub enum LoadError {
         object: String,
         /// The API's answer.
         source: kube::Error,
+    },
+    /// The API server refused it with its status ([`Server::restore`]).
+    #[error("creating {object}: {message}")]
+    Restore {
+        /// `Kind namespace/name`.
+        object: String,
+        /// The API server's answer: code, reason and message.
+        message: String,
     },
     /// Its status could not be written.
     #[error("writing the status of {object}: {source}")]
@@ -76,7 +89,12 @@ pub struct Loaded {
 /// A pod bound to a node is loaded running there, its status what kwok's
 /// `pod-ready` stage writes, as of `now` (the cluster's start): the
 /// cluster starts as the input's was, not replaying each pod's start.
-pub async fn load(client: Client, plan: &Plan, now: SystemTime) -> Result<Loaded, LoadError> {
+pub async fn load(
+    client: Client,
+    server: &Server,
+    plan: &Plan,
+    now: SystemTime,
+) -> Result<Loaded, LoadError> {
     install_crds(&client).await?;
     let nodes: HashMap<&str, &Value> = plan
         .objects
@@ -92,6 +110,14 @@ pub async fn load(client: Client, plan: &Plan, now: SystemTime) -> Result<Loaded
             relabel_job_pods(&mut value, &loaded.uids);
         }
         let object = describe(p.kind, &value);
+        if let (Kind::Pod | Kind::Node, Some(seed)) = (p.kind, &p.status) {
+            let uid = restore(server, p.kind, value, seed, &nodes, now, &object)?;
+            *loaded.created.entry(p.kind.name().into()).or_default() += 1;
+            if let (Some(old), Some(new)) = (&p.old_uid, uid) {
+                loaded.uids.insert(old.clone(), new);
+            }
+            continue;
+        }
         let api_version = value.get("apiVersion").and_then(Value::as_str);
         let resource = p.kind.resource(api_version);
         let namespace = value
@@ -129,12 +155,19 @@ pub async fn load(client: Client, plan: &Plan, now: SystemTime) -> Result<Loaded
         };
         if let Some(status) = &p.status {
             let status = match p.kind {
-                Kind::Pod => running_status(&created, status, &nodes, now).map_err(|reason| {
-                    LoadError::Running {
-                        object: object.clone(),
-                        reason,
-                    }
-                })?,
+                Kind::Pod => {
+                    let pod =
+                        serde_json::to_value(&created).map_err(|source| LoadError::Encode {
+                            object: object.clone(),
+                            source,
+                        })?;
+                    running_status(&pod, status, &nodes, now).map_err(|reason| {
+                        LoadError::Running {
+                            object: object.clone(),
+                            reason,
+                        }
+                    })?
+                }
                 _ => status.clone(),
             };
             let name = created.metadata.name.clone().unwrap_or_default();
@@ -156,12 +189,11 @@ pub async fn load(client: Client, plan: &Plan, now: SystemTime) -> Result<Loaded
 /// The status kwok's `pod-ready` stage gives `pod` on its node, with the
 /// pod IP `seed` holds, if any.
 fn running_status(
-    pod: &DynamicObject,
+    pod: &Value,
     seed: &Value,
     nodes: &HashMap<&str, &Value>,
     now: SystemTime,
 ) -> Result<Value, String> {
-    let pod = serde_json::to_value(pod).map_err(|e| e.to_string())?;
     let node = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -178,7 +210,68 @@ fn running_status(
             .and_then(Value::as_str)
             .map(str::to_string),
     };
-    Template::PodReady.render(&pod, &ctx)
+    Template::PodReady.render(pod, &ctx)
+}
+
+/// Writes a node, or a pod bound to its node, with its status in one
+/// write, as a snapshot restore does ([`Server::restore`]): a pod gets
+/// the status kwok's `pod-ready` stage gives it (it reads only the pod's
+/// spec, the same in the input as in the created pod). Returns the new uid.
+fn restore(
+    server: &Server,
+    kind: Kind,
+    value: Value,
+    seed: &Value,
+    nodes: &HashMap<&str, &Value>,
+    now: SystemTime,
+    object: &str,
+) -> Result<Option<String>, LoadError> {
+    let refused = |e: ApiError| LoadError::Restore {
+        object: object.to_string(),
+        message: format!("{} {}: {}", e.code, e.reason, e.message),
+    };
+    let status = match kind {
+        Kind::Pod => {
+            running_status(&value, seed, nodes, now).map_err(|reason| LoadError::Running {
+                object: object.to_string(),
+                reason,
+            })?
+        }
+        _ => seed.clone(),
+    };
+    let def = server.def(kind.group(), kind.plural()).map_err(refused)?;
+    let namespace = kind.namespaced().then(|| {
+        value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string()
+    });
+    let stored = server
+        .restore(
+            &def,
+            namespace.as_deref(),
+            value,
+            &status,
+            &WriteOptions::default(),
+        )
+        .map_err(refused)?;
+    let stored: Stored = serde_json::from_slice(&stored).map_err(|source| LoadError::Encode {
+        object: object.to_string(),
+        source,
+    })?;
+    Ok(stored.metadata.uid)
+}
+
+/// The part of a stored object the loader reads back: its new uid.
+#[derive(serde::Deserialize)]
+struct Stored {
+    metadata: StoredMeta,
+}
+
+#[derive(serde::Deserialize)]
+struct StoredMeta {
+    uid: Option<String>,
 }
 
 async fn install_crds(client: &Client) -> Result<(), LoadError> {

@@ -132,8 +132,10 @@ async fn run(
         Some((_, b)) => builder.time_scale(b.time_scale),
     };
     let (cluster, loaded) = builder
-        .start_loaded(|client| async move {
-            load(client, plan, started_at).await.map_err(RunError::Load)
+        .start_loaded(|client, server| async move {
+            load(client, &server, plan, started_at)
+                .await
+                .map_err(RunError::Load)
         })
         .await?;
     let cluster = cluster.poll_every(SETTLE_POLL.div_f64(scale));

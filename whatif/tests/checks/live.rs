@@ -97,8 +97,8 @@ fn a_service_account_that_may_only_list_reads_all_the_what_if_needs() {
         let grouping = groups::infer(&input, None, &[]).expect("groups");
         let planned = plan::plan(&input, &grouping).expect("a plan");
         let (cluster, _) = Cluster::builder()
-            .start_loaded(|client| async move {
-                load::load(client, &planned, std::time::SystemTime::now())
+            .start_loaded(|client, server| async move {
+                load::load(client, &server, &planned, std::time::SystemTime::now())
                     .await
                     .map_err(whatif::run::RunError::Load)
             })

@@ -51,7 +51,7 @@ use config::{parse_config, parse_templates};
 pub use faults::{FAULT_ANNOTATION, Fault, FaultError, Faults, parse_fault, quota_exceeded};
 pub use nodegroup::KwokNodeGroup;
 pub use state::Settings;
-use state::{GroupState, Shared, group_state};
+use state::{GroupState, Members, Shared, group_state};
 pub use templates::{
     DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, GROUP_NAME_ANNOTATION, KWOK_NODE_ANNOTATION,
     MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION, PROVIDER_TAINT,
@@ -83,6 +83,7 @@ impl KwokProvider {
                 refused: Mutex::new(BTreeSet::new()),
                 loaded_from: Mutex::new(None),
                 group_names: NodeVersionMemo::default(),
+                members: Mutex::new(Members::default()),
             }),
         };
         provider.load().await?;

@@ -13,7 +13,7 @@ use kube::api::{DeleteParams, PostParams};
 
 use super::faults::Fault;
 use super::state::{GroupState, Shared};
-use super::templates::{GROUP_NAME_ANNOTATION, KWOK_NODE_ANNOTATION, annotation};
+use super::templates::{KWOK_NODE_ANNOTATION, annotation};
 use crate::cloudprovider::{
     CloudError, Instance, InstanceState, NodeGroup, TemplateNodeInfo, kube_proxy_pod, lock,
 };
@@ -37,11 +37,8 @@ impl std::fmt::Debug for KwokNodeGroup {
 impl KwokNodeGroup {
     /// Registered nodes of this group (from the autoscaler's node cache).
     pub(super) fn registered(&self) -> Vec<Arc<Node>> {
-        (self.shared.nodes)()
-            .into_iter()
-            .filter(|n| annotation(n, GROUP_NAME_ANNOTATION) == Some(self.id.as_str()))
-            .filter(|n| super::is_kwok(n))
-            .collect()
+        let nodes = (self.shared.nodes)();
+        lock(&self.shared.members).of(&self.id, nodes)
     }
 
     /// The injected fault: the in-process handle's, else the template's.

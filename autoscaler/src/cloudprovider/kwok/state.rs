@@ -10,8 +10,8 @@ use kube::Client;
 use super::config::Parsed;
 use super::faults::{FAULT_ANNOTATION, Fault, Faults, parse_fault};
 use super::templates::{
-    DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, MAX_COUNT_ANNOTATION, MIN_COUNT_ANNOTATION,
-    annotation, prepare_template, size_annotation,
+    DEFAULT_MAX_COUNT, DESIRED_COUNT_ANNOTATION, GROUP_NAME_ANNOTATION, MAX_COUNT_ANNOTATION,
+    MIN_COUNT_ANNOTATION, annotation, prepare_template, size_annotation,
 };
 use crate::cache::node_memo::NodeVersionMemo;
 use crate::cloudprovider::{CloudError, InstanceErrorInfo, NodeLister};
@@ -85,6 +85,45 @@ pub(super) struct Shared {
     /// per version of the node; cleared when the configuration is read
     /// anew.
     pub(super) group_names: NodeVersionMemo<Option<String>>,
+    /// The kwok nodes of each group, as last sorted from the node list.
+    pub(super) members: Mutex<Members>,
+}
+
+/// The kwok nodes of each group (by the group-name annotation the provider
+/// puts on its nodes), sorted from one node list: read again only when
+/// the list holds other node objects. Every loop asks each group for its
+/// nodes; with the list unchanged that is a pointer compare per node, not
+/// an annotation lookup per node and group.
+#[derive(Default)]
+pub(super) struct Members {
+    /// The node list the groups were sorted from.
+    from: Vec<Arc<Node>>,
+    /// The kwok nodes of each group, in the list's order.
+    by_group: BTreeMap<String, Vec<Arc<Node>>>,
+}
+
+impl Members {
+    /// The kwok nodes of group `id` in `nodes`.
+    pub(super) fn of(&mut self, id: &str, nodes: Vec<Arc<Node>>) -> Vec<Arc<Node>> {
+        let same = self.from.len() == nodes.len()
+            && self.from.iter().zip(&nodes).all(|(a, b)| Arc::ptr_eq(a, b));
+        if !same {
+            self.by_group.clear();
+            for n in &nodes {
+                if !super::is_kwok(n) {
+                    continue;
+                }
+                if let Some(group) = annotation(n, GROUP_NAME_ANNOTATION) {
+                    self.by_group
+                        .entry(group.to_string())
+                        .or_default()
+                        .push(n.clone());
+                }
+            }
+            self.from = nodes;
+        }
+        self.by_group.get(id).cloned().unwrap_or_default()
+    }
 }
 
 /// A group's state from its template: its sizes, its fault and the

@@ -204,3 +204,36 @@ fn a_template_that_does_not_parse_is_refused_naming_it_and_the_annotation() {
     }
     assert!(group_state(&node("{}"), "bad", &parsed).is_ok());
 }
+
+#[test]
+fn members_are_the_kwok_nodes_that_name_the_group_and_follow_the_node_list() {
+    let node = |name: &str, group: &str, provider: &str| -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "annotations": {templates::GROUP_NAME_ANNOTATION: group}},
+                "spec": {"providerID": provider},
+            }))
+            .unwrap(),
+        )
+    };
+    let a1 = node("a1", "a", "kwok://a1");
+    let a2 = node("a2", "a", "kwok://a2");
+    let b1 = node("b1", "b", "kwok://b1");
+    let foreign = node("x", "a", "aws:///x");
+    let names = |nodes: Vec<Arc<Node>>| -> Vec<String> {
+        nodes
+            .iter()
+            .map(|n| n.metadata.name.clone().unwrap())
+            .collect()
+    };
+    let mut members = state::Members::default();
+    let list = vec![a1.clone(), b1.clone(), foreign.clone(), a2.clone()];
+    assert_eq!(names(members.of("a", list.clone())), ["a1", "a2"]);
+    assert_eq!(names(members.of("b", list.clone())), ["b1"]);
+    assert!(members.of("c", list).is_empty());
+    // A new version of a node (another object) is sorted again.
+    let b1_moved = node("b1", "a", "kwok://b1");
+    let list = vec![a1, b1_moved, foreign, a2];
+    assert_eq!(names(members.of("a", list.clone())), ["a1", "b1", "a2"]);
+    assert!(members.of("b", list).is_empty());
+}

@@ -9,3 +9,4 @@ mod fidelity;
 mod kube_client;
 mod protobuf_kinds;
 mod rbac;
+mod restore;
