@@ -2,9 +2,10 @@
 //! scale-ups that timed out or whose instances failed, reported as events
 //! on the status ConfigMap and in the failure metrics.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cloudprovider::{CloudProvider, InstanceErrorInfo};
+use crate::cloudprovider::{InstanceErrorInfo, NodeGroup};
 use crate::events::{EventReason, EventRecorder, EventType};
 use crate::metrics::Metrics;
 
@@ -123,17 +124,14 @@ pub fn report_notices(
 /// instances registered, say) leaves the target as it is, with a warning
 /// and a `FailedToRevertScaleUp` event.
 pub async fn revert_timed_out_scale_ups(
-    provider: &dyn CloudProvider,
     events: &EventRecorder,
-    timed_out: Vec<(String, usize)>,
+    timed_out: Vec<(Arc<dyn NodeGroup>, usize)>,
 ) {
-    for (group, increase) in timed_out {
+    for (g, increase) in timed_out {
         if increase == 0 {
             continue;
         }
-        let Some(g) = provider.node_groups().into_iter().find(|g| g.id() == group) else {
-            continue;
-        };
+        let group = g.id();
         tracing::warn!(
             "Reverting timed-out scale-up for node group {group} by decreasing target size by {increase}"
         );

@@ -497,15 +497,15 @@ impl Autoscaler {
         self.registry.set_resource_unready(unready);
         let notices = self.registry.update(&*self.ctx.provider, &nodes, now);
         self.metrics.observe("updateClusterState", t.elapsed());
-        let timed_out: Vec<(String, usize)> = notices
+        let timed_out: Vec<_> = notices
             .iter()
             .filter_map(|n| n.timed_out())
-            .map(|(group, increase)| (group.to_string(), increase))
+            .filter_map(|(id, increase)| Some((self.registry.group(id)?.group.clone(), increase)))
             .collect();
         let provider = &*self.ctx.provider;
         let dra_drivers = |id: &str| cloudprovider::group_dra_drivers(provider, id);
         clusterstate::report_notices(notices, &self.ctx.events, &self.metrics, &dra_drivers);
-        clusterstate::revert_timed_out_scale_ups(provider, &self.ctx.events, timed_out).await;
+        clusterstate::revert_timed_out_scale_ups(&self.ctx.events, timed_out).await;
         clusterstate::update_cluster_metrics(&self.ctx, &self.registry, &nodes, now);
 
         self.metrics.activity("autoscaling", now);
