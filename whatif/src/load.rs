@@ -153,23 +153,9 @@ pub async fn load(
             }
             Err(source) => return Err(LoadError::Create { object, source }),
         };
+        // A custom resource's status (nodes and bound pods were restored
+        // with theirs above).
         if let Some(status) = &p.status {
-            let status = match p.kind {
-                Kind::Pod => {
-                    let pod =
-                        serde_json::to_value(&created).map_err(|source| LoadError::Encode {
-                            object: object.clone(),
-                            source,
-                        })?;
-                    running_status(&pod, status, &nodes, now).map_err(|reason| {
-                        LoadError::Running {
-                            object: object.clone(),
-                            reason,
-                        }
-                    })?
-                }
-                _ => status.clone(),
-            };
             let name = created.metadata.name.clone().unwrap_or_default();
             let patch = serde_json::json!({ "status": status });
             api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
