@@ -108,10 +108,14 @@ Feature: Faults, restarts and bad weather
     And no safety invariant was violated
 
   Scenario: A stalled node watch: no node is deleted from a stale view
+    The node watch sends nothing for 5 minutes while the nodes empty, then ends as a watch ends at
+    its timeout. A stall that lasted until the client's own timeout would be fair in-process only:
+    client-go's reflectors set 5 to 10 minutes of real time, which at a binary's time scale of 60 are
+    5 to 10 scenario hours.
     Given the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-add=1m"
     And a deployment "web" of 8 pods requesting 1 CPU
     Then all 8 pods of "web" are running within 10 minutes
-    When the API server stalls the next 1 watch on "nodes"
+    When the API server stalls the next 1 watch on "nodes" for 5 minutes
     And the API server cuts every watch on "nodes"
     And the deployment "web" is scaled to 1 pod
     Then the node group "pool" reaches 1 node within 20 minutes

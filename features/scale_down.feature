@@ -117,6 +117,22 @@ Feature: Scale-down
     Then the node group "pool" has 4 nodes
     And the node group "pool" reaches 0 nodes within 8 minutes
 
+  @binary
+  Scenario: A scale-up stuck in progress holds scale-down back for --scale-down-delay-after-add only
+    The new "flaky" node never becomes ready, so its scale-up stays in progress until
+    --max-node-provision-time (15 minutes). Scale-down waits the delay after the scale-up, then goes
+    on: it does not wait for the scale-up to end.
+    Given a node group "flaky" of nodes with 4 CPU and 16Gi memory, min 0 and max 10
+    And new nodes of "flaky" never become ready
+    And the node group "pool" starts with 1 node
+    And the autoscaler runs with "--scale-down-unneeded-time=1m --scale-down-delay-after-add=3m"
+    When a deployment "web" of 1 pod requesting 3 CPU on node group "flaky" is created
+    Then the status ConfigMap shows "scaleUp.status" = "InProgress" for node group "flaky" within 1 minute
+    When 2 minutes pass
+    Then the node group "pool" has 1 node
+    And the node group "pool" reaches 0 nodes within 4 minutes
+    And the status ConfigMap shows "scaleUp.status" = "InProgress" for node group "flaky"
+
   Scenario: --scale-down-delay-after-delete spaces deletions
     "scale-down-delay-after-delete: How long after node deletion that scale down evaluation resumes"
     Given the node group "pool" starts with 3 nodes

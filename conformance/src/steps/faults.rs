@@ -110,18 +110,36 @@ async fn latency(w: &mut CaWorld, millis: u64) -> StepResult {
     inject(w, ("any", "any"), Fault::Latency { millis }, 1.0, None).await
 }
 
+#[given(regex = r#"^the API server answers the next (\d+) watch(?:es)? on "(\S+)" with 410 Gone$"#)]
+#[when(regex = r#"^the API server answers the next (\d+) watch(?:es)? on "(\S+)" with 410 Gone$"#)]
+async fn gone_watches(w: &mut CaWorld, times: u64, resource: String) -> StepResult {
+    inject(w, ("watch", &resource), Fault::WatchGone, 1.0, Some(times)).await
+}
+
+/// Without a duration the watch stays silent until its own timeout, which a
+/// client sets in real time (client-go: 5 to 10 minutes), whatever the time
+/// scale of a binary.
 #[given(
-    regex = r#"^the API server (answers|stalls) the next (\d+) watch(?:es)? on "(\S+)"(?: with 410 Gone)?$"#
+    regex = r#"^the API server stalls the next (\d+) watch(?:es)? on "(\S+)"(?: for (\d+) minutes?)?$"#
 )]
 #[when(
-    regex = r#"^the API server (answers|stalls) the next (\d+) watch(?:es)? on "(\S+)"(?: with 410 Gone)?$"#
+    regex = r#"^the API server stalls the next (\d+) watch(?:es)? on "(\S+)"(?: for (\d+) minutes?)?$"#
 )]
-async fn watch_faults(w: &mut CaWorld, how: String, times: u64, resource: String) -> StepResult {
-    let fault = if how == "stalls" {
-        Fault::WatchStall
-    } else {
-        Fault::WatchGone
+async fn stalled_watches(
+    w: &mut CaWorld,
+    times: u64,
+    resource: String,
+    minutes: String,
+) -> StepResult {
+    let millis = match minutes.parse::<u64>() {
+        Ok(m) => {
+            // Scenario minutes: a binary's real time is scaled.
+            let real = w.running().await?.real(Duration::from_secs(m * 60));
+            Some(u64::try_from(real.as_millis()).unwrap_or(u64::MAX))
+        }
+        Err(_) => None,
     };
+    let fault = Fault::WatchStall { millis };
     inject(w, ("watch", &resource), fault, 1.0, Some(times)).await
 }
 

@@ -50,8 +50,14 @@ pub enum Fault {
     },
     /// A watch answered with an `ERROR` event, 410 Expired, at once.
     WatchGone,
-    /// A watch held open that sends nothing until its timeout.
-    WatchStall,
+    /// A watch held open that sends nothing, then ends as a watch ends at
+    /// its timeout: after `millis`, or at the watch's own timeout when that
+    /// comes first or `millis` is not given.
+    WatchStall {
+        /// How long the watch stays silent, in milliseconds.
+        #[serde(default)]
+        millis: Option<u64>,
+    },
 }
 
 impl Fault {
@@ -64,13 +70,13 @@ impl Fault {
             Fault::Timeout { .. } => "timeout",
             Fault::Latency { .. } => "latency",
             Fault::WatchGone => "410",
-            Fault::WatchStall => "stalled watch",
+            Fault::WatchStall { .. } => "stalled watch",
         }
     }
 
     /// Whether this fault is for watches only.
     fn watch_only(&self) -> bool {
-        matches!(self, Fault::WatchGone | Fault::WatchStall)
+        matches!(self, Fault::WatchGone | Fault::WatchStall { .. })
     }
 }
 

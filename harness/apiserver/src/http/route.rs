@@ -194,7 +194,7 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
             Fault::Latency { millis } => {
                 tokio::time::sleep(Duration::from_millis(millis)).await;
             }
-            Fault::WatchGone | Fault::WatchStall => watch_fault = Some(fault),
+            Fault::WatchGone | Fault::WatchStall { .. } => watch_fault = Some(fault),
             Fault::InternalError => {
                 return Err(ApiError::internal(
                     "Internal error occurred: injected by the testbed's fault rules",

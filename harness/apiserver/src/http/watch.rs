@@ -53,7 +53,10 @@ impl Ctx {
         let server = self.server.clone();
         match self.watch_fault {
             Some(Fault::WatchGone) => return Ok(watch_gone(&server)),
-            Some(Fault::WatchStall) => return Ok(stalled_watch(timeout)),
+            Some(Fault::WatchStall { millis }) => {
+                let silent = millis.map_or(timeout, |m| timeout.min(Duration::from_millis(m)));
+                return Ok(stalled_watch(silent));
+            }
             _ => {}
         }
         let (id, rx, initial) = match server.store.watch(Some(def.gr()), ns.clone(), from) {
@@ -171,10 +174,10 @@ impl Ctx {
     }
 }
 
-/// A watch that sends nothing, not even bookmarks, until its timeout.
-fn stalled_watch(timeout: Duration) -> Response {
+/// A watch that sends nothing, not even bookmarks, for `silent`, then ends.
+fn stalled_watch(silent: Duration) -> Response {
     let stream = futures::stream::once(async move {
-        tokio::time::sleep(timeout).await;
+        tokio::time::sleep(silent).await;
         Ok::<Bytes, std::convert::Infallible>(Bytes::new())
     });
     let body = Body::from_stream(stream.boxed());

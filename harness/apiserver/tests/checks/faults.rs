@@ -192,7 +192,11 @@ async fn a_stalled_watch_sends_nothing_until_its_timeout() {
     let api = ApiServer::start(Clock::new()).unwrap();
     api.server()
         .faults
-        .add(rule("watch", "configmaps", Fault::WatchStall))
+        .add(rule(
+            "watch",
+            "configmaps",
+            Fault::WatchStall { millis: None },
+        ))
         .unwrap();
     let tested: Api<ConfigMap> = Api::namespaced(api.client_under_test(), "default");
     let own: Api<ConfigMap> = Api::namespaced(api.client(), "default");
@@ -202,6 +206,39 @@ async fn a_stalled_watch_sends_nothing_until_its_timeout() {
     let started = tokio::time::Instant::now();
     assert!(stalled.next().await.is_none(), "no event, only the end");
     assert!(started.elapsed() >= Duration::from_secs(59));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stall_with_a_duration_ends_the_watch_then_and_the_client_resumes() {
+    let api = ApiServer::start(Clock::new()).unwrap();
+    let stall = Fault::WatchStall {
+        millis: Some(30_000),
+    };
+    api.server()
+        .faults
+        .add(rule("watch", "configmaps", stall))
+        .unwrap();
+    let tested: Api<ConfigMap> = Api::namespaced(api.client_under_test(), "default");
+    let own: Api<ConfigMap> = Api::namespaced(api.client(), "default");
+    let start = own.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let from = start.metadata.resource_version.unwrap();
+    let wp = WatchParams::default().timeout(600);
+    let mut stalled = tested.watch(&wp, &from).await.unwrap().boxed();
+    own.create(&PostParams::default(), &cm("b")).await.unwrap();
+    let started = tokio::time::Instant::now();
+    assert!(stalled.next().await.is_none(), "no event, only the end");
+    let silent = started.elapsed();
+    assert!(
+        silent >= Duration::from_secs(29) && silent < Duration::from_secs(60),
+        "the stall lasts its 30 s, not the watch's 600 s timeout: {silent:?}"
+    );
+    // The next watch from the same resourceVersion is served: the change
+    // made during the stall arrives.
+    let mut resumed = tested.watch(&wp, &from).await.unwrap().boxed();
+    match resumed.next().await {
+        Some(Ok(WatchEvent::Added(c))) => assert_eq!(c.metadata.name.as_deref(), Some("b")),
+        other => panic!("want the ADDED event of b, got {other:?}"),
+    }
 }
 
 #[tokio::test]
