@@ -18,14 +18,16 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use harness::cluster::{Cluster, list};
+use apiserver::timings::{KindSummary, RequestKind};
+use harness::cluster::{Cluster, for_each_page, list};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Node};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
 use crate::binary::{self, BinaryInfo};
 use crate::latency::{Latencies, LatencySummary, workload_pods};
+use crate::watch_check::{WatchCheck, WatchReport};
 use crate::world::{
     GroupSpec, Served, provider_config_map, serve_for_binary, templates_config_map,
 };
@@ -138,12 +140,30 @@ pub struct Row {
     /// API requests the binary made.
     pub requests: u64,
     /// Peak resident memory of this process (the embedded cluster) from
-    /// the backlog's creation on, KiB (0 where `/proc` cannot say).
+    /// the backlog's creation until the report's own reads are done, KiB
+    /// (0 where `/proc` cannot say).
     pub testbed_peak_rss_kib: u64,
+    /// The API server's answer times and its own 5xx from the backlog's
+    /// creation until the autoscaler stopped, every client's requests.
+    pub api: ApiFigures,
+    /// The watch checks on Pods and Nodes over the run
+    /// ([`crate::watch_check`]).
+    pub watches: Vec<WatchReport>,
     /// The scheduler's pace: when the last pod was created and when the
     /// last pod was first marked unschedulable, from the Deployment's
     /// creation (the API's timestamps).
     pub marks: Option<MarkTimes>,
+}
+
+/// The embedded API server's side of a run ([`apiserver::timings`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiFigures {
+    /// Creates, updates, patches and deletes.
+    pub writes: Option<KindSummary>,
+    /// Lists.
+    pub lists: Option<KindSummary>,
+    /// 5xx answered by the server itself (no fault is injected here).
+    pub server_errors: u64,
 }
 
 /// When the backlog's last pod was created and its last pod first marked
@@ -314,7 +334,10 @@ pub async fn measure(
     tokio::time::sleep(Duration::from_secs(5)).await;
     let replicas = nodes * scenario.pods_per_node;
     let requests_before = api.tls_requests();
+    let pod_check = WatchCheck::<Pod>::start(&cluster.client()).await?;
+    let node_check = WatchCheck::<Node>::start(&cluster.client()).await?;
     reset_peak_rss();
+    api.server().timings.reset();
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
     match scenario.claims_percentage {
@@ -345,13 +368,24 @@ pub async fn measure(
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let (cpu, peak_rss_kib) = process_usage(pid);
-    let (_, testbed_peak_rss_kib) = process_usage(std::process::id());
+    let timings = &api.server().timings;
+    let api_figures = ApiFigures {
+        writes: timings.summary(RequestKind::Write),
+        lists: timings.summary(RequestKind::List),
+        server_errors: timings.server_errors(),
+    };
     let requests = api.tls_requests() - requests_before;
     let loops = match harness::http_get(port, "/metrics").await {
         Ok((200, text)) => LoopTime::from_metrics(&text),
         _ => None,
     };
     let _ = child.kill().await;
+    // The cluster is quiet once the autoscaler has stopped: the views the
+    // checks built must now equal a list.
+    let watches = vec![
+        pod_check.finish(Duration::from_secs(2)).await?,
+        node_check.finish(Duration::from_secs(2)).await?,
+    ];
     let events = count_events(&cluster, &logs.join(format!("{name}.events.csv"))).await?;
     let (latency, marks) = pod_latencies(
         &cluster,
@@ -359,6 +393,8 @@ pub async fn measure(
         started_at,
     )
     .await?;
+    // After the report's reads: the process's peak as `/usr/bin/time` sees it.
+    let (_, testbed_peak_rss_kib) = process_usage(std::process::id());
     Ok(Row {
         binary: info.path.clone(),
         version: version_of(info),
@@ -372,6 +408,8 @@ pub async fn measure(
         events,
         requests,
         testbed_peak_rss_kib,
+        api: api_figures,
+        watches,
         marks,
     })
 }
@@ -576,15 +614,16 @@ async fn replica_counts(cluster: &Cluster) -> Result<(usize, usize), String> {
 
 /// The events the autoscaler wrote; their count per reason goes to `csv`.
 async fn count_events(cluster: &Cluster, csv: &Path) -> Result<usize, String> {
-    let events = list::<Event>(&cluster.client(), "").await?;
     let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
-    for e in events.iter().filter(|e| {
-        e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("cluster-autoscaler")
-    }) {
-        *by_reason
-            .entry(e.reason.clone().unwrap_or_default())
-            .or_default() += 1;
-    }
+    // A page at a time: the scheduler writes an event per pod it marks.
+    for_each_page::<Event>(&cluster.client(), ListParams::default(), |events| {
+        for e in events.into_iter().filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("cluster-autoscaler")
+        }) {
+            *by_reason.entry(e.reason.unwrap_or_default()).or_default() += 1;
+        }
+    })
+    .await?;
     let mut text = String::from("reason,events\n");
     for (reason, n) in &by_reason {
         text.push_str(&format!("{reason},{n}\n"));
@@ -738,6 +777,8 @@ mod tests {
             events,
             requests: 10,
             testbed_peak_rss_kib: 0,
+            api: ApiFigures::default(),
+            watches: Vec::new(),
             marks: None,
         }
     }

@@ -30,9 +30,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use harness::cluster::for_each_page;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::Client;
 use kube::api::ListParams;
-use kube::{Api, Client};
 
 /// Latencies of a sample, with the figures a report needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,65 +148,69 @@ impl Latencies {
 }
 
 /// Every pod matching `selector`, with its first mark (if it was marked
-/// unschedulable) and its node's creation.
+/// unschedulable) and its node's creation. The pods, events and nodes are
+/// read a page at a time: at 300,000 pods a list in one piece would hold
+/// gigabytes.
 pub async fn workload_pods(client: &Client, selector: &str) -> Result<Vec<WorkloadPod>, String> {
-    let pods = harness::cluster::list::<Pod>(client, selector).await?;
-    let events = Api::<Event>::all(client.clone())
-        .list(&ListParams::default().fields("reason=FailedScheduling"))
-        .await
-        .map_err(|e| format!("listing FailedScheduling events: {e}"))?
-        .items;
     let mut marked: HashMap<(String, String), i64> = HashMap::new();
-    for e in events {
-        let o = &e.involved_object;
-        let (Some(ns), Some(name)) = (o.namespace.clone(), o.name.clone()) else {
-            continue;
-        };
-        let Some(at) = e
-            .first_timestamp
-            .or(e.last_timestamp)
-            .map(|t| t.0.as_millisecond())
-        else {
-            continue;
-        };
-        let first = marked.entry((ns, name)).or_insert(at);
-        *first = (*first).min(at);
-    }
-    let nodes: HashMap<String, i64> = harness::cluster::list::<Node>(client, "")
-        .await?
-        .into_iter()
-        .filter_map(|n| {
+    let failed_scheduling = ListParams::default().fields("reason=FailedScheduling");
+    for_each_page::<Event>(client, failed_scheduling, |events| {
+        for e in events {
+            let o = e.involved_object;
+            let (Some(ns), Some(name)) = (o.namespace, o.name) else {
+                continue;
+            };
+            let Some(at) = e
+                .first_timestamp
+                .or(e.last_timestamp)
+                .map(|t| t.0.as_millisecond())
+            else {
+                continue;
+            };
+            let first = marked.entry((ns, name)).or_insert(at);
+            *first = (*first).min(at);
+        }
+    })
+    .await?;
+    let mut nodes: HashMap<String, i64> = HashMap::new();
+    for_each_page::<Node>(client, ListParams::default(), |page| {
+        nodes.extend(page.into_iter().filter_map(|n| {
             let at = n.metadata.creation_timestamp?.0.as_millisecond();
             Some((n.metadata.name?, at))
-        })
-        .collect();
+        }));
+    })
+    .await?;
     let mut out = Vec::new();
-    for p in pods {
-        let ns = p.metadata.namespace.clone().unwrap_or_default();
-        let name = p.metadata.name.clone().unwrap_or_default();
-        let marked_ms = marked.get(&(ns.clone(), name.clone())).copied();
-        let key = format!("{ns}/{name}");
-        let workload = p
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .map_or_else(|| key.clone(), |o| o.uid.clone());
-        let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        let created_ms = p
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.as_millisecond());
-        out.push(WorkloadPod {
-            workload,
-            pod: key,
-            created_ms,
-            marked_ms,
-            node_created_ms: node.and_then(|n| nodes.get(n)).copied(),
-        });
-    }
+    let lp = ListParams::default().labels(selector);
+    for_each_page::<Pod>(client, lp, |pods| {
+        for p in pods {
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let marked_ms = marked.get(&(ns.clone(), name.clone())).copied();
+            let key = format!("{ns}/{name}");
+            let workload = p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map_or_else(|| key.clone(), |o| o.uid.clone());
+            let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            let created_ms = p
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.as_millisecond());
+            out.push(WorkloadPod {
+                workload,
+                pod: key,
+                created_ms,
+                marked_ms,
+                node_created_ms: node.and_then(|n| nodes.get(n)).copied(),
+            });
+        }
+    })
+    .await?;
     Ok(out)
 }
 

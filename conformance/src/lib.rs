@@ -27,7 +27,8 @@
 //! compare`). [`latency`] measures each pod's scale-up latency as the FAQ
 //! defines it, for `compare` and for the objective's step. [`bench`] runs
 //! the `compare` scenario at several scales for one binary and writes a
-//! table and an SVG plot (`testbed bench`). [`binary_side`] starts a CA
+//! table and an SVG plot (`testbed bench`), with [`watch_check`]'s proof
+//! that the testbed's watches lost no change. [`binary_side`] starts a CA
 //! binary as a side of the what-if (crate `whatif`, `testbed whatif
 //! --binary`), as binary mode starts one.
 //!
@@ -60,6 +61,7 @@ pub mod provreq;
 pub mod replicas;
 pub mod runner;
 pub mod steps;
+pub mod watch_check;
 pub mod world;
 
 pub use world::CaWorld;

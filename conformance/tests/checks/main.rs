@@ -21,4 +21,5 @@ mod kwok_binary;
 mod parsers;
 mod shards;
 mod tree;
+mod watch_check;
 mod whatif_predicts;

@@ -65,6 +65,7 @@ pub mod registry;
 pub mod server;
 pub mod store;
 pub mod table;
+pub mod timings;
 pub mod tls;
 pub mod window;
 pub mod writes;

@@ -17,6 +17,7 @@ use crate::limits::MAX_REQUEST_BODY_BYTES;
 use crate::rbac::{self, Attributes, User, review};
 use crate::registry::ResourceDef;
 use crate::server::Server;
+use crate::timings::RequestKind;
 
 /// What a resource path addresses.
 enum Target {
@@ -212,6 +213,8 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
             }
         }
     }
+    // Timed from here: an injected fault or delay is not the server's time.
+    let started = std::time::Instant::now();
     let headers = req.headers().clone();
     let body = read_body(req.into_body()).await?;
     let wants_table = headers
@@ -238,6 +241,13 @@ async fn handle(st: AppState, req: Request) -> ApiResult<Response> {
             ctx.object(&def, &ns, &name, sub.as_deref(), &method)
         }
     };
+    if let Some(kind) = RequestKind::of_verb(attrs.verb) {
+        let status = match &result {
+            Ok(r) => r.status().as_u16(),
+            Err(e) => e.code,
+        };
+        server.timings.record(kind, started.elapsed(), status);
+    }
     if let Some(client) = &client_under_test {
         let done = result.as_ref().is_ok_and(|r| r.status().is_success());
         server

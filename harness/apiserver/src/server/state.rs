@@ -30,6 +30,8 @@ pub struct Server {
     pub faults: crate::faults::Faults,
     /// The writes of the clients under test, by client.
     pub writes: crate::writes::Writes,
+    /// How long requests take to answer, and the server's own 5xx.
+    pub timings: crate::timings::Timings,
     next_ip: AtomicU32,
     tls_requests: AtomicU64,
     expired_watches: AtomicU64,
@@ -50,6 +52,7 @@ impl Server {
             tokens: Default::default(),
             faults: Default::default(),
             writes: Default::default(),
+            timings: Default::default(),
             next_ip: AtomicU32::new(1),
             tls_requests: AtomicU64::new(0),
             expired_watches: AtomicU64::new(0),
