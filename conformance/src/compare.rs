@@ -166,6 +166,57 @@ pub struct ApiFigures {
     pub server_errors: u64,
 }
 
+impl ApiFigures {
+    fn of(timings: &apiserver::timings::Timings) -> Self {
+        Self {
+            writes: timings.summary(RequestKind::Write),
+            lists: timings.summary(RequestKind::List),
+            server_errors: timings.server_errors(),
+        }
+    }
+}
+
+/// The backlog a run waits for.
+struct Backlog {
+    started: Instant,
+    deadline: Instant,
+    nodes: usize,
+    pods: usize,
+}
+
+/// Since the start: all pods created, all nodes, all pods running.
+type Milestones = (Option<Duration>, Option<Duration>, Option<Duration>);
+
+impl Backlog {
+    /// Polls until every node exists and every pod runs, or the deadline;
+    /// fails with `exited` if the autoscaler exits first.
+    async fn wait(
+        &self,
+        cluster: &Cluster,
+        child: &mut tokio::process::Child,
+        exited: impl Fn(std::process::ExitStatus) -> String,
+    ) -> Result<Milestones, String> {
+        let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
+        while Instant::now() < self.deadline && (all_nodes.is_none() || all_running.is_none()) {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(exited(status));
+            }
+            if all_nodes.is_none() && count_nodes(cluster).await? >= self.nodes {
+                all_nodes = Some(self.started.elapsed());
+            }
+            let (created, ready) = replica_counts(cluster).await?;
+            if all_pods.is_none() && created >= self.pods {
+                all_pods = Some(self.started.elapsed());
+            }
+            if all_running.is_none() && ready >= self.pods {
+                all_running = Some(self.started.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        Ok((all_pods, all_nodes, all_running))
+    }
+}
+
 /// When the backlog's last pod was created and its last pod first marked
 /// unschedulable, from the Deployment's creation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -346,34 +397,20 @@ pub async fn measure(
         None => create_backlog(&cluster, &groups, replicas, scenario.unpinned).await?,
     }
     let deadline = started + Duration::from_secs(scenario.timeout);
-    let (mut all_pods, mut all_nodes, mut all_running) = (None, None, None);
-    while Instant::now() < deadline && (all_nodes.is_none() || all_running.is_none()) {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!(
-                "{} exited ({status}); its log: {}",
-                info.path.display(),
-                tail(&log)
-            ));
-        }
-        if all_nodes.is_none() && count_nodes(&cluster).await? >= needed {
-            all_nodes = Some(started.elapsed());
-        }
-        let (created, ready) = replica_counts(&cluster).await?;
-        if all_pods.is_none() && created >= replicas {
-            all_pods = Some(started.elapsed());
-        }
-        if all_running.is_none() && ready >= replicas {
-            all_running = Some(started.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let (cpu, peak_rss_kib) = process_usage(pid);
-    let timings = &api.server().timings;
-    let api_figures = ApiFigures {
-        writes: timings.summary(RequestKind::Write),
-        lists: timings.summary(RequestKind::List),
-        server_errors: timings.server_errors(),
+    let backlog = Backlog {
+        started,
+        deadline,
+        nodes: needed,
+        pods: replicas,
     };
+    let (all_pods, all_nodes, all_running) = backlog
+        .wait(&cluster, &mut child, |status| {
+            let path = info.path.display();
+            format!("{path} exited ({status}); its log: {}", tail(&log))
+        })
+        .await?;
+    let (cpu, peak_rss_kib) = process_usage(pid);
+    let api_figures = ApiFigures::of(&api.server().timings);
     let requests = api.tls_requests() - requests_before;
     let loops = match harness::http_get(port, "/metrics").await {
         Ok((200, text)) => LoopTime::from_metrics(&text),
