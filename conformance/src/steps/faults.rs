@@ -68,6 +68,53 @@ async fn share_fails(
     inject(w, (&verb, &resource), fault_of(&code)?, rate, None).await
 }
 
+/// Creates, updates, patches and deletes of every resource.
+#[given(regex = r"^the API server answers (\d+)% of writes with (\d{3})$")]
+#[when(regex = r"^the API server answers (\d+)% of writes with (\d{3})$")]
+async fn share_of_writes_fails(w: &mut CaWorld, percent: u32, code: String) -> StepResult {
+    let rate = f64::from(percent) / 100.0;
+    inject(w, ("write", "any"), fault_of(&code)?, rate, None).await
+}
+
+/// Every request of the autoscaler held for a while (scenario seconds),
+/// then served: the rule is taken away again when the time has passed.
+#[when(regex = r"^the API server holds every request for (\d+) seconds$")]
+async fn stall(w: &mut CaWorld, seconds: u64) -> StepResult {
+    let hold = Duration::from_secs(seconds);
+    let real = w.running().await?.real(hold);
+    let millis = u64::try_from(real.as_millis()).unwrap_or(u64::MAX);
+    let rule = Rule {
+        verb: None,
+        resource: None,
+        fault: Fault::Latency { millis },
+        rate: 1.0,
+        times: None,
+    };
+    faults(w).await?.add(rule.clone())?;
+    w.pass(hold).await?;
+    let f = faults(w).await?;
+    let others = f
+        .report()
+        .rules
+        .into_iter()
+        .filter(|r| *r != rule)
+        .collect();
+    f.set(others)
+}
+
+/// Cuts every open watch at each interval for the whole time.
+#[when(regex = r"^the API server cuts every watch every (\d+) seconds for (\d+) minutes?$")]
+async fn cut_watches_often(w: &mut CaWorld, seconds: u64, minutes: u64) -> StepResult {
+    if seconds == 0 {
+        return Err("cutting watches every 0 seconds: give an interval".into());
+    }
+    for _ in 0..(minutes * 60 / seconds) {
+        w.pass(Duration::from_secs(seconds)).await?;
+        faults(w).await?.cut_watches(None);
+    }
+    Ok(())
+}
+
 #[given(
     regex = r#"^the API server answers the next (\d+) "(\S+)" requests? on "(\S+)" with (\d{3})$"#
 )]

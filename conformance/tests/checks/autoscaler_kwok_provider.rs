@@ -319,3 +319,33 @@ async fn faults_can_come_from_template_annotations() {
     let ids: Vec<String> = provider.node_groups().iter().map(|g| g.id()).collect();
     assert_eq!(ids, ["ghost"]);
 }
+
+#[tokio::test]
+async fn nodes_made_before_a_failed_creation_count_towards_the_target() {
+    let api = apiserver::ApiServer::start(simclock::Clock::new()).unwrap();
+    let client = api.client();
+    let bounds = json!({"cluster-autoscaler.kwok.nodegroup/min-count": "1",
+        "cluster-autoscaler.kwok.nodegroup/max-count": "10"});
+    config_maps(&client, &[template("pool", "pool", bounds)]).await;
+    let store = node_store(&client).await;
+    // The provider's own requests are the ones that fail.
+    let provider = KwokProvider::new(api.client_under_test(), lister(&store), settings())
+        .await
+        .unwrap();
+    settle(&store, 1).await;
+    let pool = provider.node_groups()[0].clone();
+    let fail_one_creation = apiserver::faults::Rule {
+        verb: Some("create".into()),
+        resource: Some("nodes".into()),
+        fault: apiserver::faults::Fault::InternalError,
+        rate: 1.0,
+        times: Some(1),
+    };
+    api.server().faults.add(fail_one_creation).unwrap();
+    let err = pool.increase_size(3).await.unwrap_err().to_string();
+    assert!(err.contains("creating node pool-"), "{err}");
+    // Two of the three nodes exist: the target says so, so that a later
+    // scale-down can remove them.
+    settle(&store, 3).await;
+    assert_eq!(pool.target_size().unwrap(), 3);
+}

@@ -84,7 +84,8 @@ impl Fault {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rule {
-    /// The verb (`create`, `patch`, `watch`, ...); any when absent.
+    /// The verb (`create`, `patch`, `watch`, ...; `write` for `create`,
+    /// `update`, `patch`, `delete` and `deletecollection`); any when absent.
     #[serde(default)]
     pub verb: Option<String>,
     /// The resource, `resource/subresource` for a subresource; any when
@@ -129,7 +130,9 @@ impl Rule {
             Some(s) => format!("{}/{s}", attrs.resource),
             None => attrs.resource.clone(),
         };
-        self.verb.as_deref().is_none_or(|v| v == attrs.verb)
+        self.verb
+            .as_deref()
+            .is_none_or(|v| v == attrs.verb || (v == "write" && is_write(attrs.verb)))
             && self.resource.as_deref().is_none_or(|r| r == resource)
             && (!self.fault.watch_only() || attrs.verb == "watch")
     }
@@ -271,6 +274,14 @@ impl Faults {
     }
 }
 
+/// Whether a verb changes objects.
+fn is_write(verb: &str) -> bool {
+    matches!(
+        verb,
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    )
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -297,6 +308,25 @@ mod tests {
             subresource: sub.map(str::to_string),
             namespace: "default".into(),
             name: "x".into(),
+        }
+    }
+
+    #[test]
+    fn the_write_verb_matches_every_change_and_no_read() {
+        let f = Faults::default();
+        f.add(Rule {
+            verb: Some("write".into()),
+            resource: None,
+            fault: Fault::InternalError,
+            rate: 1.0,
+            times: None,
+        })
+        .unwrap();
+        for verb in ["create", "update", "patch", "delete", "deletecollection"] {
+            assert!(f.check(&attrs(verb, "pods", None)).is_some(), "{verb}");
+        }
+        for verb in ["get", "list", "watch"] {
+            assert!(f.check(&attrs(verb, "pods", None)).is_none(), "{verb}");
         }
     }
 

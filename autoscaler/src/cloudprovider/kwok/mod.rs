@@ -261,7 +261,7 @@ impl KwokProvider {
                 g.target.saturating_sub(group.registered().len())
             };
             if missing > 0 {
-                group.create_nodes(missing).await?;
+                group.create_nodes(missing).await.1?;
             }
         }
         Ok(())

@@ -62,14 +62,18 @@ impl KwokNodeGroup {
         Ok(f(g))
     }
 
-    /// Creates `count` nodes from the template (or phantom instances when
-    /// the group is set never to register).
-    /// Creates `count` fake nodes, [`CREATE_CONCURRENCY`] requests at a
-    /// time (a scale-up of hundreds of nodes is one `IncreaseSize` for a
-    /// real cloud; here it is as many Node creations). The first failure
-    /// is returned after the requests in flight finish.
-    pub(super) async fn create_nodes(&self, count: usize) -> Result<(), CloudError> {
-        let template = self.with_state(|g| g.template.clone())?;
+    /// Creates `count` fake nodes from the template (or phantom instances
+    /// when the group is set never to register), [`CREATE_CONCURRENCY`]
+    /// requests at a time (a scale-up of hundreds of nodes is one
+    /// `IncreaseSize` for a real cloud; here it is as many Node creations).
+    /// Returns how many instances the group now has more (the nodes
+    /// created, the phantoms), and the first failure, after the requests in
+    /// flight finish: the nodes made before a failure exist, and count.
+    pub(super) async fn create_nodes(&self, count: usize) -> (usize, Result<(), CloudError>) {
+        let template = match self.with_state(|g| g.template.clone()) {
+            Ok(t) => t,
+            Err(e) => return (0, Err(e)),
+        };
         let fault = self.fault();
         let api: Api<Node> = Api::all(self.shared.client.clone());
         let mut nodes = Vec::new();
@@ -77,11 +81,16 @@ impl KwokNodeGroup {
             let name = format!("{}-{}", self.id, apimachinery::rand::suffix(5));
             match &fault {
                 Some(Fault::NeverRegister) => {
-                    self.with_state(|g| g.phantom.insert(name.clone()))?;
+                    if let Err(e) = self.with_state(|g| g.phantom.insert(name.clone())) {
+                        return (0, Err(e));
+                    }
                     continue;
                 }
                 Some(Fault::CreationFails(info)) => {
-                    self.with_state(|g| g.failed.insert(name.clone(), info.clone()))?;
+                    if let Err(e) = self.with_state(|g| g.failed.insert(name.clone(), info.clone()))
+                    {
+                        return (0, Err(e));
+                    }
                     continue;
                 }
                 _ => {}
@@ -119,7 +128,8 @@ impl KwokNodeGroup {
             .buffer_unordered(CREATE_CONCURRENCY)
             .collect()
             .await;
-        results.into_iter().collect()
+        let refused = results.iter().filter(|r| r.is_err()).count();
+        (count - refused, results.into_iter().collect())
     }
 }
 
@@ -174,8 +184,11 @@ impl NodeGroup for KwokNodeGroup {
                     info: Some(info),
                 });
             }
-            self.create_nodes(delta).await?;
-            self.with_state(|g| g.target += delta)
+            // The nodes made before a failed creation exist: they count
+            // towards the target, or nothing would ever delete them.
+            let (accepted, created) = self.create_nodes(delta).await;
+            self.with_state(|g| g.target += accepted)?;
+            created
         })
     }
 
