@@ -122,30 +122,17 @@ where
 {
     /// Lists `K` and starts watching it.
     pub async fn start(client: &Client) -> Result<Self, String> {
-        let api = Api::<K>::all(client.clone());
-        let first = api
-            .list(&ListParams::default().limit(1))
-            .await
-            .map_err(|e| format!("listing {}: {e}", K::kind(&())))?;
-        let from: u64 = first
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("the list of {} has no resourceVersion", K::kind(&())))?;
-        let mut view = View {
-            last_rv: from,
-            ..View::default()
-        };
-        // The starting objects, at or before the first list's version.
-        for_each_page::<K>(client, ListParams::default(), |page| {
-            for o in page {
-                view.objects.insert(key_of(&o), rv_of(&o));
-            }
-        })
-        .await?;
+        // The starting objects, and the list's version the watch goes on from.
+        let mut view = View::default();
+        relist::<K>(client, &mut view).await?;
+        if view.last_rv == 0 {
+            return Err(format!(
+                "the list of {} has no resourceVersion",
+                K::kind(&())
+            ));
+        }
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(follow(api, view, stopped));
+        let task = tokio::spawn(follow::<K>(client.clone(), view, stopped));
         Ok(Self {
             client: client.clone(),
             stop,
@@ -203,39 +190,28 @@ where
 
 /// Replaces the view's objects with a list, and its version with the
 /// list's.
-async fn relist<K>(api: &Api<K>, view: &mut View) -> Result<(), String>
+async fn relist<K>(client: &Client, view: &mut View) -> Result<(), String>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
     view.objects.clear();
-    let mut lp = ListParams::default().limit(harness::cluster::PAGE);
-    loop {
-        let page = api
-            .list(&lp)
-            .await
-            .map_err(|e| format!("listing {}: {e}", K::kind(&())))?;
-        if let Some(rv) = page
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-        {
-            view.last_rv = view.last_rv.max(rv);
+    let objects = &mut view.objects;
+    let version = for_each_page::<K>(client, ListParams::default(), |page| {
+        for o in &page {
+            objects.insert(key_of(o), rv_of(o));
         }
-        for o in &page.items {
-            view.objects.insert(key_of(o), rv_of(o));
-        }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => lp = lp.continue_token(&token),
-            None => return Ok(()),
-        }
+    })
+    .await?;
+    if let Some(rv) = version.as_deref().and_then(|v| v.parse().ok()) {
+        view.last_rv = view.last_rv.max(rv);
     }
+    Ok(())
 }
 
 /// Follows the watch until told to stop and a second passes without an
 /// event; a watch that ends is made again from the last version seen.
 async fn follow<K>(
-    api: Api<K>,
+    client: Client,
     mut view: View,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<View, String>
@@ -243,6 +219,7 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + 'static,
 {
     const IDLE: Duration = Duration::from_secs(1);
+    let api = Api::<K>::all(client.clone());
     loop {
         let wp = WatchParams::default().timeout(WATCH_SECONDS);
         let mut stream = api
@@ -274,7 +251,7 @@ where
                 // check fails, and goes on from a new list.
                 Some(Ok(WatchEvent::Error(e))) if e.code == 410 => {
                     view.gone += 1;
-                    relist(&api, &mut view).await?;
+                    relist::<K>(&client, &mut view).await?;
                     break;
                 }
                 Some(Ok(WatchEvent::Error(e))) => {

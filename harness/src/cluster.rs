@@ -698,26 +698,31 @@ pub const PAGE: u32 = 2_000;
 /// Hands the objects that `lp` selects to `each`, a page of [`PAGE`] at a
 /// time (`limit` and `continue`), so that no more than a page is held at
 /// once: 300,000 pods listed in one piece are gigabytes of JSON and objects.
+/// Returns the list's resourceVersion (every page is of the first one's).
 pub async fn for_each_page<K>(
     client: &Client,
     lp: ListParams,
     mut each: impl FnMut(Vec<K>),
-) -> Result<(), String>
+) -> Result<Option<String>, String>
 where
     K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned,
 {
     let api = Api::<K>::all(client.clone());
     let mut lp = lp.limit(PAGE);
+    let mut version = None;
     loop {
         let page = api
             .list(&lp)
             .await
             .map_err(|e| format!("listing {}: {e}", K::kind(&())))?;
+        if version.is_none() {
+            version = page.metadata.resource_version.filter(|v| !v.is_empty());
+        }
         let next = page.metadata.continue_.filter(|c| !c.is_empty());
         each(page.items);
         match next {
             Some(token) => lp = lp.continue_token(&token),
-            None => return Ok(()),
+            None => return Ok(version),
         }
     }
 }

@@ -6,11 +6,14 @@
 //! (a pod that now blocks, or new pods on an "empty" node, abort), evict its
 //! pods through the Eviction API (retried until `--max-pod-eviction-time`),
 //! wait for them to go, wait for `delay-deletion.*` annotations, and delete
-//! it through its node group. Any failure removes the taint again.
+//! it through its node group. Any failure removes the taint again; a
+//! removal the API server refuses is retried at the start of each later
+//! scale-down ([`Actuator::retry_untaints`]) until it succeeds or the node
+//! is gone, so an API error never leaves a node unschedulable for good.
 //!
 //! The eviction and the wait for the evicted pods are in `drain`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -195,6 +198,9 @@ pub struct Finished {
 #[derive(Default)]
 struct Progress {
     in_progress: BTreeMap<String, InProgress>,
+    /// Nodes whose `ToBeDeletedByClusterAutoscaler` taint could not be
+    /// removed after their deletion was given up: retried each loop.
+    untaints_owed: BTreeSet<String>,
     finished: Vec<Finished>,
     evicted_ok: u64,
     evicted_failed: u64,
@@ -350,6 +356,7 @@ impl Actuator {
                         EventReason::ScaleDown,
                         "marked the node as toBeDeleted/unschedulable".into(),
                     );
+                    self.progress().untaints_owed.remove(&n.name);
                     tainted.push(n);
                 }
                 Err(e) => {
@@ -360,13 +367,7 @@ impl Actuator {
                         format!("failed to mark the node as toBeDeleted/unschedulable: {e}"),
                     );
                     for t in &tainted {
-                        let _ = taints::remove(
-                            &self.client,
-                            &t.name,
-                            taints::TO_BE_DELETED,
-                            self.settings.cordon,
-                        )
-                        .await;
+                        self.untaint(&t.name, "a failed taint of its batch").await;
                     }
                     return Err(DeletionError::Taint { count: nodes.len() });
                 }
@@ -419,6 +420,50 @@ impl Actuator {
             deletions.spawn(async move { this.delete(n, delay).await });
         }
         Ok(())
+    }
+
+    /// Removes the `ToBeDeletedByClusterAutoscaler` taint from a node whose
+    /// deletion was given up `after` something failed; a refusal is owed,
+    /// and retried by [`Actuator::retry_untaints`].
+    async fn untaint(&self, node: &str, after: &str) {
+        match taints::remove(
+            &self.client,
+            node,
+            taints::TO_BE_DELETED,
+            self.settings.cordon,
+        )
+        .await
+        {
+            Ok(_) => {
+                self.progress().untaints_owed.remove(node);
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                self.progress().untaints_owed.remove(node);
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "removing the {} taint from node {node} after {after}: {e}; retried next loop",
+                    taints::TO_BE_DELETED
+                );
+                self.progress().untaints_owed.insert(node.to_string());
+            }
+        }
+    }
+
+    /// Retries the taint removals refused earlier, for the nodes not being
+    /// deleted again now.
+    pub async fn retry_untaints(&self) {
+        let owed: Vec<String> = {
+            let p = self.progress();
+            p.untaints_owed
+                .iter()
+                .filter(|n| !p.in_progress.contains_key(*n))
+                .cloned()
+                .collect()
+        };
+        for node in owed {
+            self.untaint(&node, "an earlier refusal").await;
+        }
     }
 
     /// How long the deletions wait after the taints: the flag's delay, or
@@ -494,20 +539,7 @@ impl Actuator {
                     EventReason::ScaleDownFailed,
                     message,
                 );
-                if let Err(err) = taints::remove(
-                    &self.client,
-                    &n.name,
-                    taints::TO_BE_DELETED,
-                    self.settings.cordon,
-                )
-                .await
-                {
-                    tracing::warn!(
-                        "removing the {} taint from node {} after a failed deletion: {err}",
-                        taints::TO_BE_DELETED,
-                        n.name
-                    );
-                }
+                self.untaint(&n.name, "a failed deletion").await;
                 if matches!(e, DeletionError::Cloud { .. }) {
                     Outcome::CloudDeleteFailed(e)
                 } else {

@@ -99,6 +99,7 @@ impl ScaleDown {
     ) -> Result<bool, DeletionError> {
         let f = &ctx.flags;
         self.report_finished(ctx, now);
+        self.actuator.retry_untaints().await;
         let in_progress = self.actuator.in_progress();
         let groups = eligibility::group_sizes(ctx, registry, &in_progress);
         let candidates =

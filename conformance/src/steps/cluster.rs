@@ -14,6 +14,9 @@ use crate::world::{CaWorld, GroupSpec, NOT_READY_LABEL, StepResult};
 /// The template annotation through which the kwok provider injects faults.
 const FAULT: &str = autoscaler::cloudprovider::kwok::FAULT_ANNOTATION;
 
+/// The taint the node lifecycle controller puts on NotReady nodes.
+const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+
 #[given(
     regex = r#"^a node group "(\S+)" of nodes with (\S+) CPU and (\S+) memory, min (\d+) and max (\d+)$"#
 )]
@@ -252,7 +255,73 @@ async fn become_not_ready(w: &mut CaWorld, count: usize, group: String) -> StepR
         Some(count),
         json!({"metadata": {"labels": {NOT_READY_LABEL: "true"}}}),
     )
-    .await
+    .await?;
+    // kwok reports them NotReady at once; the step ends when it has.
+    for _ in 0..12 {
+        let not_ready = w
+            .group_nodes(&group)
+            .await?
+            .iter()
+            .filter(|n| !node_ready(n))
+            .count();
+        if not_ready >= count {
+            return Ok(());
+        }
+        w.pass(std::time::Duration::from_secs(5)).await?;
+    }
+    Err(format!(
+        "{count} nodes of {group} were labelled {NOT_READY_LABEL}, but kwok did not report them NotReady within a minute"
+    ))
+}
+
+/// Whether the node's Ready condition is True.
+fn node_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Nodes made NotReady come back: the label goes, and with it the
+/// `node.kubernetes.io/not-ready` taint, as the node lifecycle controller
+/// lifts it once the kubelet reports Ready again (kwok then does).
+#[when(regex = r#"^the NotReady nodes of "(\S+)" become Ready again$"#)]
+async fn become_ready_again(w: &mut CaWorld, group: String) -> StepResult {
+    let nodes = w.group_nodes(&group).await?;
+    let r = w.running().await?;
+    let api = Api::<Node>::all(r.cluster.client());
+    let mut back = 0;
+    for n in &nodes {
+        let labelled = n
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(NOT_READY_LABEL));
+        if !labelled {
+            continue;
+        }
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let taints: Vec<_> = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| t.key != NOT_READY_TAINT)
+            .collect();
+        let patch = json!({
+            "metadata": {"labels": {NOT_READY_LABEL: null}},
+            "spec": {"taints": taints},
+        });
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| format!("making node {name} Ready again: {e}"))?;
+        back += 1;
+    }
+    if back == 0 {
+        return Err(format!("node group {group} has no NotReady node"));
+    }
+    Ok(())
 }
 
 #[when(regex = r#"^the nodes of "(\S+)" get the taint "([^"]+)"$"#)]

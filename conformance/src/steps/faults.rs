@@ -92,14 +92,8 @@ async fn stall(w: &mut CaWorld, seconds: u64) -> StepResult {
     };
     faults(w).await?.add(rule.clone())?;
     w.pass(hold).await?;
-    let f = faults(w).await?;
-    let others = f
-        .report()
-        .rules
-        .into_iter()
-        .filter(|r| *r != rule)
-        .collect();
-    f.set(others)
+    faults(w).await?.remove(&rule);
+    Ok(())
 }
 
 /// Cuts every open watch at each interval for the whole time.

@@ -230,6 +230,19 @@ impl Faults {
         Ok(())
     }
 
+    /// Removes the first rule equal to `rule`; the others keep their
+    /// counts, so a rate carries on where it was. Whether one was there.
+    pub fn remove(&self, rule: &Rule) -> bool {
+        let mut rules = lock(&self.rules);
+        match rules.iter().position(|a| a.rule == *rule) {
+            Some(i) => {
+                rules.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Removes every rule (the counts stay).
     pub fn clear(&self) {
         lock(&self.rules).clear();
@@ -328,6 +341,43 @@ mod tests {
         for verb in ["get", "list", "watch"] {
             assert!(f.check(&attrs(verb, "pods", None)).is_none(), "{verb}");
         }
+    }
+
+    #[test]
+    fn removing_a_rule_leaves_the_others_where_they_were() {
+        let f = Faults::default();
+        let quarter = Rule {
+            verb: Some("patch".into()),
+            resource: Some("nodes".into()),
+            fault: Fault::InternalError,
+            rate: 0.25,
+            times: None,
+        };
+        let slow = Rule {
+            verb: None,
+            resource: None,
+            fault: Fault::Latency { millis: 10 },
+            rate: 1.0,
+            times: None,
+        };
+        f.add(quarter.clone()).unwrap();
+        f.add(slow.clone()).unwrap();
+        // The quarter rule hits its first request.
+        assert_eq!(
+            f.check(&attrs("patch", "nodes", None)),
+            Some(Fault::InternalError)
+        );
+        assert!(f.remove(&slow));
+        assert!(!f.remove(&slow), "already gone");
+        let hits: Vec<bool> = (0..4)
+            .map(|_| f.check(&attrs("patch", "nodes", None)).is_some())
+            .collect();
+        assert_eq!(
+            hits,
+            [false, false, false, true],
+            "the quarter rule carries on from its second request"
+        );
+        assert_eq!(f.report().rules, [quarter]);
     }
 
     #[test]
