@@ -4,7 +4,7 @@
 //! the time scale, the kwok cloud provider in local mode), its output in
 //! the side's log.
 
-use whatif::binary::{Launch, Launcher};
+use whatif::binary::{Launch, Launched, Launcher};
 
 use crate::binary::{BinaryInfo, command};
 use crate::world::provider::Provider;
@@ -16,12 +16,15 @@ const VERBOSITY: &str = "--v=2";
 /// The flag that sets the content type of the binary's API requests.
 const CONTENT_TYPE: &str = "kube-api-content-type";
 
+/// The flag that serves the debugging endpoints (the task count).
+const PROFILING: &str = "profiling";
+
 /// Starts CA binaries for the what-if.
 #[derive(Debug, Default)]
 pub struct BinaryLauncher;
 
 impl Launcher for BinaryLauncher {
-    fn launch(&self, launch: &Launch) -> Result<Box<dyn Send>, String> {
+    fn launch(&self, launch: &Launch) -> Result<Launched, String> {
         let info = BinaryInfo::probe(launch.binary, Provider::Kwok).map_err(|e| e.to_string())?;
         let unknown: Vec<&str> = launch
             .flags
@@ -45,6 +48,10 @@ impl Launcher for BinaryLauncher {
         if info.knows(CONTENT_TYPE) {
             extra.push(format!("--{CONTENT_TYPE}=application/json"));
         }
+        // The task count the what-if samples.
+        if info.knows(PROFILING) {
+            extra.push(format!("--{PROFILING}=true"));
+        }
         let mut cmd = command(
             &info,
             Provider::Kwok,
@@ -65,6 +72,12 @@ impl Launcher for BinaryLauncher {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("starting {}: {e}", launch.binary.display()))?;
-        Ok(Box::new(child))
+        let pid = child
+            .id()
+            .ok_or_else(|| format!("{}: exited as it started", launch.binary.display()))?;
+        Ok(Launched {
+            pid,
+            guard: Box::new(child),
+        })
     }
 }

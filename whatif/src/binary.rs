@@ -33,12 +33,22 @@ pub struct Launch<'a> {
     pub log: &'a Path,
 }
 
+/// A binary started: its process id, and what stops it when dropped.
+pub struct Launched {
+    /// The process, sampled for its memory and threads
+    /// ([`crate::health`]).
+    pub pid: u32,
+    /// Stops the process when dropped.
+    pub guard: Box<dyn Send>,
+}
+
 /// Starts autoscaler binaries for binary sides.
 pub trait Launcher: Send + Sync + fmt::Debug {
-    /// Starts the binary (within a tokio runtime); the process stops when
-    /// the returned handle is dropped. An error says what failed and on
-    /// which binary or flag.
-    fn launch(&self, launch: &Launch) -> Result<Box<dyn Send>, String>;
+    /// Starts the binary (within a tokio runtime) with its debugging
+    /// endpoints on (`--profiling`, where it has the flag); the process
+    /// stops when the returned guard is dropped. An error says what failed
+    /// and on which binary or flag.
+    fn launch(&self, launch: &Launch) -> Result<Launched, String>;
 }
 
 /// A side that runs a binary instead of our autoscaler in-process.

@@ -138,6 +138,12 @@ pub struct Args {
     /// Exit with status 3 when a side's pending pod-minutes pass this.
     #[arg(long, value_name = "MINUTES")]
     pub max_pending_pod_minutes: Option<f64>,
+    /// Exit with status 3 when a binary side's process grew over the run:
+    /// hour 2 against the last hour, its memory, loop time or tasks more
+    /// than flat allows (a run of three hours or more; `report.md` says
+    /// what grew).
+    #[arg(long)]
+    pub require_flat: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -200,6 +206,23 @@ fn what_if(args: &Args, launcher: Option<Arc<dyn Launcher>>) -> Result<ExitCode,
                 "testbed whatif: pending pod-minutes over {max}: {}",
                 over.join(", ")
             );
+            return Ok(ExitCode::from(GATE_FAILED));
+        }
+    }
+    if args.require_flat {
+        let mut grew = Vec::new();
+        for s in report.sides.iter().filter(|s| s.binary.is_some()) {
+            match &s.health_verdict {
+                Some(v) if v.grew.is_empty() => {}
+                Some(v) => grew.push(format!("{}: {}", s.name, v.grew.join("; "))),
+                None => grew.push(format!(
+                    "{}: no verdict (a run of three hours or more, sampled, is needed)",
+                    s.name
+                )),
+            }
+        }
+        if !grew.is_empty() {
+            eprintln!("testbed whatif: --require-flat: {}", grew.join(" | "));
             return Ok(ExitCode::from(GATE_FAILED));
         }
     }

@@ -86,6 +86,20 @@ pub fn page(report: &Report) -> String {
     }));
     out.push_str("<h2>Pending pods</h2>\n");
     out.push_str(&chart(&report.sides, end, Shape::Steps, pending_series));
+    if report.sides.iter().any(|s| !s.health.is_empty()) {
+        out.push_str("<h2>Autoscaler memory, MiB (binary sides)</h2>\n");
+        out.push_str(&chart(&report.sides, end, Shape::Lines, |s| {
+            health_series(s, |h| Some(h.rss_kib as f64 / 1024.0))
+        }));
+        out.push_str("<h2>Autoscaler loop time, ms (mean of each sample's loops)</h2>\n");
+        out.push_str(&chart(&report.sides, end, Shape::Lines, |s| {
+            health_series(s, |h| h.loop_seconds.map(|l| l * 1000.0))
+        }));
+        out.push_str("<h2>Autoscaler tasks (goroutines, or async tasks)</h2>\n");
+        out.push_str(&chart(&report.sides, end, Shape::Lines, |s| {
+            health_series(s, |h| h.tasks.map(|t| t as f64))
+        }));
+    }
     out.push_str("<p>");
     for (i, s) in report.sides.iter().enumerate() {
         let _ = write!(
@@ -136,6 +150,16 @@ fn node_hours_series(side: &Side, end: u64) -> Vec<(u64, f64)> {
         out.push((t.min(end), hours));
     }
     out
+}
+
+fn health_series(
+    side: &Side,
+    value: impl Fn(&crate::health::Sample) -> Option<f64>,
+) -> Vec<(u64, f64)> {
+    side.health
+        .iter()
+        .filter_map(|h| Some((h.seconds, value(h)?)))
+        .collect()
 }
 
 fn pending_series(side: &Side) -> Vec<(u64, f64)> {
@@ -332,6 +356,8 @@ mod tests {
             node_timeline,
             pending_timeline: Vec::new(),
             skipped_steps: Vec::new(),
+            health: Vec::new(),
+            health_verdict: None,
         }
     }
 

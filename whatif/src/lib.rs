@@ -35,6 +35,7 @@ pub mod cli;
 pub mod coverage;
 pub mod flags;
 pub mod groups;
+pub mod health;
 pub mod html;
 pub mod input;
 pub mod job;
@@ -200,6 +201,8 @@ pub fn run(what: &WhatIf) -> Result<Report, WhatIfError> {
             };
             let mut side = report::side(&s.name, shown, ran, &what.prices);
             side.skipped_steps = r.skipped_steps.clone();
+            side.health = r.health.clone();
+            side.health_verdict = health::verdict(&r.health, r.end.round() as u64);
             if let Some(b) = &s.binary {
                 side.binary = Some(report::Binary {
                     path: b.path.display().to_string(),

@@ -84,6 +84,12 @@ pub struct Side {
     /// longer had the object (or had it already).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_steps: Vec<String>,
+    /// A binary's process over the run ([`crate::health`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<crate::health::Sample>,
+    /// Its hour 2 against its last hour, for a run of three hours or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_verdict: Option<crate::health::Verdict>,
 }
 
 /// A binary a side ran: its outcome comes from the cluster, its
@@ -349,7 +355,30 @@ pub fn side(name: &str, flags: Vec<String>, ran: Ran, prices: &BTreeMap<String, 
             .map(|(t, n)| (secs(*t), *n))
             .collect(),
         skipped_steps: Vec::new(),
+        health: Vec::new(),
+        health_verdict: None,
     }
+}
+
+/// A binary side's health over the run, hour 2 against the last hour.
+fn health_markdown(v: &crate::health::Verdict) -> String {
+    let h = v.last_hour;
+    let mut out = format!(
+        "Its process, hour 2 against hour {h}: memory peak {:.0} and {:.0} MiB",
+        v.memory_mib.0, v.memory_mib.1
+    );
+    if let Some((a, b)) = v.loop_ms {
+        out.push_str(&format!(", loop time {a:.1} and {b:.1} ms"));
+    }
+    if let Some((a, b)) = v.tasks {
+        out.push_str(&format!(", tasks {a} and {b}"));
+    }
+    if v.grew.is_empty() {
+        out.push_str(": flat.\n\n");
+    } else {
+        out.push_str(&format!(". **Grew**: {}.\n\n", v.grew.join("; ")));
+    }
+    out
 }
 
 /// `other` against `base`.
@@ -562,6 +591,9 @@ impl Side {
                 "binary: `{}` in real time at {}x; its decisions are in its log, `{}`\n\n",
                 b.path, b.time_scale, b.log
             ));
+        }
+        if let Some(v) = &s.health_verdict {
+            out.push_str(&health_markdown(v));
         }
         if !s.skipped_steps.is_empty() {
             out.push_str(&format!(

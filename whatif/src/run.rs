@@ -17,6 +17,7 @@ use harness::kwok_provider::{provider_config_map, templates_config_map};
 
 use crate::binary::{BinarySide, Launch, free_port};
 use crate::groups::Grouping;
+use crate::health::{Sample, Sampler};
 use crate::load::{LoadError, Loaded, load};
 use crate::observe::{Observer, Seen};
 use crate::plan::Plan;
@@ -70,6 +71,8 @@ pub struct SideRun {
     pub seen: Seen,
     /// The autoscaler's loops, folded.
     pub loops: Loops,
+    /// A binary's process over the run (none for ours in-process).
+    pub health: Vec<Sample>,
     /// The run's length in seconds.
     pub end: f64,
     /// Recorded changes skipped: the object was gone from this side's
@@ -176,13 +179,14 @@ async fn run(
     }
     tokio::time::sleep_until(started + settings.duration.div_f64(scale)).await;
     let end = observer.elapsed();
-    let loops = running.stop().await;
+    let (loops, health) = running.stop().await;
     let seen = observer.finish(end);
     drop(cluster);
     Ok(SideRun {
         loaded,
         seen,
         loops,
+        health,
         end,
         skipped_steps,
     })
@@ -196,10 +200,11 @@ enum Running {
         collector: tokio::task::JoinHandle<Loops>,
     },
     /// A binary: its process and the cluster's TLS endpoint, both stopped
-    /// when dropped.
+    /// when dropped, and the sampler of its process.
     Binary {
         _process: Box<dyn Send>,
         _endpoint: Box<dyn Send>,
+        sampler: Sampler,
     },
 }
 
@@ -263,20 +268,22 @@ impl Running {
             })
             .map_err(RunError::Binary)?;
         Ok(Running::Binary {
-            _process: process,
+            _process: process.guard,
             _endpoint: Box::new(endpoint),
+            sampler: Sampler::start(process.pid, port, binary.time_scale),
         })
     }
 
-    /// Stops the autoscaler; our loops, folded (none for a binary).
-    async fn stop(self) -> Loops {
+    /// Stops the autoscaler; our loops, folded (none for a binary), and a
+    /// binary's samples.
+    async fn stop(self) -> (Loops, Vec<Sample>) {
         match self {
             Running::InProcess { task, collector } => {
                 task.abort();
                 let _ = task.await;
-                collector.await.unwrap_or_default()
+                (collector.await.unwrap_or_default(), Vec::new())
             }
-            Running::Binary { .. } => Loops::default(),
+            Running::Binary { sampler, .. } => (Loops::default(), sampler.finish().await),
         }
     }
 }
