@@ -250,15 +250,11 @@ impl LoopTime {
     /// empty).
     pub fn from_metrics(text: &str) -> Option<Self> {
         let value = |suffix: &str| {
-            let name = format!("cluster_autoscaler_function_duration_seconds_{suffix}{{");
-            text.lines().find_map(|l| {
-                let rest = l.strip_prefix(&name)?;
-                let (labels, value) = rest.split_once("} ")?;
-                labels
-                    .split(',')
-                    .any(|kv| kv == "function=\"main\"")
-                    .then(|| value.trim().parse::<f64>().ok())?
-            })
+            harness::metric_value(
+                text,
+                &format!("cluster_autoscaler_function_duration_seconds_{suffix}"),
+                "function=\"main\"",
+            )
         };
         let count = value("count")?;
         let sum = value("sum")?;

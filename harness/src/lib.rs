@@ -116,3 +116,20 @@ pub async fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
         .unwrap_or_default();
     Ok((code, body))
 }
+
+/// The value of the first sample of `name` in a Prometheus text exposition
+/// whose labels hold `label` (`key="value"`; any sample when empty).
+pub fn metric_value(text: &str, name: &str, label: &str) -> Option<f64> {
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let rest = l.strip_prefix(name)?;
+        let (labels, value) = match rest.strip_prefix('{') {
+            Some(r) => r.split_once('}')?,
+            None if rest.starts_with(' ') => ("", rest),
+            None => return None,
+        };
+        if !label.is_empty() && !labels.split(',').any(|l| l == label) {
+            return None;
+        }
+        value.split_whitespace().next()?.parse().ok()
+    })
+}

@@ -16,9 +16,10 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+use harness::metric_value as metric;
 
 /// Cluster time between samples.
 pub const INTERVAL: Duration = Duration::from_secs(600);
@@ -151,44 +152,13 @@ fn proc_status(pid: u32) -> Option<(u64, u64)> {
     Some((field("VmRSS:")?, field("Threads:")?))
 }
 
-/// The body of `GET path` on the local port, over HTTP/1.0.
+/// The body of `GET path` on the local port, when it answers 200 within
+/// 10 seconds.
 async fn get(port: u16, path: &str) -> Option<String> {
-    let fetch = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .ok()?;
-        let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut bytes = Vec::new();
-        stream.read_to_end(&mut bytes).await.ok()?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n")?;
-        head.starts_with("HTTP/1.")
-            .then_some(())
-            .filter(|()| head.split_whitespace().nth(1) == Some("200"))?;
-        Some(body.to_string())
-    };
-    tokio::time::timeout(Duration::from_secs(10), fetch)
-        .await
-        .ok()
-        .flatten()
-}
-
-/// The value of the first sample of `name` in Prometheus text whose labels
-/// hold `label` (any when empty).
-fn metric(text: &str, name: &str, label: &str) -> Option<f64> {
-    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
-        let rest = l.strip_prefix(name)?;
-        let (labels, value) = match rest.strip_prefix('{') {
-            Some(r) => r.split_once('}')?,
-            None if rest.starts_with(' ') => ("", rest),
-            None => return None,
-        };
-        if !label.is_empty() && !labels.split(',').any(|l| l == label) {
-            return None;
-        }
-        value.split_whitespace().next()?.parse().ok()
-    })
+    match tokio::time::timeout(Duration::from_secs(10), harness::http_get(port, path)).await {
+        Ok(Ok((200, body))) => Some(body),
+        _ => None,
+    }
 }
 
 /// The task count of a goroutine profile: ours (`alive tasks: N`) or Go's

@@ -262,7 +262,7 @@ async fn become_not_ready(w: &mut CaWorld, count: usize, group: String) -> StepR
             .group_nodes(&group)
             .await?
             .iter()
-            .filter(|n| !node_ready(n))
+            .filter(|n| !harness::cluster::node_ready(n))
             .count();
         if not_ready >= count {
             return Ok(());
@@ -272,14 +272,6 @@ async fn become_not_ready(w: &mut CaWorld, count: usize, group: String) -> StepR
     Err(format!(
         "{count} nodes of {group} were labelled {NOT_READY_LABEL}, but kwok did not report them NotReady within a minute"
     ))
-}
-
-/// Whether the node's Ready condition is True.
-fn node_ready(n: &Node) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// Nodes made NotReady come back: the label goes, and with it the
