@@ -31,6 +31,17 @@ fn pod(name: &str, cpu: &str, priority_class: Option<&str>) -> Value {
     })
 }
 
+/// A DaemonSet "agent" of pods labelled `app=agent`.
+fn agent_daemonset() -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "c", "image": "agent"}]}}}
+    })
+}
+
 fn nodes_of(pods: &[Pod]) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for p in pods {
@@ -357,13 +368,7 @@ async fn a_daemonset_runs_on_every_node_including_new_ones() {
     let cluster = Cluster::builder()
         .nodes(2, &NodeTemplate::new("node", "4", "8Gi"))
         .nodes(1, &tainted)
-        .object(json!({
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": "agent", "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                "template": {"metadata": {"labels": {"app": "agent"}},
-                    "spec": {"containers": [{"name": "c", "image": "agent"}]}}}
-        }))
+        .object(agent_daemonset())
         .start()
         .await
         .unwrap();
@@ -387,6 +392,94 @@ async fn a_daemonset_runs_on_every_node_including_new_ones() {
     assert!(nodes_of(&pods).contains_key("late-0"));
 }
 
+/// A DaemonSet's sync reads again only the nodes that changed: a daemon
+/// pod deleted is made again on its node, a node gone leaves the count,
+/// and a new pod template (a node selector) is applied on every node.
+#[tokio::test(start_paused = true)]
+async fn a_daemonset_follows_its_pods_its_nodes_and_its_template() {
+    let labelled = NodeTemplate {
+        labels: BTreeMap::from([("tier".to_string(), "edge".to_string())]),
+        ..NodeTemplate::new("edge", "4", "8Gi")
+    };
+    let cluster = Cluster::builder()
+        .nodes(3, &NodeTemplate::new("node", "4", "8Gi"))
+        .nodes(1, &labelled)
+        .object(agent_daemonset())
+        .start()
+        .await
+        .unwrap();
+    let client = cluster.client();
+    let pods = cluster
+        .wait_pods_running("app=agent", 4, MINUTE)
+        .await
+        .unwrap();
+    let on_node_1 = pods
+        .iter()
+        .find(|p| p.spec.as_ref().unwrap().node_name.as_deref() == Some("node-1"))
+        .unwrap();
+    let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    api.delete(
+        on_node_1.metadata.name.as_deref().unwrap(),
+        &kube::api::DeleteParams::default().grace_period(0),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(MINUTE).await;
+    let pods = cluster
+        .wait_pods_running("app=agent", 4, MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(nodes_of(&pods).get("node-1"), Some(&1), "made again");
+    assert!(
+        pods.iter()
+            .all(|p| p.metadata.uid != on_node_1.metadata.uid),
+        "a new pod, not the deleted one"
+    );
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .delete("node-2", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    let sets: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client, "default");
+    cluster
+        .wait_until("the DaemonSet counts 3 nodes", MINUTE, |_| {
+            let sets = sets.clone();
+            async move {
+                let ds = sets.get("agent").await.map_err(|e| e.to_string())?;
+                let desired = ds.status.map(|s| s.desired_number_scheduled);
+                (desired == Some(3))
+                    .then_some(())
+                    .ok_or(format!("desired {desired:?}"))
+            }
+        })
+        .await
+        .unwrap();
+    let select = json!({"spec": {"template": {"spec": {"nodeSelector": {"tier": "edge"}}}}});
+    sets.patch(
+        "agent",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(select),
+    )
+    .await
+    .unwrap();
+    cluster
+        .wait_until(
+            "the daemon pods run on edge-0 only",
+            MINUTE,
+            |c| async move {
+                let pods = list::<Pod>(&c, "app=agent")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let on = nodes_of_bound(&pods);
+                (on == vec![Some("edge-0".to_string())])
+                    .then_some(())
+                    .ok_or(format!("on {on:?}"))
+            },
+        )
+        .await
+        .unwrap();
+}
+
 /// As the DaemonSet controller's `NodeShouldRunDaemonPod`: a NoSchedule
 /// taint the pod does not tolerate (the autoscaler's ToBeDeleted taint)
 /// stops new daemon pods but keeps the running one; a NoExecute one
@@ -395,13 +488,7 @@ async fn a_daemonset_runs_on_every_node_including_new_ones() {
 async fn a_noschedule_taint_keeps_a_running_daemon_pod_and_noexecute_removes_it() {
     let cluster = Cluster::builder()
         .nodes(1, &NodeTemplate::new("node", "4", "8Gi"))
-        .object(json!({
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": "agent", "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                "template": {"metadata": {"labels": {"app": "agent"}},
-                    "spec": {"containers": [{"name": "c", "image": "agent"}]}}}
-        }))
+        .object(agent_daemonset())
         .start()
         .await
         .unwrap();

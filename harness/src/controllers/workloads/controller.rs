@@ -17,6 +17,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use simclock::Clock;
 
+use super::daemonset::{DaemonPlacement, NodeScope};
 use super::pods::{CachedPod, key};
 
 /// Which owner a change concerns.
@@ -60,21 +61,41 @@ impl Change {
     }
 }
 
-/// The pods one controller owns, and how many are active and ready.
+/// The pods one controller owns, and how many are active, ready and
+/// scheduled.
 #[derive(Default)]
-struct Owned {
+pub(super) struct Owned {
     keys: BTreeSet<String>,
-    active: usize,
-    ready: usize,
+    pub active: usize,
+    pub ready: usize,
+    pub scheduled: usize,
+    /// A DaemonSet's active pods, by the node each is for.
+    pub daemon_pods: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Owned {
-    /// Adds (`sign` 1) or takes away (-1) `p` from the counts.
-    fn count(&mut self, p: &CachedPod, sign: isize) {
-        if p.is_active() {
-            self.active = self.active.saturating_add_signed(sign);
-            if p.ready {
-                self.ready = self.ready.saturating_add_signed(sign);
+    /// Adds (`sign` 1) or takes away (-1) `p`, cached as `k`, from the
+    /// counts and the daemon pods.
+    fn count(&mut self, k: &str, p: &CachedPod, sign: isize) {
+        if !p.is_active() {
+            return;
+        }
+        self.active = self.active.saturating_add_signed(sign);
+        if p.ready {
+            self.ready = self.ready.saturating_add_signed(sign);
+        }
+        if p.node_name.is_some() {
+            self.scheduled = self.scheduled.saturating_add_signed(sign);
+        }
+        if let Some((_, node)) = p.daemon_of() {
+            if sign > 0 {
+                let on_node = self.daemon_pods.entry(node.to_string()).or_default();
+                on_node.insert(k.to_string());
+            } else if let Some(on_node) = self.daemon_pods.get_mut(node) {
+                on_node.remove(k);
+                if on_node.is_empty() {
+                    self.daemon_pods.remove(node);
+                }
             }
         }
     }
@@ -88,13 +109,18 @@ pub struct Controllers {
     pub(super) pods: BTreeMap<String, CachedPod>,
     /// What each controller owns, by its uid: kept as pods change, so
     /// that a controller's sync does not scan every pod.
-    owned_by: HashMap<String, Owned>,
+    pub(super) owned_by: HashMap<String, Owned>,
     pub(super) nodes: BTreeMap<String, Node>,
     pub(super) replicasets: BTreeMap<String, ReplicaSet>,
     pub(super) deployments: BTreeMap<String, Deployment>,
     pub(super) daemonsets: BTreeMap<String, DaemonSet>,
     pub(super) statefulsets: BTreeMap<String, StatefulSet>,
     pub(super) jobs: BTreeMap<String, Job>,
+    /// The nodes each DaemonSet (by key) looks at again at its next sync.
+    pub(super) daemon_scopes: HashMap<String, NodeScope>,
+    /// Where each DaemonSet's pod belongs on every node, as its syncs
+    /// found it: a sync reads again only the nodes in its scope.
+    pub(super) daemon_placements: HashMap<String, BTreeMap<String, DaemonPlacement>>,
     dirty: BTreeSet<Owner>,
     pub(super) nodes_synced: bool,
     /// The resources whose first list is in.
@@ -119,6 +145,8 @@ impl Controllers {
             daemonsets: BTreeMap::new(),
             statefulsets: BTreeMap::new(),
             jobs: BTreeMap::new(),
+            daemon_scopes: HashMap::new(),
+            daemon_placements: HashMap::new(),
             dirty: BTreeSet::new(),
             nodes_synced: false,
             listed: BTreeSet::new(),
@@ -206,6 +234,7 @@ impl Controllers {
                 Event::Apply(p) | Event::InitApply(p) => {
                     self.mark_owner(&p);
                     let p = CachedPod::of(&p);
+                    self.mark_daemon_nodes(&p);
                     if self.bound_to_missing_node(&p) {
                         self.orphan_candidates.insert(p.key());
                     }
@@ -213,6 +242,7 @@ impl Controllers {
                 }
                 Event::Delete(p) => {
                     self.mark_owner(&p);
+                    self.mark_daemon_nodes(&CachedPod::of(&p));
                     self.remove_pod(&key(&p));
                 }
                 _ => {}
@@ -222,27 +252,37 @@ impl Controllers {
                 // schedulability, allocatable), not by its heartbeats.
                 let placement_changed = match ev {
                     Event::Apply(n) | Event::InitApply(n) => {
+                        let name = n.name_any();
                         let changed = self
                             .nodes
-                            .get(&n.name_any())
+                            .get(&name)
                             .is_none_or(|old| placement_differs(old, &n));
-                        self.nodes.insert(n.name_any(), n);
-                        changed
+                        self.nodes.insert(name.clone(), n);
+                        changed.then_some(Some(name))
                     }
                     Event::Delete(n) => {
-                        self.nodes.remove(&n.name_any());
+                        let name = n.name_any();
+                        self.nodes.remove(&name);
                         self.orphan_scan_all = true;
-                        true
+                        Some(Some(name))
                     }
                     Event::InitDone => {
                         self.nodes_synced = true;
                         self.orphan_scan_all = true;
-                        true
+                        Some(None)
                     }
-                    Event::Init => false,
+                    Event::Init => None,
                 };
-                if placement_changed {
+                // `Some(None)`: every node may have changed.
+                if let Some(node) = placement_changed {
                     let all: Vec<String> = self.daemonsets.keys().cloned().collect();
+                    for k in &all {
+                        let scope = self.daemon_scopes.entry(k.clone()).or_default();
+                        match &node {
+                            Some(name) => scope.mark(name),
+                            None => *scope = NodeScope::All,
+                        }
+                    }
                     self.dirty.extend(all.into_iter().map(Owner::DaemonSet));
                 }
             }
@@ -256,9 +296,32 @@ impl Controllers {
                 cache!(replicasets, ev, Owner::ReplicaSet)
             }
             Change::Deployment(ev) => cache!(deployments, ev, Owner::Deployment),
-            Change::DaemonSet(ev) => cache!(daemonsets, ev, Owner::DaemonSet),
+            Change::DaemonSet(ev) => {
+                // A new pod template may place pods elsewhere: every node
+                // is read again (not on a change of status alone).
+                if let Event::Apply(ds) | Event::InitApply(ds) = &ev {
+                    let k = key(ds);
+                    if self
+                        .daemonsets
+                        .get(&k)
+                        .is_none_or(|old| old.spec != ds.spec)
+                    {
+                        self.daemon_scopes.insert(k, NodeScope::All);
+                    }
+                }
+                cache!(daemonsets, ev, Owner::DaemonSet)
+            }
             Change::StatefulSet(ev) => cache!(statefulsets, ev, Owner::StatefulSet),
             Change::Job(ev) => cache!(jobs, ev, Owner::Job),
+        }
+    }
+
+    /// Marks the node a daemon pod is for (as cached, and as `p` has it)
+    /// for its DaemonSet's next sync.
+    fn mark_daemon_nodes(&mut self, p: &CachedPod) {
+        let cached = self.pods.get(&p.key()).and_then(CachedPod::daemon_of);
+        for (ds, node) in p.daemon_of().into_iter().chain(cached) {
+            self.daemon_scopes.entry(ds).or_default().mark(node);
         }
     }
 
@@ -268,7 +331,7 @@ impl Controllers {
         if let Some(uid) = &p.controller_uid {
             let owned = self.owned_by.entry(uid.clone()).or_default();
             owned.keys.insert(k.clone());
-            owned.count(&p, 1);
+            owned.count(&k, &p, 1);
         }
         self.pods.insert(k, p);
     }
@@ -280,7 +343,7 @@ impl Controllers {
             && let Some(owned) = self.owned_by.get_mut(uid)
         {
             owned.keys.remove(k);
-            owned.count(&old, -1);
+            owned.count(k, &old, -1);
             if owned.keys.is_empty() {
                 self.owned_by.remove(uid);
             }
@@ -433,7 +496,8 @@ impl Controllers {
         }
     }
 
-    pub(super) async fn delete_pod(&mut self, k: &str, grace: Option<u32>) {
+    /// Deletes the pod cached as `k`; whether the API server took it.
+    pub(super) async fn delete_pod(&mut self, k: &str, grace: Option<u32>) -> bool {
         let (ns, name) = k.split_once('/').unwrap_or(("", k));
         let mut dp = DeleteParams::default();
         if let Some(g) = grace {
@@ -448,8 +512,12 @@ impl Controllers {
                     p.deleting = true;
                     self.insert_pod(p);
                 }
+                true
             }
-            Err(e) => tracing::debug!("deleting pod {k}: {e}"),
+            Err(e) => {
+                tracing::debug!("deleting pod {k}: {e}");
+                false
+            }
         }
     }
 

@@ -1,7 +1,13 @@
 //! The DaemonSet controller: one pod on every node the DaemonSet's pods
 //! may run on, pinned to it, with the tolerations daemon pods get.
+//!
+//! A sync reads again only the nodes in the DaemonSet's [`NodeScope`]:
+//! those that changed in what places its pods, or whose daemon pod
+//! changed, since its last sync (every node when its pod template changed
+//! or the nodes were listed again). At 1,000 nodes a sync of every node
+//! at every daemon pod's change was a twelfth of a recorded day's replay.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -9,11 +15,55 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::controller::Controllers;
-use super::pods::{CachedPod, owner_ref};
+use super::pods::owner_ref;
+
+/// The nodes a DaemonSet's next sync reads again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum NodeScope {
+    /// Every node.
+    All,
+    /// These nodes (those gone included: their placement is forgotten).
+    Nodes(BTreeSet<String>),
+}
+
+impl Default for NodeScope {
+    fn default() -> Self {
+        NodeScope::Nodes(BTreeSet::new())
+    }
+}
+
+impl NodeScope {
+    /// Adds `node` to the scope.
+    pub fn mark(&mut self, node: &str) {
+        if let NodeScope::Nodes(nodes) = self {
+            nodes.insert(node.to_string());
+        }
+    }
+
+    /// Adds every node of `other` to the scope.
+    fn merge(&mut self, other: NodeScope) {
+        match other {
+            NodeScope::All => *self = NodeScope::All,
+            NodeScope::Nodes(nodes) => nodes.iter().for_each(|n| self.mark(n)),
+        }
+    }
+}
+
+/// What one sync found to do on the nodes it read.
+#[derive(Default)]
+struct Plan {
+    /// Nodes with no daemon pod that should run one.
+    missing: Vec<String>,
+    /// Daemon pods to delete (a second one on a node, or one on a node it
+    /// may not run on), with their node.
+    surplus: Vec<(String, String)>,
+}
 
 impl Controllers {
     pub(super) async fn reconcile_daemonset(&mut self, k: &str) {
+        let scope = self.daemon_scopes.remove(k).unwrap_or_default();
         let Some(ds) = self.daemonsets.get(k).cloned() else {
+            self.daemon_placements.remove(k);
             return;
         };
         if ds.metadata.deletion_timestamp.is_some() || !self.nodes_synced {
@@ -24,42 +74,36 @@ impl Controllers {
         let spec = ds.spec.clone().unwrap_or_default();
         let mut template = spec.template.clone();
         add_daemonset_tolerations(&mut template);
-        let mut by_node: HashMap<String, Vec<String>> = HashMap::new();
-        for p in self.owned(&ns, &uid) {
-            if p.is_active() {
-                by_node
-                    .entry(p.daemon_node().unwrap_or_default().to_string())
-                    .or_default()
-                    .push(p.key());
-            }
-        }
-        // The plan is made over the cached nodes first (no copies), then
-        // carried out: creating and deleting pods needs the controller.
         let daemon = Pod {
             metadata: template.metadata.clone().unwrap_or_default(),
             spec: template.spec.clone(),
             status: None,
         };
-        let mut desired = 0;
-        let mut missing = Vec::new();
-        let mut surplus = Vec::new();
-        for (name, node) in &self.nodes {
-            let placement = daemon_placement(&daemon, node);
-            let existing = by_node.remove(name).unwrap_or_default();
-            match placement {
-                DaemonPlacement::Run | DaemonPlacement::KeepRunning => {
-                    if placement == DaemonPlacement::Run {
-                        desired += 1;
-                        if existing.is_empty() {
-                            missing.push(name.clone());
-                        }
-                    }
-                    surplus.extend(existing.into_iter().skip(1));
-                }
-                DaemonPlacement::No => surplus.extend(existing),
+        // The plan is made over the cached nodes first (no copies), then
+        // carried out: creating and deleting pods needs the controller.
+        let full = scope == NodeScope::All || !self.daemon_placements.contains_key(k);
+        let placements = self.daemon_placements.entry(k.to_string()).or_default();
+        let pods = self.owned_by.get(&uid).map(|o| &o.daemon_pods);
+        let plan = match scope {
+            _ if full => {
+                placements.clear();
+                let names = self.nodes.keys().map(String::as_str);
+                plan_nodes(&daemon, &self.nodes, names, placements, pods)
             }
-        }
-        for name in missing {
+            NodeScope::All => Plan::default(),
+            NodeScope::Nodes(names) => {
+                let names = names.iter().map(String::as_str);
+                plan_nodes(&daemon, &self.nodes, names, placements, pods)
+            }
+        };
+        let desired = placements
+            .values()
+            .filter(|p| **p == DaemonPlacement::Run)
+            .count();
+        // A node whose pod could not be made or deleted is read again at
+        // the next sync.
+        let mut retry = NodeScope::default();
+        for name in plan.missing {
             let mut t = template.clone();
             pin_to_node(&mut t, &name);
             let meta = ObjectMeta {
@@ -67,38 +111,84 @@ impl Controllers {
                 owner_references: Some(vec![owner_ref(&ds)]),
                 ..ObjectMeta::default()
             };
-            self.create_pod(&ns, &t, meta).await;
+            if !self.create_pod(&ns, &t, meta).await {
+                retry.mark(&name);
+            }
         }
-        for k in &surplus {
-            self.delete_pod(k, None).await;
+        for (pod, node) in &plan.surplus {
+            if !self.delete_pod(pod, None).await {
+                retry.mark(node);
+            }
         }
-        // Pods for nodes that are gone are left to pod GC.
-        let owned: Vec<&CachedPod> = self
-            .owned(&ns, &uid)
-            .into_iter()
-            .filter(|p| p.is_active())
-            .collect();
-        let scheduled = owned.iter().filter(|p| p.node_name.is_some()).count();
-        let ready = owned.iter().filter(|p| p.ready).count();
+        if retry != NodeScope::default() {
+            self.daemon_scopes
+                .entry(k.to_string())
+                .or_default()
+                .merge(retry);
+        }
+        let (active, ready, scheduled) = self
+            .owned_by
+            .get(&uid)
+            .map_or((0, 0, 0), |o| (o.active, o.ready, o.scheduled));
         let st = ds.status.clone().unwrap_or_default();
+        let counts = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
         if (
             st.desired_number_scheduled,
             st.current_number_scheduled,
             st.number_ready,
             st.observed_generation,
         ) != (
-            desired,
-            scheduled as i32,
-            ready as i32,
+            counts(desired),
+            counts(scheduled),
+            counts(ready),
             ds.metadata.generation,
         ) {
             self.patch_status(&ds, json!({
                 "desiredNumberScheduled": desired, "currentNumberScheduled": scheduled,
-                "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": owned.len(),
+                "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": active,
                 "numberMisscheduled": 0, "observedGeneration": ds.metadata.generation,
             })).await;
         }
     }
+}
+
+/// Where the daemon pod belongs on each of `names` (a node gone is
+/// forgotten: its pods are left to pod GC), kept in `placements`, and
+/// what to create and delete there, given the DaemonSet's active pods by
+/// node.
+fn plan_nodes<'a>(
+    daemon: &Pod,
+    nodes: &BTreeMap<String, Node>,
+    names: impl Iterator<Item = &'a str>,
+    placements: &mut BTreeMap<String, DaemonPlacement>,
+    pods: Option<&BTreeMap<String, BTreeSet<String>>>,
+) -> Plan {
+    let mut plan = Plan::default();
+    for name in names {
+        let Some(node) = nodes.get(name) else {
+            placements.remove(name);
+            continue;
+        };
+        let placement = daemon_placement(daemon, node);
+        placements.insert(name.to_string(), placement);
+        let existing = pods.and_then(|p| p.get(name)).into_iter().flatten();
+        let keep = match placement {
+            DaemonPlacement::Run => {
+                if pods
+                    .and_then(|p| p.get(name))
+                    .is_none_or(BTreeSet::is_empty)
+                {
+                    plan.missing.push(name.to_string());
+                }
+                1
+            }
+            DaemonPlacement::KeepRunning => 1,
+            DaemonPlacement::No => 0,
+        };
+        plan.surplus
+            .extend(existing.skip(keep).map(|k| (k.clone(), name.to_string())));
+    }
+    plan
 }
 
 /// The tolerations the DaemonSet controller adds to its pods.
@@ -145,7 +235,7 @@ fn pin_to_node(t: &mut PodTemplateSpec, node: &str) {
 /// Where a daemon pod belongs, as the DaemonSet controller's
 /// `NodeShouldRunDaemonPod` decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DaemonPlacement {
+pub(super) enum DaemonPlacement {
     /// Node selector/affinity match and every NoSchedule/NoExecute taint is
     /// tolerated: a pod is created if missing.
     Run,

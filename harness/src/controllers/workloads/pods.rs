@@ -26,6 +26,8 @@ pub(super) struct CachedPod {
     pub name: String,
     /// Its controller's uid (the `ownerReference` with `controller: true`).
     pub controller_uid: Option<String>,
+    /// The name of the DaemonSet that controls it, if one does.
+    pub daemon_set: Option<String>,
     pub created: Option<Time>,
     /// Whether it has a deletion timestamp.
     pub deleting: bool,
@@ -48,6 +50,9 @@ impl CachedPod {
             namespace: p.metadata.namespace.clone().unwrap_or_default(),
             name: p.metadata.name.clone().unwrap_or_default(),
             controller_uid: controller_of(p).map(|o| o.uid.clone()),
+            daemon_set: controller_of(p)
+                .filter(|o| o.kind == "DaemonSet")
+                .map(|o| o.name.clone()),
             created: p.metadata.creation_timestamp.clone(),
             deleting: p.metadata.deletion_timestamp.is_some(),
             node_name: spec.and_then(|s| s.node_name.clone()),
@@ -78,6 +83,13 @@ impl CachedPod {
     /// pinned to.
     pub fn daemon_node(&self) -> Option<&str> {
         self.node_name.as_deref().or(self.pinned_node.as_deref())
+    }
+
+    /// The cache key of the DaemonSet that controls it, and the node it is
+    /// for, when it is a daemon pod for a node.
+    pub fn daemon_of(&self) -> Option<(String, &str)> {
+        let ds = self.daemon_set.as_deref()?;
+        Some((format!("{}/{ds}", self.namespace), self.daemon_node()?))
     }
 }
 
@@ -141,6 +153,7 @@ mod tests {
         assert_eq!(c.key(), key(&p));
         assert_eq!(c.key(), "ns/rs-1");
         assert_eq!(c.controller_uid.as_deref(), Some("o"));
+        assert_eq!(c.daemon_of(), None, "a ReplicaSet's pod");
         assert!(c.is_active() && c.ready);
         assert_eq!(c.phase(), "Running");
         assert_eq!(c.node_name, None);
@@ -152,6 +165,10 @@ mod tests {
         let b = CachedPod::of(&bound);
         assert_eq!(b.daemon_node(), Some("n2"));
         assert!(!b.ready, "no Ready condition");
+        let mut daemon = p.clone();
+        daemon.metadata.owner_references.as_mut().unwrap()[0].kind = "DaemonSet".into();
+        let d = CachedPod::of(&daemon);
+        assert_eq!(d.daemon_of(), Some(("ns/rs".to_string(), "n1")));
         let mut gone = p;
         gone.metadata.deletion_timestamp = gone.metadata.creation_timestamp.clone();
         assert!(!CachedPod::of(&gone).is_active(), "terminating");
