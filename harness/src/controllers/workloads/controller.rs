@@ -17,7 +17,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use simclock::Clock;
 
-use super::daemonset::{DaemonPlacement, NodeScope};
+use super::placement::{DaemonPlacement, NodeScope};
 use super::pods::{CachedPod, key};
 
 /// Which owner a change concerns.

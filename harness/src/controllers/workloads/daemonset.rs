@@ -1,7 +1,7 @@
 //! The DaemonSet controller: one pod on every node the DaemonSet's pods
 //! may run on, pinned to it, with the tolerations daemon pods get.
 //!
-//! A sync reads again only the nodes in the DaemonSet's [`NodeScope`]:
+//! A sync reads again only the nodes in the DaemonSet's `NodeScope`:
 //! those that changed in what places its pods, or whose daemon pod
 //! changed, since its last sync (every node when its pod template changed
 //! or the nodes were listed again). At 1,000 nodes a sync of every node
@@ -15,39 +15,8 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::controller::Controllers;
+use super::placement::{DaemonPlacement, NodeScope, daemon_placement};
 use super::pods::owner_ref;
-
-/// The nodes a DaemonSet's next sync reads again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum NodeScope {
-    /// Every node.
-    All,
-    /// These nodes (those gone included: their placement is forgotten).
-    Nodes(BTreeSet<String>),
-}
-
-impl Default for NodeScope {
-    fn default() -> Self {
-        NodeScope::Nodes(BTreeSet::new())
-    }
-}
-
-impl NodeScope {
-    /// Adds `node` to the scope.
-    pub fn mark(&mut self, node: &str) {
-        if let NodeScope::Nodes(nodes) = self {
-            nodes.insert(node.to_string());
-        }
-    }
-
-    /// Adds every node of `other` to the scope.
-    fn merge(&mut self, other: NodeScope) {
-        match other {
-            NodeScope::All => *self = NodeScope::All,
-            NodeScope::Nodes(nodes) => nodes.iter().for_each(|n| self.mark(n)),
-        }
-    }
-}
 
 /// What one sync found to do on the nodes it read.
 #[derive(Default)]
@@ -230,45 +199,4 @@ fn pin_to_node(t: &mut PodTemplateSpec, node: &str) {
             {"key": "metadata.name", "operator": "In", "values": [node]}]}]}))
         .unwrap_or_default(),
     );
-}
-
-/// Where a daemon pod belongs, as the DaemonSet controller's
-/// `NodeShouldRunDaemonPod` decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum DaemonPlacement {
-    /// Node selector/affinity match and every NoSchedule/NoExecute taint is
-    /// tolerated: a pod is created if missing.
-    Run,
-    /// A NoSchedule taint (such as `ToBeDeletedByClusterAutoscaler`) is not
-    /// tolerated: no new pod, but a running one stays.
-    KeepRunning,
-    /// No match, or a NoExecute taint is not tolerated: the pod goes.
-    No,
-}
-
-fn daemon_placement(pod: &Pod, node: &Node) -> DaemonPlacement {
-    let taints = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or_default();
-    let tols = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.tolerations.as_deref())
-        .unwrap_or_default();
-    if !predicates::filters::node_affinity_matches_node(pod, node) {
-        return DaemonPlacement::No;
-    }
-    if predicates::filters::untolerated_taint(taints, tols).is_none() {
-        return DaemonPlacement::Run;
-    }
-    let evicting = taints
-        .iter()
-        .any(|t| t.effect == "NoExecute" && !predicates::labels::tolerated_by(tols, t));
-    if evicting {
-        DaemonPlacement::No
-    } else {
-        DaemonPlacement::KeepRunning
-    }
 }
