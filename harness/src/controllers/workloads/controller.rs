@@ -87,7 +87,9 @@ impl Owned {
         if p.node_name.is_some() {
             self.scheduled = self.scheduled.saturating_add_signed(sign);
         }
-        if let Some((_, node)) = p.daemon_of() {
+        if p.daemon_set.is_some()
+            && let Some(node) = p.daemon_node()
+        {
             if sign > 0 {
                 let on_node = self.daemon_pods.entry(node.to_string()).or_default();
                 on_node.insert(k.to_string());

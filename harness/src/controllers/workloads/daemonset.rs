@@ -54,14 +54,13 @@ impl Controllers {
         let placements = self.daemon_placements.entry(k.to_string()).or_default();
         let pods = self.owned_by.get(&uid).map(|o| &o.daemon_pods);
         let plan = match scope {
-            _ if full => {
-                placements.clear();
-                let names = self.nodes.keys().map(String::as_str);
+            NodeScope::Nodes(names) if !full => {
+                let names = names.iter().map(String::as_str);
                 plan_nodes(&daemon, &self.nodes, names, placements, pods)
             }
-            NodeScope::All => Plan::default(),
-            NodeScope::Nodes(names) => {
-                let names = names.iter().map(String::as_str);
+            _ => {
+                placements.clear();
+                let names = self.nodes.keys().map(String::as_str);
                 plan_nodes(&daemon, &self.nodes, names, placements, pods)
             }
         };
