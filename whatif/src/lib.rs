@@ -20,7 +20,7 @@
 //! Sides run on parallel threads (each takes the next side when done),
 //! each side on a single-threaded runtime on
 //! paused time with seeded generators: the same snapshot and seed give a
-//! byte-identical JSON report (a recording's replay does not yet). A [`sweep`] runs one side per combination
+//! byte-identical JSON report, from a frozen snapshot or a recording. A [`sweep`] runs one side per combination
 //! of flag values and reports the trade-off of each case and the Pareto
 //! front; its cases can run apart, in the pods of a Kubernetes Indexed
 //! Job ([`job`]), and [`merge`] makes one report of theirs. A

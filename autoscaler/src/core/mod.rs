@@ -387,20 +387,24 @@ impl Autoscaler {
             }
             let wait = self.next_loop_in(frequent);
             let sleep = tokio::time::sleep(wait);
+            // In this order when several are ready at once (a pod that
+            // appeared as the timer fired starts this loop, not one more
+            // after it): the same loops from one run to the next.
             tokio::select! {
+                biased;
                 _ = &mut stop => break,
-                _ = sleep => if frequent {
-                    tracing::info!(
-                        "Autoscaler loop triggered by a {} timer",
-                        simclock::format_go_duration(wait)
-                    );
-                },
                 _ = self.ctx.cache.unschedulable_pod(), if frequent => {
                     tracing::info!("Autoscaler loop triggered by unschedulable pod appearing");
                 }
                 _ = self.ctx.cache.pod_bound(), if frequent => {
                     tracing::info!("Autoscaler loop triggered by a pod bound while nodes are upcoming");
                 }
+                _ = sleep => if frequent {
+                    tracing::info!(
+                        "Autoscaler loop triggered by a {} timer",
+                        simclock::format_go_duration(wait)
+                    );
+                },
             }
         }
         self.shutdown().await;

@@ -4,14 +4,15 @@
 //! scale-up of thousands of nodes has pods bound to many nodes whose
 //! leases come one by one).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
 #[derive(Default)]
 pub(super) struct WaitingPods {
-    /// Pods by node, then by `namespace/name`.
-    by_node: HashMap<String, HashMap<String, Value>>,
+    /// Pods by node, then by `namespace/name` (in order: a node's pods
+    /// are taken, and their stages played, in the same order every run).
+    by_node: HashMap<String, BTreeMap<String, Value>>,
     /// Each waiting pod's node.
     node_of: HashMap<String, String>,
 }
@@ -38,7 +39,7 @@ impl WaitingPods {
         pod
     }
 
-    /// Takes every pod waiting for `node`.
+    /// Takes every pod waiting for `node`, in `namespace/name` order.
     pub(super) fn take_node(&mut self, node: &str) -> Vec<(String, Value)> {
         let pods = self.by_node.remove(node).unwrap_or_default();
         for key in pods.keys() {
@@ -71,6 +72,10 @@ mod tests {
             w.take_node("n2"),
             vec![("ns/b".to_string(), json!({"n": 2}))]
         );
+        w.insert("ns/z".into(), "n3".into(), json!({"n": 5}));
+        w.insert("ns/y".into(), "n3".into(), json!({"n": 6}));
+        let keys: Vec<String> = w.take_node("n3").into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["ns/y", "ns/z"], "in name order, every run");
         assert!(w.by_node.is_empty() && w.node_of.is_empty());
     }
 }

@@ -214,3 +214,18 @@ fn a_recorded_change_to_a_node_the_side_removed_is_skipped_and_listed() {
     );
     assert!(report.markdown().contains("Recorded changes skipped"));
 }
+
+#[test]
+fn a_recording_replays_to_the_same_bytes_run_after_run() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let hour = write(dir.path(), "hour.jsonl", &lines());
+    let first = serde_json::to_string(&run(hour.clone()).expect("replays")).expect("serialises");
+    for _ in 0..3 {
+        let again =
+            serde_json::to_string(&run(hour.clone()).expect("replays")).expect("serialises");
+        assert_eq!(
+            first, again,
+            "a second replay of the same recording differs"
+        );
+    }
+}

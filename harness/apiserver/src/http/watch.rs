@@ -319,7 +319,10 @@ impl WatchState {
             return Some(out.freeze());
         }
         loop {
+            // In this order when several are ready at once: the same
+            // chunks from one run to the next.
             tokio::select! {
+                biased;
                 item = self.rx.recv() => {
                     let item = item?;
                     self.change(&mut out, item);

@@ -16,7 +16,7 @@
 
 mod index;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use apimachinery::labels::LabelSelector;
@@ -213,12 +213,15 @@ struct Inner {
     tables: HashMap<GroupResource, BTreeMap<ObjKey, Arc<Stored>>>,
     windows: HashMap<GroupResource, Window<Change>>,
     policy: WindowPolicy,
-    watchers: HashMap<WatcherId, Watcher>,
+    /// In registration order: each change is sent (and its watcher woken)
+    /// in the same order from one run to the next.
+    watchers: BTreeMap<WatcherId, Watcher>,
     next_watcher: WatcherId,
     /// uid -> where the object lives.
     uids: HashMap<String, (GroupResource, ObjKey)>,
-    /// owner uid -> dependents.
-    dependents: HashMap<String, HashSet<(GroupResource, ObjKey)>>,
+    /// owner uid -> dependents, in order (the garbage collector deletes
+    /// them in this order).
+    dependents: HashMap<String, BTreeSet<(GroupResource, ObjKey)>>,
     /// Each resource's objects by label, for selections.
     labelled: HashMap<GroupResource, LabelIndex>,
     /// The resources' objects by the value of an indexed field.
