@@ -12,7 +12,9 @@ use predicates::{CsiNode, NodeInfo, PodInfo, VolumeObjects};
 
 use super::pod::{is_active, is_expendable, node_name};
 use crate::provisioningrequest::types::ProvisioningRequest;
-use crate::simulator::drainability::{Budget, ControllerState, Controllers, controller_uid};
+use crate::simulator::drainability::{
+    Budget, Budgets, ControllerState, Controllers, controller_uid,
+};
 
 /// The kind under which DaemonSets are kept among the controllers.
 const DAEMON_SET: &str = "DaemonSet";
@@ -303,7 +305,7 @@ impl State {
     }
 
     /// The budgets, as the drainability rules use them.
-    pub fn budgets(&self) -> Vec<Budget> {
+    pub fn budgets(&self) -> Budgets {
         self.budgets
             .values()
             .filter_map(|b| {

@@ -11,10 +11,13 @@ use predicates::{NodeInfo, PodInfo};
 
 use crate::simulator::Snapshot;
 use crate::simulator::drainability::{BlockingReason, Context};
-use crate::simulator::drainability::{ControllerState, Controllers, DrainRules};
+use crate::simulator::drainability::{Budgets, ControllerState, Controllers, DrainRules};
 use serde_json::json;
 
 struct All;
+
+/// No budget in the cluster.
+static NO_BUDGETS: std::sync::LazyLock<Budgets> = std::sync::LazyLock::new(Budgets::default);
 impl Controllers for All {
     fn lookup(&self, _: &str, _: &str, _: &str) -> ControllerState {
         ControllerState::Found { replicas: Some(3) }
@@ -119,7 +122,7 @@ fn ctx(c: &All) -> Context<'_> {
     Context {
         now: now(),
         rules: DrainRules::default(),
-        budgets: &[],
+        budgets: &NO_BUDGETS,
         controllers: c,
     }
 }
@@ -136,7 +139,7 @@ fn an_underused_node_whose_pods_fit_elsewhere_is_unneeded_and_keeps_its_time() {
     planner.update(
         &mut snap,
         &[candidate("busy"), candidate("light")],
-        &mut [],
+        &mut Budgets::default(),
         &ctx(&c),
         &settings(),
         now(),
@@ -154,7 +157,7 @@ fn an_underused_node_whose_pods_fit_elsewhere_is_unneeded_and_keeps_its_time() {
     planner.update(
         &mut snap2,
         &[candidate("light")],
-        &mut [],
+        &mut Budgets::default(),
         &ctx(&c),
         &settings(),
         later,
@@ -174,7 +177,7 @@ fn nodes_whose_pods_fit_nowhere_or_are_blocked_stay() {
     planner.update(
         &mut snap,
         &[candidate("b"), candidate("a")],
-        &mut [],
+        &mut Budgets::default(),
         &ctx(&c),
         &settings(),
         now(),
@@ -198,7 +201,7 @@ fn nodes_whose_pods_fit_nowhere_or_are_blocked_stay() {
     planner.update(
         &mut snap,
         std::slice::from_ref(&full),
-        &mut [],
+        &mut Budgets::default(),
         &ctx(&c),
         &settings(),
         now(),
@@ -216,7 +219,7 @@ fn nodes_whose_pods_fit_nowhere_or_are_blocked_stay() {
     planner.update(
         &mut snap,
         &[full],
-        &mut [],
+        &mut Budgets::default(),
         &ctx(&c),
         &settings(),
         now() + Duration::from_secs(60),
@@ -244,7 +247,7 @@ fn a_young_soft_taint_restores_the_unneeded_time_with_a_ttl() {
         planner.update(
             &mut snap,
             std::slice::from_ref(&tainted),
-            &mut [],
+            &mut Budgets::default(),
             &ctx(&c),
             &s,
             now(),
@@ -406,7 +409,14 @@ fn the_planner_stops_looking_once_enough_nodes_are_unneeded_and_tracks_the_skipp
     let mut at = now();
     for (want_unneeded, want_skipped, longest) in [(20, 10, 0), (30, 0, 0)] {
         at += Duration::from_secs(10);
-        planner.update(&mut snap(), &candidates, &mut [], &ctx(&c), &settings(), at);
+        planner.update(
+            &mut snap(),
+            &candidates,
+            &mut Budgets::default(),
+            &ctx(&c),
+            &settings(),
+            at,
+        );
         assert_eq!(
             (planner.unneeded.len(), planner.skipped.len()),
             (want_unneeded, want_skipped)
@@ -422,7 +432,14 @@ fn the_planner_stops_looking_once_enough_nodes_are_unneeded_and_tracks_the_skipp
     };
     for waited in [10, 20] {
         at += Duration::from_secs(10);
-        planner.update(&mut snap(), &candidates, &mut [], &ctx(&c), &spent, at);
+        planner.update(
+            &mut snap(),
+            &candidates,
+            &mut Budgets::default(),
+            &ctx(&c),
+            &spent,
+            at,
+        );
         assert_eq!(planner.skipped.len(), 30);
         assert_eq!(planner.max_skip_eval, Some(Duration::from_secs(waited)));
     }

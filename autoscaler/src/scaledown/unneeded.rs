@@ -14,7 +14,8 @@ use super::unremovable::{Unremovable, UnremovableReason};
 use super::utilization::{Utilization, utilization};
 use crate::cache::LoopHasher;
 use crate::simulator::Snapshot;
-use crate::simulator::drainability::{self, Budget, Context, is_daemonset_pod, is_mirror_pod};
+use crate::simulator::drainability::{self, Budgets, Context, is_daemonset_pod, is_mirror_pod};
+use crate::simulator::scheduling::HintingSimulator;
 
 /// What the planner knows about an unneeded node.
 #[derive(Debug, Clone)]
@@ -113,6 +114,9 @@ pub struct Planner {
     /// Counts the updates, to forget the emptiness of nodes that are no
     /// longer candidates.
     emptiness_pass: u64,
+    /// Where each moved pod went (tried first at the next update), and
+    /// where the next search for a node starts.
+    scheduling: HintingSimulator,
 }
 
 /// Whether a node had only DaemonSet and mirror pods, read from this pod
@@ -153,7 +157,7 @@ impl Planner {
         &mut self,
         snapshot: &mut Snapshot,
         candidates: &[CandidateNode],
-        budgets: &mut [Budget],
+        budgets: &mut Budgets,
         drain: &Context<'_>,
         settings: &PlannerSettings,
         now: SystemTime,
@@ -221,6 +225,7 @@ impl Planner {
             }
         }
         self.reasons = reasons.into_iter().collect();
+        self.scheduling.drop_old_hints();
         if let Some(t) = self.skip_eval.as_mut() {
             self.max_skip_eval = Some(t.update(&self.skipped, now));
         }
@@ -344,7 +349,7 @@ impl Planner {
         snapshot: &mut Snapshot,
         c: &CandidateNode,
         e: Eligible,
-        budgets: &mut [Budget],
+        budgets: &mut Budgets,
         drain: &Context<'_>,
         settings: &PlannerSettings,
         now: SystemTime,
@@ -382,7 +387,10 @@ impl Planner {
             }
             // Same scheduling facts (the cached pod is compact), unbound.
             let moving = info.with_pod(moving);
-            match snapshot.find_fit(&moving, 0, |i| i != index) {
+            match self
+                .scheduling
+                .place(snapshot, &moving, &key, |i| i != index)
+            {
                 Some(dest) => snapshot.add_pod(dest, moving),
                 None => {
                     snapshot.revert();
@@ -393,7 +401,7 @@ impl Planner {
             }
         }
         snapshot.commit();
-        let risky = drainability::charge_budgets(budgets, &moved.pods_to_move);
+        let risky = budgets.charge(&moved.pods_to_move);
         let restored = c.soft_tainted_at.filter(|t| {
             !settings.candidate_ttl.is_zero() && *t + settings.candidate_ttl > now && *t <= now
         });

@@ -9,6 +9,10 @@
 //! are addressed by index; a node taken out of the simulation (being
 //! removed) stays in place as a topology domain but is no destination.
 //!
+//! Where a removed node's pods go is [`scheduling`]'s choice: the node
+//! each went to last time, else a search that goes on from where the last
+//! one ended.
+//!
 //! Pods with ResourceClaims reserve them where they are placed (claims not
 //! allocated yet are allocated from the node's devices) and release them
 //! when taken off; the claim changes are journaled like the rest
@@ -17,6 +21,7 @@
 pub mod drainability;
 pub mod dynamicresources;
 pub mod fake;
+pub mod scheduling;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -322,13 +327,13 @@ pub fn node_from_template(template: &NodeInfo, name: &str) -> NodeInfo {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 
-    fn node(name: &str, cpu: &str) -> NodeInfo {
+    pub(crate) fn node(name: &str, cpu: &str) -> NodeInfo {
         NodeInfo::new(Arc::new(
             serde_json::from_value(json!({"metadata": {"name": name},
                 "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}))
@@ -336,7 +341,7 @@ mod tests {
         ))
     }
 
-    fn pod(name: &str, cpu: &str) -> PodInfo {
+    pub(crate) fn pod(name: &str, cpu: &str) -> PodInfo {
         let p: Pod = serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
             "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}}))
         .unwrap();

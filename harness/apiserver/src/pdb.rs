@@ -379,7 +379,7 @@ impl Server {
     /// Recomputes and stores the status of a namespace's budgets: all of
     /// them, or (given the labels of the pods that changed) those that
     /// select one of those pods.
-    pub fn refresh_budgets_of(&self, ns: &str, pods: Option<&[Labels]>) -> ApiResult<()> {
+    pub fn refresh_budgets_of(&self, ns: &str, pods: Option<&BTreeSet<Labels>>) -> ApiResult<()> {
         let def = self.def("policy", "poddisruptionbudgets")?;
         let (_, pdbs) = self.store.list(&def.gr(), Some(ns), None);
         for p in pdbs {

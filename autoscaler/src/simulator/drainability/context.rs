@@ -6,8 +6,9 @@
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
-use predicates::labels::{labels_of, selector_matches};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+use super::budgets::Budgets;
 
 /// `cluster-autoscaler.kubernetes.io/safe-to-evict`.
 pub const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
@@ -90,28 +91,6 @@ pub trait Controllers {
     fn lookup(&self, kind: &str, namespace: &str, name: &str) -> ControllerState;
 }
 
-/// A PodDisruptionBudget as the rules need it, with its remaining
-/// disruptions (charged as nodes are found removable in one pass).
-#[derive(Debug, Clone)]
-pub struct Budget {
-    /// Namespace.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-    /// Selector.
-    pub selector: LabelSelector,
-    /// Remaining `status.disruptionsAllowed`.
-    pub disruptions_allowed: i32,
-}
-
-impl Budget {
-    /// Whether the budget selects the pod.
-    pub fn selects(&self, pod: &Pod) -> bool {
-        pod.metadata.namespace.as_deref().unwrap_or("default") == self.namespace
-            && selector_matches(&self.selector, labels_of(pod.metadata.labels.as_ref()))
-    }
-}
-
 /// The drainability flags. The planner and the actuator's re-check read
 /// the same rules, built once from the flags.
 #[derive(Debug, Clone, Copy)]
@@ -161,7 +140,7 @@ pub struct Context<'a> {
     /// The flags' rules.
     pub rules: DrainRules,
     /// Budgets in the cluster.
-    pub budgets: &'a [Budget],
+    pub budgets: &'a Budgets,
     /// Controller lookups.
     pub controllers: &'a dyn Controllers,
 }

@@ -4,17 +4,18 @@
 //! first with an opinion wins. The types, the flags and the functions the
 //! rules share are in [`context`].
 
+pub mod budgets;
 pub mod context;
 pub mod rules;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+pub use self::budgets::{Budget, Budgets};
 pub use self::context::{
-    BlockingReason, Budget, Context, ControllerState, Controllers, DAEMONSET_POD, DrainRules,
-    MIRROR, Outcome, SAFE_TO_EVICT, SAFE_TO_EVICT_LOCAL_VOLUMES, controller_of, controller_ref,
+    BlockingReason, Context, ControllerState, Controllers, DAEMONSET_POD, DrainRules, MIRROR,
+    Outcome, SAFE_TO_EVICT, SAFE_TO_EVICT_LOCAL_VOLUMES, controller_of, controller_ref,
     controller_uid, is_daemonset_pod, is_long_terminating, is_mirror_pod,
 };
 use self::rules::Rule;
@@ -82,25 +83,6 @@ pub fn pods_to_move(pods: &[Arc<Pod>], ctx: &Context<'_>) -> Result<NodeDrain, B
         }
     }
     Ok(out)
-}
-
-/// Charges the budgets for pods that would be evicted; returns whether
-/// some budget is exceeded by this node alone (a "risky" node).
-pub fn charge_budgets(budgets: &mut [Budget], pods: &[Arc<Pod>]) -> bool {
-    let mut counts: BTreeMap<usize, i32> = BTreeMap::new();
-    for pod in pods {
-        for (i, b) in budgets.iter().enumerate() {
-            if b.selects(pod) {
-                *counts.entry(i).or_default() += 1;
-            }
-        }
-    }
-    let mut risky = false;
-    for (i, n) in counts {
-        risky |= n > budgets[i].disruptions_allowed;
-        budgets[i].disruptions_allowed -= n;
-    }
-    risky
 }
 
 #[cfg(test)]

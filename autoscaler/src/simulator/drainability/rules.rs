@@ -267,7 +267,7 @@ impl Rule for System {
     }
 
     fn drainable(&self, pod: &Pod, ctx: &Context<'_>) -> Outcome {
-        if pod_ns(pod) != "kube-system" || ctx.budgets.iter().any(|b| b.selects(pod)) {
+        if pod_ns(pod) != "kube-system" || ctx.budgets.selecting(pod).next().is_some() {
             return Outcome::Undefined;
         }
         let created = pod
@@ -368,8 +368,8 @@ impl Rule for Pdb {
     fn drainable(&self, pod: &Pod, ctx: &Context<'_>) -> Outcome {
         let exhausted = ctx
             .budgets
-            .iter()
-            .any(|b| b.selects(pod) && b.disruptions_allowed < 1);
+            .selecting(pod)
+            .any(|b| b.disruptions_allowed < 1);
         if !exhausted {
             return Outcome::Undefined;
         }

@@ -5,6 +5,9 @@ use super::rules::Rule;
 use super::*;
 use serde_json::{Value, json};
 
+/// No budget in the cluster.
+static NO_BUDGETS: std::sync::LazyLock<Budgets> = std::sync::LazyLock::new(Budgets::default);
+
 struct Fake(Vec<(&'static str, &'static str, Option<i32>)>);
 
 impl Controllers for Fake {
@@ -45,6 +48,7 @@ fn merge(a: &mut Value, b: Value) {
 }
 
 fn check(p: &Pod, budgets: &[Budget], flags: (bool, bool, bool)) -> Outcome {
+    let budgets = Budgets::new(budgets.to_vec());
     let controllers = Fake(vec![
         ("ReplicaSet", "rs", Some(3)),
         ("DaemonSet", "ds", None),
@@ -57,7 +61,7 @@ fn check(p: &Pod, budgets: &[Budget], flags: (bool, bool, bool)) -> Outcome {
             skip_nodes_with_custom_controller_pods: flags.2,
             ..DrainRules::default()
         },
-        budgets,
+        budgets: &budgets,
         controllers: &controllers,
     };
     evaluate(p, &ctx)
@@ -124,7 +128,7 @@ fn min_replica_count_blocks_small_replica_sets() {
             min_replica_count: min,
             ..DrainRules::default()
         },
-        budgets: &[],
+        budgets: &NO_BUDGETS,
         controllers: &controllers,
     };
     assert_eq!(
@@ -232,21 +236,22 @@ fn local_storage_blocks_unless_listed_or_in_memory() {
 
 #[test]
 fn exhausted_budgets_block_and_charging_finds_risky_nodes() {
-    let mut budgets = vec![Budget {
+    let mut budgets = Budgets::new(vec![Budget {
         namespace: "default".into(),
         name: "web".into(),
         selector: serde_json::from_value(json!({"matchLabels": {"app": "web"}})).unwrap(),
         disruptions_allowed: 1,
-    }];
+    }]);
     let web = Arc::new(pod(json!({"metadata": {"labels": {"app": "web"}}})));
-    assert_eq!(check(&web, &budgets, DEFAULTS), Outcome::Undefined);
-    assert!(!charge_budgets(&mut budgets, std::slice::from_ref(&web)));
+    let listed = |b: &Budgets| b.iter().cloned().collect::<Vec<_>>();
+    assert_eq!(check(&web, &listed(&budgets), DEFAULTS), Outcome::Undefined);
+    assert!(!budgets.charge(std::slice::from_ref(&web)));
     assert_eq!(
-        reason(check(&web, &budgets, DEFAULTS)),
+        reason(check(&web, &listed(&budgets), DEFAULTS)),
         Some(BlockingReason::NotEnoughPdb)
     );
     assert!(
-        charge_budgets(&mut budgets, &[web.clone(), web]),
+        budgets.charge(&[web.clone(), web]),
         "two pods against a used-up budget"
     );
 }
@@ -260,7 +265,7 @@ fn pods_are_sorted_into_lists() {
     let ctx = Context {
         now: now(),
         rules: DrainRules::default(),
-        budgets: &[],
+        budgets: &NO_BUDGETS,
         controllers: &controllers,
     };
     let pods = vec![
@@ -317,7 +322,7 @@ fn the_list_decides_the_outcome() {
     let ctx = Context {
         now: now(),
         rules: DrainRules::default(),
-        budgets: &[],
+        budgets: &NO_BUDGETS,
         controllers: &controllers,
     };
     let not_safe = pod(json!({"metadata": {"annotations": {SAFE_TO_EVICT: "false"}}}));
@@ -361,7 +366,7 @@ fn a_rule_the_flags_turn_off_is_not_consulted() {
             skip_nodes_with_local_storage: false,
             ..DrainRules::default()
         },
-        budgets: &[],
+        budgets: &NO_BUDGETS,
         controllers: &controllers,
     };
     let disk = pod(json!({"spec": {"volumes": [{"name": "scratch", "emptyDir": {}}]}}));
