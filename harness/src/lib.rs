@@ -19,6 +19,8 @@
 //! - [`backend`]: where a cluster runs, behind one trait: embedded, our
 //!   testbed image, kwok's cluster image or a kind node, the last three in
 //!   containers ([`container`]: Docker or podman through the Docker API).
+//! - [`slim_pod`]: a pod decoded with the fields the controllers and
+//!   counting watchers read (most of a pod's decoding cost is skipped).
 //! - [`indexed_job`]: work split over the pods of a Kubernetes Indexed Job
 //!   (a what-if sweep's cases, the suite's shards), and finding their
 //!   results.
@@ -39,6 +41,7 @@ pub mod crds;
 pub mod indexed_job;
 pub mod kwok_provider;
 pub mod scheduler;
+pub mod slim_pod;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

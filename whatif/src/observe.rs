@@ -11,11 +11,14 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::core::Status;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use harness::kwok_provider::GROUP_LABEL;
+use harness::slim_pod::SlimPod;
 
 /// The labels that give a node's instance type, the current one first.
 const INSTANCE_TYPE_LABELS: [&str; 2] = [
@@ -70,42 +73,51 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Lists the nodes and pods there now (the start), then watches, the
-    /// clock at zero now: a node the watch shows that the list did not is
-    /// one added since, whenever its event comes. Times are the cluster's:
-    /// tokio's time multiplied by `scale` (1 on virtual time; a binary
-    /// side's time scale in real time).
+    /// Watches the nodes and pods, the clock at zero now; returns once
+    /// each watch's first list is in (the start). A node the watch shows
+    /// after that is one added since, whenever its event comes. Times are
+    /// the cluster's: tokio's time multiplied by `scale` (1 on virtual
+    /// time; a binary side's time scale in real time).
     pub async fn start(client: Client, scale: f64) -> Result<Observer, kube::Error> {
-        let mut at_start = Seen::default();
-        let params = kube::api::ListParams::default();
-        for n in Api::<Node>::all(client.clone()).list(&params).await?.items {
-            at_start.node_applied(&n, None);
-        }
-        for p in Api::<Pod>::all(client.clone()).list(&params).await?.items {
-            at_start.pod_applied(&p, 0.0);
-        }
-        at_start.pending_at_start = at_start.pending.len();
-        let seen = Arc::new(Mutex::new(at_start));
+        let seen = Arc::new(Mutex::new(Seen::default()));
         let start = Instant::now();
-        let nodes = watch::<Node>(
+        let (nodes, nodes_listed) = watch::<Node>(
             client.clone(),
             seen.clone(),
             (start, scale),
-            |seen, n, t| seen.node_applied(n, Some(t)),
+            |seen, n, t| seen.node_applied(n, t),
             Seen::node_deleted,
         );
-        let pods = watch::<Pod>(
+        let (pods, pods_listed) = watch::<SlimPod>(
             client,
             seen.clone(),
             (start, scale),
-            Seen::pod_applied,
+            |seen, p, t| seen.pod_applied(p, t.unwrap_or(0.0)),
             Seen::pod_deleted,
         );
+        let tasks = vec![nodes, pods];
+        for listed in [nodes_listed, pods_listed] {
+            let first_list = listed.await.unwrap_or_else(|_| {
+                Err(kube::Error::Api(Box::new(Status::failure(
+                    "the watch ended before its first list",
+                    "InternalError",
+                ))))
+            });
+            if let Err(e) = first_list {
+                for t in &tasks {
+                    t.abort();
+                }
+                return Err(e);
+            }
+        }
+        if let Ok(mut s) = seen.lock() {
+            s.pending_at_start = s.pending.len();
+        }
         Ok(Observer {
             seen,
             start,
             scale,
-            tasks: vec![nodes, pods],
+            tasks,
         })
     }
 
@@ -131,14 +143,18 @@ impl Observer {
 }
 
 /// Watches every object of kind `K`, handing each change to `applied` or
-/// `deleted` with its time.
+/// `deleted` with its time: none for the objects of the first list, which
+/// is reported done (or failed) through the receiver.
 fn watch<K>(
     client: Client,
     seen: Arc<Mutex<Seen>>,
     (start, scale): (Instant, f64),
-    applied: fn(&mut Seen, &K, f64),
+    applied: fn(&mut Seen, &K, Option<f64>),
     deleted: fn(&mut Seen, &K, f64),
-) -> tokio::task::JoinHandle<()>
+) -> (
+    tokio::task::JoinHandle<()>,
+    oneshot::Receiver<Result<(), kube::Error>>,
+)
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -148,18 +164,56 @@ where
         + 'static,
 {
     let api: Api<K> = Api::all(client);
-    tokio::spawn(async move {
+    let (listed, first_list) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut listed = Some(listed);
         let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
         while let Some(event) = stream.next().await {
-            let t = start.elapsed().as_secs_f64() * scale;
+            let t = listed
+                .is_none()
+                .then(|| start.elapsed().as_secs_f64() * scale);
+            let event = match event {
+                Ok(event) => event,
+                Err(e) => match listed.take() {
+                    // The start cannot be read: said to the caller.
+                    Some(l) => {
+                        let _ = l.send(Err(kube_error(e)));
+                        return;
+                    }
+                    // Later errors are retried by the watcher, which lists
+                    // again: what changed meanwhile comes as applies.
+                    None => continue,
+                },
+            };
             let Ok(mut seen) = seen.lock() else { return };
             match event {
-                Ok(Event::Apply(o) | Event::InitApply(o)) => applied(&mut seen, &o, t),
-                Ok(Event::Delete(o)) => deleted(&mut seen, &o, t),
-                _ => {}
+                Event::Apply(o) | Event::InitApply(o) => applied(&mut seen, &o, t),
+                Event::Delete(o) => deleted(&mut seen, &o, t.unwrap_or(0.0)),
+                Event::InitDone => {
+                    if let Some(l) = listed.take() {
+                        // The receiver gone is a start that gave up.
+                        let _ = l.send(Ok(()));
+                    }
+                }
+                Event::Init => {}
             }
         }
-    })
+    });
+    (task, first_list)
+}
+
+/// The client error behind a watch error.
+fn kube_error(e: watcher::Error) -> kube::Error {
+    match e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e,
+        watcher::Error::WatchError(status) => kube::Error::Api(status),
+        watcher::Error::NoResourceVersion => kube::Error::Api(Box::new(Status::failure(
+            "no metadata.resourceVersion in the list",
+            "InternalError",
+        ))),
+    }
 }
 
 impl Seen {
@@ -206,7 +260,8 @@ impl Seen {
         self.node_changes.push((t, group, n));
     }
 
-    fn pod_applied(&mut self, p: &Pod, t: f64) {
+    fn pod_applied(&mut self, p: &SlimPod, t: f64) {
+        let p = &p.0;
         let uid = p.metadata.uid.clone().unwrap_or_default();
         let key = pod_key(p);
         let bound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
@@ -226,7 +281,8 @@ impl Seen {
         }
     }
 
-    fn pod_deleted(&mut self, p: &Pod, t: f64) {
+    fn pod_deleted(&mut self, p: &SlimPod, t: f64) {
+        let p = &p.0;
         let uid = p.metadata.uid.clone().unwrap_or_default();
         if self.bound.remove(&uid) == Some(true) {
             if evicted(p) {

@@ -165,6 +165,55 @@ fn an_underused_node_whose_pods_fit_elsewhere_is_unneeded_and_keeps_its_time() {
     assert_eq!(planner.unneeded["light"].since, now());
 }
 
+/// The pod placed elsewhere is unbound, and the same copy is placed at
+/// each update while the pod object is the same.
+#[test]
+fn a_moved_pod_is_placed_unbound_and_its_copy_is_kept_while_it_moves() {
+    let snapshot = |moved: &PodInfo| {
+        let mut busy = node("busy", "4", "8Gi");
+        busy.add_pod(pod("b", "busy", "3", "1Gi", json!({})));
+        let mut light = node("light", "4", "8Gi");
+        light.add_pod(moved.clone());
+        Snapshot::new(vec![busy, light])
+    };
+    let placed = |snap: &Snapshot| {
+        let on_busy = &snap.node(0).pods;
+        let p = on_busy.iter().find(|p| p.key == "default/l").unwrap();
+        p.pod.clone()
+    };
+    let c = All;
+    let mut planner = Planner::default();
+    let mut update = |snap: &mut Snapshot, minute: u64| {
+        planner.update(
+            snap,
+            &[candidate("light")],
+            &mut Budgets::default(),
+            &ctx(&c),
+            &settings(),
+            now() + Duration::from_secs(60 * minute),
+        )
+    };
+    let l = pod("l", "light", "500m", "1Gi", json!({}));
+    let mut first = snapshot(&l);
+    update(&mut first, 0);
+    let copy = placed(&first);
+    assert_eq!(copy.spec.as_ref().unwrap().node_name, None, "unbound");
+    assert_eq!(
+        l.pod.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("light")
+    );
+    let mut second = snapshot(&l);
+    update(&mut second, 1);
+    assert!(Arc::ptr_eq(&copy, &placed(&second)), "the same copy");
+    let changed = pod("l", "light", "500m", "1Gi", json!({}));
+    let mut third = snapshot(&changed);
+    update(&mut third, 2);
+    assert!(
+        !Arc::ptr_eq(&copy, &placed(&third)),
+        "a new pod object, a new copy"
+    );
+}
+
 #[test]
 fn nodes_whose_pods_fit_nowhere_or_are_blocked_stay() {
     let mut a = node("a", "1", "8Gi");

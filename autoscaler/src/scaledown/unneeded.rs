@@ -111,9 +111,12 @@ pub struct Planner {
     /// mirror pods, with the pod list that was read (a node's pod list is
     /// shared from loop to loop until a pod comes or goes).
     emptiness: HashMap<String, Emptiness, LoopHasher>,
+    /// Each moved pod as the simulation places it (unbound), by the pod
+    /// object it was made from: the same pods move in update after update.
+    unbound: HashMap<usize, Unbound, LoopHasher>,
     /// Counts the updates, to forget the emptiness of nodes that are no
-    /// longer candidates.
-    emptiness_pass: u64,
+    /// longer candidates and the unbound copies of pods no longer moved.
+    pass: u64,
     /// Where each moved pod went (tried first at the next update), and
     /// where the next search for a node starts.
     scheduling: HintingSimulator,
@@ -125,6 +128,15 @@ pub struct Planner {
 struct Emptiness {
     pods: Arc<Vec<PodInfo>>,
     empty: bool,
+    pass: u64,
+}
+
+/// A pod's unbound copy, made at this update or an earlier one from
+/// `source` (held, so that its address names it alone).
+#[derive(Debug)]
+struct Unbound {
+    source: Arc<Pod>,
+    copy: PodInfo,
     pass: u64,
 }
 
@@ -168,14 +180,14 @@ impl Planner {
         let mut reasons: Vec<(String, Unremovable)> = Vec::new();
         // Empty nodes first, then nodes unneeded in the previous loop.
         let mut order: Vec<((bool, bool), &CandidateNode)> = Vec::with_capacity(candidates.len());
-        self.emptiness_pass = self.emptiness_pass.wrapping_add(1);
+        self.pass = self.pass.wrapping_add(1);
         for c in candidates {
             let empty = snapshot
                 .index_of(&c.name)
                 .is_some_and(|i| self.is_empty(c, &snapshot.node(i).pods));
             order.push(((!empty, !self.unneeded.contains_key(&c.name)), c));
         }
-        let pass = self.emptiness_pass;
+        let pass = self.pass;
         self.emptiness.retain(|_, e| e.pass == pass);
         order.sort_by_key(|(key, _)| *key);
         let order = order.into_iter().map(|(_, c)| c);
@@ -225,6 +237,7 @@ impl Planner {
             }
         }
         self.reasons = reasons.into_iter().collect();
+        self.unbound.retain(|_, u| u.pass == pass);
         self.scheduling.drop_old_hints();
         if let Some(t) = self.skip_eval.as_mut() {
             self.max_skip_eval = Some(t.update(&self.skipped, now));
@@ -236,7 +249,7 @@ impl Planner {
     /// Whether the candidate has only DaemonSet and mirror pods: read again
     /// only when its pod list is not the one read last time.
     fn is_empty(&mut self, c: &CandidateNode, pods: &Arc<Vec<PodInfo>>) -> bool {
-        let pass = self.emptiness_pass;
+        let pass = self.pass;
         let read = || {
             pods.iter()
                 .all(|p| is_daemonset_pod(&p.pod) || is_mirror_pod(&p.pod))
@@ -261,6 +274,32 @@ impl Planner {
                 empty
             }
         }
+    }
+
+    /// The pod without its node (`spec.nodeName`), with the same
+    /// scheduling facts: made once per pod object and kept while the pod
+    /// is moved at each update.
+    fn unbound(&mut self, info: &PodInfo) -> PodInfo {
+        let pass = self.pass;
+        let address = Arc::as_ptr(&info.pod) as usize;
+        if let Some(u) = self.unbound.get_mut(&address)
+            && Arc::ptr_eq(&u.source, &info.pod)
+        {
+            u.pass = pass;
+            return u.copy.clone();
+        }
+        let mut pod = (*info.pod).clone();
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = None;
+        }
+        let copy = info.with_pod(pod);
+        let kept = Unbound {
+            source: info.pod.clone(),
+            copy: copy.clone(),
+            pass,
+        };
+        self.unbound.insert(address, kept);
+        copy
     }
 
     /// How many unneeded nodes are worth finding in one update (upstream's
@@ -381,12 +420,7 @@ impl Planner {
             let info = snapshot
                 .remove_pod(index, &key)
                 .unwrap_or_else(|| PodInfo::new(pod.clone()));
-            let mut moving = (*info.pod).clone();
-            if let Some(spec) = moving.spec.as_mut() {
-                spec.node_name = None;
-            }
-            // Same scheduling facts (the cached pod is compact), unbound.
-            let moving = info.with_pod(moving);
+            let moving = self.unbound(&info);
             match self
                 .scheduling
                 .place(snapshot, &moving, &key, |i| i != index)

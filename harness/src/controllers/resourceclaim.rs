@@ -32,6 +32,8 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 use simclock::Clock;
 
+use crate::slim_pod::{SlimPod, into_pod_event};
+
 /// The annotation naming the pod's claim entry a generated claim is for.
 pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
 
@@ -95,11 +97,11 @@ impl ResourceClaimController {
     /// Runs until the watches end.
     pub async fn run(mut self) {
         let pods: BoxStream<'static, Change> = watcher::watcher(
-            Api::<Pod>::all(self.client.clone()),
+            Api::<SlimPod>::all(self.client.clone()),
             watcher::Config::default(),
         )
         .default_backoff()
-        .filter_map(|e| async move { e.ok().map(|e| Change::Pod(Box::new(e))) })
+        .filter_map(|e| async move { e.ok().map(|e| Change::Pod(Box::new(into_pod_event(e)))) })
         .boxed();
         let dynamic = |r: ApiResource, wrap: fn(Event<DynamicObject>) -> Change| {
             let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &r);

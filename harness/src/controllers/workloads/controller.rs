@@ -19,6 +19,7 @@ use simclock::Clock;
 
 use super::placement::{DaemonPlacement, NodeScope};
 use super::pods::{CachedPod, key};
+use crate::slim_pod::{SlimPod, into_pod_event};
 
 /// Which owner a change concerns.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,8 +128,11 @@ pub struct Controllers {
     pub(super) nodes_synced: bool,
     /// The resources whose first list is in.
     listed: BTreeSet<&'static str>,
-    /// Pod GC's work: pods seen bound to a node not in the cache, and
-    /// whether a node went away (then every pod is checked).
+    /// The pods bound to each node, by `namespace/name`.
+    pods_by_node: HashMap<String, BTreeSet<String>>,
+    /// Pod GC's work: pods seen bound to a node not in the cache (a node's
+    /// pods when it goes away), and whether every pod is checked (once the
+    /// nodes are listed).
     orphan_candidates: BTreeSet<String>,
     orphan_scan_all: bool,
 }
@@ -152,6 +156,7 @@ impl Controllers {
             dirty: BTreeSet::new(),
             nodes_synced: false,
             listed: BTreeSet::new(),
+            pods_by_node: HashMap::new(),
             orphan_candidates: BTreeSet::new(),
             orphan_scan_all: false,
         }
@@ -181,7 +186,7 @@ impl Controllers {
             .boxed();
         let mut changes = futures::stream::select_all([
             nodes,
-            watch(c, Change::Pod),
+            watch(c, |e: Event<SlimPod>| Change::Pod(into_pod_event(e))),
             watch(c, Change::ReplicaSet),
             watch(c, Change::Deployment),
             watch(c, Change::DaemonSet),
@@ -265,7 +270,9 @@ impl Controllers {
                     Event::Delete(n) => {
                         let name = n.name_any();
                         self.nodes.remove(&name);
-                        self.orphan_scan_all = true;
+                        if let Some(pods) = self.pods_by_node.get(&name) {
+                            self.orphan_candidates.extend(pods.iter().cloned());
+                        }
                         Some(Some(name))
                     }
                     Event::InitDone => {
@@ -335,6 +342,12 @@ impl Controllers {
             owned.keys.insert(k.clone());
             owned.count(&k, &p, 1);
         }
+        if let Some(node) = p.node_name.as_deref().filter(|n| !n.is_empty()) {
+            self.pods_by_node
+                .entry(node.to_string())
+                .or_default()
+                .insert(k.clone());
+        }
         self.pods.insert(k, p);
     }
 
@@ -348,6 +361,14 @@ impl Controllers {
             owned.count(k, &old, -1);
             if owned.keys.is_empty() {
                 self.owned_by.remove(uid);
+            }
+        }
+        if let Some(node) = old.node_name.as_deref()
+            && let Some(pods) = self.pods_by_node.get_mut(node)
+        {
+            pods.remove(k);
+            if pods.is_empty() {
+                self.pods_by_node.remove(node);
             }
         }
         Some(old)
@@ -419,9 +440,10 @@ impl Controllers {
     }
 
     /// Pod GC: pods bound to a node that no longer exists are deleted.
-    /// Only the pods that may be orphans are checked: all of them after a
-    /// node went away, else those seen bound to an unknown node (a scan of
-    /// every pod on every change is quadratic at 30,000 pods).
+    /// Only the pods that may be orphans are checked: all of them once the
+    /// nodes are listed, else those seen bound to an unknown node and
+    /// those of the nodes gone (a scan of every pod on every change is
+    /// quadratic at 30,000 pods).
     async fn collect_orphan_pods(&mut self) {
         let candidates = std::mem::take(&mut self.orphan_candidates);
         let orphans: Vec<String> = if std::mem::take(&mut self.orphan_scan_all) {
