@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::controllers::Controllers;
 use crate::scheduler::Scheduler;
+use crate::slim_pod::SlimPod;
 
 /// The annotation that marks kwok's nodes.
 pub use kwok::NODE_ANNOTATION as KWOK_NODE_ANNOTATION;
@@ -628,25 +629,31 @@ impl Cluster {
             timeout,
             |c| {
                 let selector = selector.clone();
+                async move { running_of(list::<Pod>(&c, &selector).await?, count) }
+            },
+        )
+        .await
+    }
+
+    /// [`Self::wait_pods_running`] reading of each pod only what says it
+    /// runs ([`SlimPod`]): for hundreds of thousands of pods. Returns how
+    /// many run.
+    pub async fn wait_pods_running_count(
+        &self,
+        selector: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<usize, ClusterError> {
+        let selector = selector.to_string();
+        self.wait_until(
+            &format!("{count} pods {selector:?} are Running"),
+            timeout,
+            |c| {
+                let selector = selector.clone();
                 async move {
-                    let pods = list::<Pod>(&c, &selector).await?;
-                    // A terminating pod is on its way out, not one of the
-                    // `count` that run.
-                    let running: Vec<Pod> = pods
-                        .iter()
-                        .filter(|p| pod_running(p) && p.metadata.deletion_timestamp.is_none())
-                        .cloned()
-                        .collect();
-                    if running.len() >= count {
-                        Ok(running)
-                    } else {
-                        Err(format!(
-                            "{} Running of {} pods: {}",
-                            running.len(),
-                            pods.len(),
-                            summarize(&pods)
-                        ))
-                    }
+                    let pods = list::<SlimPod>(&c, &selector).await?;
+                    let pods: Vec<Pod> = pods.into_iter().map(|p| p.0).collect();
+                    running_of(pods, count).map(|running| running.len())
                 }
             },
         )
@@ -758,6 +765,21 @@ pub fn node_ready(n: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The pods of `pods` that run (Running and Ready, not being deleted: a
+/// terminating pod is on its way out), when there are `count` of them.
+fn running_of(pods: Vec<Pod>, count: usize) -> Result<Vec<Pod>, String> {
+    let runs = |p: &Pod| pod_running(p) && p.metadata.deletion_timestamp.is_none();
+    let running = pods.iter().filter(|p| runs(p)).count();
+    if running >= count {
+        return Ok(pods.into_iter().filter(runs).collect());
+    }
+    Err(format!(
+        "{running} Running of {} pods: {}",
+        pods.len(),
+        summarize(&pods)
+    ))
 }
 
 /// `name: phase@node` for each pod, for failure messages.

@@ -12,9 +12,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use harness::cluster::{Cluster, ClusterError, pod_running};
+use harness::cluster::{Cluster, ClusterError};
 use harness::kwok_provider::{provider_config_map, templates_config_map};
-use harness::slim_pod::SlimPod;
 
 use crate::binary::{BinarySide, Launch, free_port};
 use crate::groups::Grouping;
@@ -148,7 +147,9 @@ async fn run(
         cluster.wait_nodes_ready(nodes, SETTLE_TIMEOUT).await?;
     }
     if plan.bound_pods > 0 {
-        wait_pods_running(&cluster, plan.bound_pods).await?;
+        cluster
+            .wait_pods_running_count("", plan.bound_pods, SETTLE_TIMEOUT)
+            .await?;
     }
     // The controllers make the pods of loaded workloads that had none and
     // the scheduler places what it can, before the autoscaler looks.
@@ -189,27 +190,6 @@ async fn run(
         end,
         skipped_steps,
     })
-}
-
-/// Waits until `count` pods run (Running, Ready, not being deleted),
-/// reading of each pod only what says so.
-async fn wait_pods_running(cluster: &Cluster, count: usize) -> Result<(), ClusterError> {
-    cluster
-        .wait_until(
-            &format!("{count} pods are Running"),
-            SETTLE_TIMEOUT,
-            |c| async move {
-                let pods = harness::cluster::list::<SlimPod>(&c, "").await?;
-                let running = pods
-                    .iter()
-                    .filter(|p| pod_running(&p.0) && p.0.metadata.deletion_timestamp.is_none())
-                    .count();
-                (running >= count)
-                    .then_some(())
-                    .ok_or_else(|| format!("{running} Running of {} pods", pods.len()))
-            },
-        )
-        .await
 }
 
 /// The autoscaler of a side, running.
