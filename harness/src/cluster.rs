@@ -623,16 +623,8 @@ impl Cluster {
         count: usize,
         timeout: Duration,
     ) -> Result<Vec<Pod>, ClusterError> {
-        let selector = selector.to_string();
-        self.wait_until(
-            &format!("{count} pods {selector:?} are Running"),
-            timeout,
-            |c| {
-                let selector = selector.clone();
-                async move { running_of(list::<Pod>(&c, &selector).await?, count) }
-            },
-        )
-        .await
+        self.wait_running::<Pod>(selector, count, timeout, |p| p)
+            .await
     }
 
     /// [`Self::wait_pods_running`] reading of each pod only what says it
@@ -644,6 +636,23 @@ impl Cluster {
         count: usize,
         timeout: Duration,
     ) -> Result<usize, ClusterError> {
+        let running = self
+            .wait_running::<SlimPod>(selector, count, timeout, |p| p.0)
+            .await?;
+        Ok(running.len())
+    }
+
+    /// The running pods once there are `count`, each listed as `K`.
+    async fn wait_running<K>(
+        &self,
+        selector: &str,
+        count: usize,
+        timeout: Duration,
+        pod: fn(K) -> Pod,
+    ) -> Result<Vec<Pod>, ClusterError>
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned,
+    {
         let selector = selector.to_string();
         self.wait_until(
             &format!("{count} pods {selector:?} are Running"),
@@ -651,9 +660,8 @@ impl Cluster {
             |c| {
                 let selector = selector.clone();
                 async move {
-                    let pods = list::<SlimPod>(&c, &selector).await?;
-                    let pods: Vec<Pod> = pods.into_iter().map(|p| p.0).collect();
-                    running_of(pods, count).map(|running| running.len())
+                    let pods = list::<K>(&c, &selector).await?;
+                    running_of(pods.into_iter().map(pod).collect(), count)
                 }
             },
         )
