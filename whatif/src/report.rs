@@ -305,7 +305,7 @@ pub fn side(name: &str, flags: Vec<String>, ran: Ran, prices: &BTreeMap<String, 
             kept_because: life
                 .removed
                 .is_none()
-                .then(|| last.and_then(|d| d.unremovable.get(name).cloned()))
+                .then(|| last.and_then(|d| d.unremovable.get(name).map(|why| why.text())))
                 .flatten(),
         })
         .collect();

@@ -249,6 +249,19 @@ pub trait NodeGroup: Send + Sync + fmt::Debug {
     fn decrease_target_size(&self, delta: i64) -> BoxFuture<'_, Result<(), CloudError>>;
     /// All instances, including those that have not registered.
     fn nodes(&self) -> Result<Vec<Instance>, CloudError>;
+    /// The instances of [`Self::nodes`] that the cluster state registry
+    /// counts beyond the registered nodes: those whose id `registered`
+    /// does not know, and every one with an error. A provider whose
+    /// registered instances are read from the nodes themselves answers
+    /// without copying them (the registry asks at every loop).
+    fn instances_besides(
+        &self,
+        registered: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<Instance>, CloudError> {
+        let mut instances = self.nodes()?;
+        instances.retain(|i| i.error.is_some() || !registered(&i.id));
+        Ok(instances)
+    }
     /// A new node of the group, for scale-up from zero.
     fn template_node_info(&self) -> Result<TemplateNodeInfo, CloudError>;
     /// Per-group options; `None` means the defaults.

@@ -303,7 +303,8 @@ impl ClusterStateRegistry {
         let mut still_unregistered = HashMap::new();
         let mut reported = HashMap::new();
         for (id, state) in groups.iter_mut() {
-            let Ok(instances) = state.group.nodes() else {
+            let registered = |id: &str| provider_ids.contains(id);
+            let Ok(instances) = state.group.instances_besides(&registered) else {
                 continue;
             };
             let mut errors: BTreeMap<(String, String), Vec<InstanceErrorInfo>> = BTreeMap::new();

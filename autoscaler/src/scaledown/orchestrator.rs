@@ -15,7 +15,7 @@ use super::latencytracker::LatencyTracker;
 use super::nodeevaltracker::MaxNodeSkipEvalTime;
 use super::selection::{DeletionBudget, select};
 use super::unneeded::{Planner, PlannerSettings};
-use super::unremovable::{Unremovable, UnremovableReason};
+use super::unremovable::UnremovableReason;
 use super::{eligibility, softtaint};
 use crate::clusterstate::{self, ClusterStateRegistry, NodeFactsMemo};
 use crate::context::AutoscalingContext;
@@ -172,9 +172,7 @@ impl ScaleDown {
             true
         });
         for (name, r) in &selection.kept {
-            decisions
-                .unremovable
-                .insert(name.clone(), r.as_str().to_string());
+            decisions.unremovable.insert(name.clone(), r.clone());
         }
         if let Some(t) = self.latency.as_mut() {
             t.kept(selection.kept.iter().map(|(n, r)| (n, r.reason())));
@@ -311,21 +309,9 @@ impl ScaleDown {
             })
             .collect();
         decisions.unneeded.append(&mut unneeded);
-        let mut unremovable: BTreeMap<String, String> = self
-            .planner
-            .reasons
-            .iter()
-            .map(|(name, r)| {
-                let text = match r {
-                    Unremovable::BlockedByPod { pod, reason } => {
-                        format!("BlockedByPod: {pod} {}", reason.as_str())
-                    }
-                    other => other.as_str().to_string(),
-                };
-                (name.clone(), text)
-            })
-            .collect();
-        decisions.unremovable.append(&mut unremovable);
+        decisions
+            .unremovable
+            .set_planner(self.planner.reasons.clone());
     }
 }
 

@@ -91,8 +91,9 @@ pub struct Planner {
     /// Unneeded nodes with the time they became so.
     pub unneeded: BTreeMap<String, UnneededNode>,
     unremovable_until: HashMap<String, SystemTime, LoopHasher>,
-    /// Why each evaluated node is not unneeded (this loop).
-    pub reasons: BTreeMap<String, Unremovable>,
+    /// Why each evaluated node is not unneeded (this loop), shared with
+    /// the loop's decision record.
+    pub reasons: Arc<BTreeMap<String, Unremovable>>,
     /// When the list was last computed.
     pub last_update: Option<SystemTime>,
     /// The shortest time between two updates seen (upstream's
@@ -236,7 +237,7 @@ impl Planner {
                 }
             }
         }
-        self.reasons = reasons.into_iter().collect();
+        self.reasons = Arc::new(reasons.into_iter().collect());
         self.unbound.retain(|_, u| u.pass == pass);
         self.scheduling.drop_old_hints();
         if let Some(t) = self.skip_eval.as_mut() {

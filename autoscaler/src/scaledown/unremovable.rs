@@ -106,4 +106,67 @@ impl Unremovable {
             Self::UnexpectedError(_) => UnremovableReason::UnexpectedError,
         }
     }
+
+    /// The text the decision record gives: the name, and for
+    /// `BlockedByPod` the pod and its reason (`BlockedByPod: ns/pod
+    /// NotReplicated`).
+    pub fn text(&self) -> String {
+        match self {
+            Self::BlockedByPod { pod, reason } => format!("BlockedByPod: {pod} {reason}"),
+            other => other.as_str().to_string(),
+        }
+    }
+
+    /// Reads [`Self::text`] back (an `UnexpectedError`'s details are not
+    /// in the text).
+    pub fn from_text(text: &str) -> Option<Self> {
+        if let Some(rest) = text.strip_prefix("BlockedByPod: ") {
+            let (pod, reason) = rest.rsplit_once(' ')?;
+            let reason = *BlockingReason::ALL.iter().find(|r| r.as_str() == reason)?;
+            let pod = pod.to_string();
+            return Some(Self::BlockedByPod { pod, reason });
+        }
+        let reason = *UnremovableReason::ALL.iter().find(|r| r.as_str() == text)?;
+        Some(match reason {
+            UnremovableReason::UnexpectedError => Self::UnexpectedError(String::new()),
+            r => Self::Because(r),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_reason_reads_back_from_its_text() {
+        let mut all: Vec<Unremovable> = UnremovableReason::ALL
+            .iter()
+            .filter(|r| **r != UnremovableReason::UnexpectedError)
+            .map(|r| Unremovable::Because(*r))
+            .collect();
+        all.push(Unremovable::UnexpectedError(String::new()));
+        all.extend(
+            BlockingReason::ALL
+                .iter()
+                .map(|r| Unremovable::BlockedByPod {
+                    pod: "team a/p 1".into(),
+                    reason: *r,
+                }),
+        );
+        for u in all {
+            assert_eq!(Unremovable::from_text(&u.text()), Some(u.clone()), "{u:?}");
+        }
+        assert_eq!(
+            Unremovable::BlockedByPod {
+                pod: "ns/p".into(),
+                reason: BlockingReason::NotReplicated
+            }
+            .text(),
+            "BlockedByPod: ns/p NotReplicated"
+        );
+        assert_eq!(Unremovable::from_text("Tired"), None);
+        assert_eq!(Unremovable::from_text("BlockedByPod: ns/p Tired"), None);
+    }
 }

@@ -127,13 +127,13 @@ async fn kept_because(w: &mut CaWorld, group: String, reason: String) -> StepRes
             names.iter().any(|n| {
                 d.unremovable
                     .get(n)
-                    .is_some_and(|why| why.contains(&reason))
+                    .is_some_and(|why| why.text().contains(&reason))
             })
         });
         if count >= 1.0 && node_kept {
             return Ok(());
         }
-        seen = (count, record.map(|d| d.unremovable));
+        seen = (count, record.map(|d| d.unremovable.texts()));
         r.pass(Duration::from_secs(5)).await?;
     }
     let (count, record) = seen;

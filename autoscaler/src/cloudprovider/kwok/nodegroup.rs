@@ -289,17 +289,24 @@ impl NodeGroup for KwokNodeGroup {
     }
 
     fn nodes(&self) -> Result<Vec<Instance>, CloudError> {
+        self.instances_besides(&|_| false)
+    }
+
+    fn instances_besides(
+        &self,
+        registered: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<Instance>, CloudError> {
         let mut out: Vec<Instance> = self
             .registered()
             .iter()
-            .map(|n| Instance {
-                id: n
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.provider_id.clone())
-                    .unwrap_or_default(),
-                state: Some(InstanceState::Running),
-                error: None,
+            .filter_map(|n| {
+                let id = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+                let id = id.unwrap_or_default();
+                (!registered(id)).then(|| Instance {
+                    id: id.to_string(),
+                    state: Some(InstanceState::Running),
+                    error: None,
+                })
             })
             .collect();
         let (phantom, failed) = self.with_state(|g| (g.phantom.clone(), g.failed.clone()))?;

@@ -20,40 +20,25 @@ pub const DAEMONSET_POD: &str = "cluster-autoscaler.kubernetes.io/daemonset-pod"
 /// `kubernetes.io/config.mirror`.
 pub const MIRROR: &str = "kubernetes.io/config.mirror";
 
-/// Why a pod blocks its node (`BlockingPodReason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BlockingReason {
-    /// `ControllerNotFound`.
-    ControllerNotFound,
-    /// `MinReplicasReached`.
-    MinReplicasReached,
-    /// `NotReplicated`.
-    NotReplicated,
-    /// `LocalStorageRequested`.
-    LocalStorageRequested,
-    /// `NotSafeToEvictAnnotation`.
-    NotSafeToEvictAnnotation,
-    /// `UnmovableKubeSystemPod`.
-    UnmovableKubeSystemPod,
-    /// `NotEnoughPdb`.
-    NotEnoughPdb,
-    /// `UnexpectedError`.
-    UnexpectedError,
-}
-
-impl BlockingReason {
-    /// Upstream's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ControllerNotFound => "ControllerNotFound",
-            Self::MinReplicasReached => "MinReplicasReached",
-            Self::NotReplicated => "NotReplicated",
-            Self::LocalStorageRequested => "LocalStorageRequested",
-            Self::NotSafeToEvictAnnotation => "NotSafeToEvictAnnotation",
-            Self::UnmovableKubeSystemPod => "UnmovableKubeSystemPod",
-            Self::NotEnoughPdb => "NotEnoughPdb",
-            Self::UnexpectedError => "UnexpectedError",
-        }
+ca_names! {
+    /// Why a pod blocks its node (`BlockingPodReason`).
+    pub enum BlockingReason {
+        /// The pod's controller does not exist.
+        ControllerNotFound,
+        /// Its controller would go below its min replicas.
+        MinReplicasReached,
+        /// No controller would recreate it.
+        NotReplicated,
+        /// It has local storage.
+        LocalStorageRequested,
+        /// `safe-to-evict: false`.
+        NotSafeToEvictAnnotation,
+        /// A kube-system pod without a PDB.
+        UnmovableKubeSystemPod,
+        /// Its PDB allows no disruption.
+        NotEnoughPdb,
+        /// Something failed.
+        UnexpectedError,
     }
 }
 

@@ -346,7 +346,7 @@ async fn a_group_never_goes_below_min() {
         .clone()
         .unwrap();
     assert_eq!(
-        r.decisions.lock().unwrap().unremovable.get(&node),
+        r.decisions.lock().unwrap().unremovable.get(&node).cloned(),
         None,
         "the last node is not even a candidate"
     );

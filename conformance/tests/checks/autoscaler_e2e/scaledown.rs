@@ -129,7 +129,14 @@ async fn a_pod_not_safe_to_evict_keeps_its_node() {
     // it as RecentlyUnremovable. Wait for a loop that rechecked it.
     let mut reason = String::new();
     for _ in 0..40 {
-        reason = r.decisions.lock().unwrap().unremovable[&node_a].clone();
+        reason = r
+            .decisions
+            .lock()
+            .unwrap()
+            .unremovable
+            .get(&node_a)
+            .expect("node a is kept")
+            .text();
         if reason != "RecentlyUnremovable" {
             break;
         }
@@ -230,10 +237,11 @@ async fn a_pod_disruption_budget_stops_the_drain() {
     let mut seen = Vec::new();
     for _ in 0..360 {
         let d = r.decisions.lock().unwrap().clone();
-        if d.unremovable.values().any(|r| r.ends_with("NotEnoughPdb")) {
+        let texts = d.unremovable.texts();
+        if texts.values().any(|r| r.ends_with("NotEnoughPdb")) {
             return;
         }
-        seen = d.unremovable.values().cloned().collect();
+        seen = texts.into_values().collect();
         r.cluster.advance(Duration::from_secs(1)).await;
     }
     panic!("never blocked by the budget: {seen:?}");
