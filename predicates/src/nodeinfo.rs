@@ -315,11 +315,7 @@ impl NodeInfo {
 
     /// Adds a pod (replacing one with the same key).
     pub fn add_pod(&mut self, pod: PodInfo) {
-        let i = self
-            .pods
-            .iter()
-            .position(|p| p.key_hash == pod.key_hash && p.key == pod.key);
-        if let Some(i) = i {
+        if let Some(i) = self.position(&pod.key, pod.key_hash) {
             self.take_pod(i);
         }
         self.requested.add(&pod.requests);
@@ -332,12 +328,15 @@ impl NodeInfo {
 
     /// Removes a pod by `namespace/name`.
     pub fn remove_pod(&mut self, key: &str) -> Option<PodInfo> {
-        let hash = key_hash(key);
-        let i = self
-            .pods
-            .iter()
-            .position(|p| p.key_hash == hash && p.key == key)?;
+        let i = self.position(key, key_hash(key))?;
         Some(self.take_pod(i))
+    }
+
+    /// Where the pod keyed `key` (whose [`key_hash`] is `hash`) is.
+    fn position(&self, key: &str, hash: u64) -> Option<usize> {
+        self.pods
+            .iter()
+            .position(|p| p.key_hash == hash && p.key == key)
     }
 
     /// Takes the `i`th pod out, with its share of the sums.

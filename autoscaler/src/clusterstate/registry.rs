@@ -302,8 +302,8 @@ impl ClusterStateRegistry {
     ) {
         let mut still_unregistered = HashMap::new();
         let mut reported = HashMap::new();
+        let registered = |id: &str| provider_ids.contains(id);
         for (id, state) in groups.iter_mut() {
-            let registered = |id: &str| provider_ids.contains(id);
             let Ok(instances) = state.group.instances_besides(&registered) else {
                 continue;
             };
