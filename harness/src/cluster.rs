@@ -175,6 +175,7 @@ pub struct ClusterBuilder {
     pub(crate) aws: Option<String>,
     pub(crate) epoch: Option<std::time::SystemTime>,
     pub(crate) without_stages: Vec<String>,
+    pub(crate) without_scheduler_events: bool,
 }
 
 impl ClusterBuilder {
@@ -232,6 +233,13 @@ impl ClusterBuilder {
             ));
         }
         self.without_stages.push(name.to_string());
+        self
+    }
+
+    /// The scheduler records no events ([`Scheduler::without_events`]):
+    /// for a cluster in which nothing reads them.
+    pub fn without_scheduler_events(mut self) -> Self {
+        self.without_scheduler_events = true;
         self
     }
 
@@ -326,9 +334,16 @@ impl ClusterBuilder {
         let mut tasks = vec![
             tokio::spawn(busy::timed(
                 "scheduler",
-                Scheduler::new(api.client(), clock.clone())
-                    .with_time_scale(self.time_scale.unwrap_or(1.0))
-                    .run(),
+                {
+                    let scheduler = Scheduler::new(api.client(), clock.clone())
+                        .with_time_scale(self.time_scale.unwrap_or(1.0));
+                    if self.without_scheduler_events {
+                        scheduler.without_events()
+                    } else {
+                        scheduler
+                    }
+                }
+                .run(),
             )),
             tokio::spawn(busy::timed(
                 "controllers",

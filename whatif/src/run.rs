@@ -126,6 +126,9 @@ async fn run(
         // Nothing here reads node heartbeats: no node lifecycle controller
         // runs, and the autoscaler reads the Ready condition's status.
         .without_stage(HEARTBEAT_STAGE)
+        // Nor the scheduler's events: an autoscaler does not watch Events,
+        // and the report is made from the pods and nodes.
+        .without_scheduler_events()
         .object(provider_config_map())
         .object(templates_config_map(templates));
     // A binary reads the machine's clock: its cluster's starts now.

@@ -28,7 +28,7 @@ use predicates::PodInfo;
 use crate::cache::{is_active, is_expendable};
 use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
-use crate::scaleup::equivalence::equivalent;
+use crate::scaleup::equivalence::Compared;
 use crate::simulator::Snapshot;
 use crate::simulator::drainability::{controller_of, is_daemonset_pod, is_mirror_pod};
 
@@ -264,7 +264,7 @@ pub fn filter_out_schedulable(
 ) -> Filtered {
     let mut pods = pods;
     pods.sort_by_key(|p| std::cmp::Reverse(p.priority));
-    let mut failed: Vec<PodInfo> = Vec::new();
+    let mut failed: Vec<Compared<PodInfo>> = Vec::new();
     let mut out = Filtered::default();
     let mut hint = 0;
     let mut pods = pods.into_iter();
@@ -274,7 +274,8 @@ pub fn filter_out_schedulable(
             out.unreached.extend(pods);
             break;
         }
-        if failed.iter().any(|f| equivalent(f, &pod)) {
+        let compared = Compared::new(&pod);
+        if failed.iter().any(|f| f.equivalent(&compared)) {
             out.left.push(pod);
             continue;
         }
@@ -286,7 +287,7 @@ pub fn filter_out_schedulable(
             }
             None => {
                 if controller_of(&pod.pod).is_some() {
-                    failed.push(pod.clone());
+                    failed.push(Compared::new(pod.clone()));
                 }
                 out.left.push(pod);
             }

@@ -2,9 +2,10 @@
 //! `core/scaleup/equivalence`): pods of one controller with the same labels
 //! and scheduling spec are checked once for the whole group.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use predicates::PodInfo;
 
 use crate::simulator::drainability::{controller_uid, is_daemonset_pod};
@@ -26,7 +27,7 @@ impl PodGroup {
 
 /// The spec compared for equivalence: env, hostname and projected volumes
 /// (with their mounts) removed, as upstream's `PodSpecSemanticallyEqual`.
-fn sanitized_spec(pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodSpec> {
+fn sanitized_spec(pod: &Pod) -> Option<PodSpec> {
     let mut spec = pod.spec.clone()?;
     let projected: Vec<String> = spec
         .volumes
@@ -59,13 +60,44 @@ fn sanitized_spec(pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodSpec> {
 /// allocates nothing). The requests and ports stand for the containers,
 /// which compact pods ([`PodInfo::compact`](predicates::PodInfo::compact)) no longer have.
 pub fn equivalent(a: &PodInfo, b: &PodInfo) -> bool {
-    let (pa, pb) = (&a.pod, &b.pod);
-    controller_uid(pa).is_some()
-        && controller_uid(pa) == controller_uid(pb)
-        && pa.metadata.labels == pb.metadata.labels
-        && a.requests == b.requests
-        && a.ports == b.ports
-        && (pa.spec == pb.spec || sanitized_spec(pa) == sanitized_spec(pb))
+    Compared::new(a).equivalent(&Compared::new(b))
+}
+
+/// A pod as [`equivalent`] compares it, its sanitised spec made at most
+/// once however many pods it is compared with (a pod made by a controller
+/// has a projected token volume of its own name, so pods of one controller
+/// differ until sanitised).
+pub struct Compared<P> {
+    /// The pod.
+    pub pod: P,
+    sanitized: OnceCell<Option<PodSpec>>,
+}
+
+impl<P: std::borrow::Borrow<PodInfo>> Compared<P> {
+    /// `pod`, its spec not sanitised yet.
+    pub fn new(pod: P) -> Self {
+        Self {
+            pod,
+            sanitized: OnceCell::new(),
+        }
+    }
+
+    fn sanitized(&self) -> &Option<PodSpec> {
+        self.sanitized
+            .get_or_init(|| sanitized_spec(&self.pod.borrow().pod))
+    }
+
+    /// Whether the two pods are the same for scheduling ([`equivalent`]).
+    pub fn equivalent<Q: std::borrow::Borrow<PodInfo>>(&self, other: &Compared<Q>) -> bool {
+        let (a, b) = (self.pod.borrow(), other.pod.borrow());
+        let (pa, pb) = (&a.pod, &b.pod);
+        controller_uid(pa).is_some()
+            && controller_uid(pa) == controller_uid(pb)
+            && pa.metadata.labels == pb.metadata.labels
+            && a.requests == b.requests
+            && a.ports == b.ports
+            && (pa.spec == pb.spec || self.sanitized() == other.sanitized())
+    }
 }
 
 /// Groups pods by equivalence (docs/reference/ca-rules.md §4.2): pods without a controller
@@ -74,7 +106,7 @@ pub fn equivalent(a: &PodInfo, b: &PodInfo) -> bool {
 pub fn equivalence_groups(pods: &[PodInfo]) -> Vec<PodGroup> {
     let mut groups: Vec<PodGroup> = Vec::new();
     // Per controller uid: the first pod of each of its groups.
-    let mut by_controller: HashMap<&str, Vec<(&PodInfo, usize)>> = HashMap::new();
+    let mut by_controller: HashMap<&str, Vec<(Compared<&PodInfo>, usize)>> = HashMap::new();
     for pod in pods {
         let Some(uid) = controller_uid(&pod.pod).filter(|_| !is_daemonset_pod(&pod.pod)) else {
             groups.push(PodGroup {
@@ -83,11 +115,12 @@ pub fn equivalence_groups(pods: &[PodInfo]) -> Vec<PodGroup> {
             continue;
         };
         let known = by_controller.entry(uid).or_default();
-        if let Some((_, i)) = known.iter().find(|(rep, _)| equivalent(rep, pod)) {
+        let compared = Compared::new(pod);
+        if let Some((_, i)) = known.iter().find(|(rep, _)| rep.equivalent(&compared)) {
             groups[*i].pods.push(pod.clone());
         } else {
             if known.len() < 10 {
-                known.push((pod, groups.len()));
+                known.push((compared, groups.len()));
             }
             groups.push(PodGroup {
                 pods: vec![pod.clone()],

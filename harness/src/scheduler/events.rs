@@ -61,7 +61,8 @@ struct PodEvent {
 /// background by the task [`Recorder::new`] starts.
 #[derive(Clone)]
 pub(super) struct Recorder {
-    queue: mpsc::UnboundedSender<PodEvent>,
+    /// The writer's queue (`None`: events are not recorded).
+    queue: Option<mpsc::UnboundedSender<PodEvent>>,
 }
 
 impl Recorder {
@@ -74,7 +75,12 @@ impl Recorder {
             "scheduler",
             write_all(client, events),
         ));
-        Self { queue }
+        Self { queue: Some(queue) }
+    }
+
+    /// A recorder that records nothing.
+    pub(super) fn off() -> Self {
+        Self { queue: None }
     }
 
     /// Queues a core/v1 Event from `default-scheduler` on `pod`, stamped
@@ -87,6 +93,9 @@ impl Recorder {
         message: String,
         at: Time,
     ) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
         let event = PodEvent {
             namespace: pod.metadata.namespace.clone().unwrap_or_default(),
             name: pod.metadata.name.clone().unwrap_or_default(),
@@ -96,7 +105,7 @@ impl Recorder {
             message,
             at,
         };
-        if self.queue.send(event).is_err() {
+        if queue.send(event).is_err() {
             tracing::debug!("scheduler: the event writer is gone; event {reason} not recorded");
         }
     }

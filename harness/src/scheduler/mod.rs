@@ -185,6 +185,14 @@ impl Scheduler {
         self
     }
 
+    /// Records no `Scheduled` and `FailedScheduling` events: for a cluster
+    /// in which nothing reads them (an autoscaler does not watch Events),
+    /// where each pod's event would be a write for nothing.
+    pub fn without_events(mut self) -> Self {
+        self.writer = self.writer.without_events();
+        self
+    }
+
     /// Runs until the watches end (the API server goes away).
     pub async fn run(mut self) {
         let cfg = watcher::Config::default;

@@ -39,6 +39,12 @@ impl Writer {
         }
     }
 
+    /// The same writer, recording no events.
+    pub(super) fn without_events(mut self) -> Self {
+        self.events = events::Recorder::off();
+        self
+    }
+
     /// Binds a pass's pods and returns the binds that failed.
     pub(super) async fn binds(&self, binds: Vec<Bind>) -> Vec<Bind> {
         self.as_tasks(binds, "binding", |w, b| async move {

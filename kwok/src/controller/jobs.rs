@@ -71,8 +71,15 @@ pub(super) async fn perform(
     let target = Target::of(shared, stage.kind(), obj);
     let mut deleted = false;
     let mut patched = None;
-    for (i, action) in stage.actions().iter().enumerate().skip(from) {
+    let actions = stage.actions();
+    for (i, action) in actions.iter().enumerate().skip(from) {
         let fail = |e| (i, e);
+        // The object a patch answers with is read only when a later patch
+        // of the stage compares against it or the stage feeds it back.
+        let read = stage.immediate_next_stage()
+            || actions[i + 1..]
+                .iter()
+                .any(|a| matches!(a, Action::Patch { .. }));
         match action {
             Action::Event(ev) => {
                 record_event(shared, obj, &ev.type_, &ev.reason, &ev.message).await;
@@ -109,7 +116,7 @@ pub(super) async fn perform(
                         json!(wanted)
                     };
                     let patch = Patch::Merge(json!({"metadata": {"finalizers": list}}));
-                    patched = Some(target.patch(None, &patch).await.map_err(fail)?);
+                    patched = target.patch(None, &patch, read).await.map_err(fail)?;
                 }
             }
             Action::Patch {
@@ -131,12 +138,10 @@ pub(super) async fn perform(
                     }
                 }
                 let patch = build_patch(rendered, root.as_deref(), *patch_type).map_err(fail)?;
-                patched = Some(
-                    target
-                        .patch(subresource.as_deref(), &patch)
-                        .await
-                        .map_err(fail)?,
-                );
+                patched = target
+                    .patch(subresource.as_deref(), &patch, read)
+                    .await
+                    .map_err(fail)?;
             }
             Action::Delete => {
                 let dp = DeleteParams::default().grace_period(0);
@@ -205,13 +210,16 @@ impl Target {
         Self { api, name }
     }
 
+    /// Patches the object; with `read`, returns what the API server
+    /// answers (read straight into a `Value`, what the stages work on, not
+    /// through a `DynamicObject`), else only checks that it succeeded:
+    /// decoding every answer was a good part of kwok's work in a burst.
     pub(super) async fn patch(
         &self,
         subresource: Option<&str>,
         patch: &Patch<Value>,
-    ) -> Result<Value, kube::Error> {
-        // The answer is read straight into a `Value` (what the stages
-        // work on), not through a `DynamicObject`.
+        read: bool,
+    ) -> Result<Option<Value>, kube::Error> {
         let pp = PatchParams::default();
         let request = kube::core::Request::new(self.api.resource_url());
         let req = match subresource {
@@ -219,11 +227,21 @@ impl Target {
             None => request.patch(&self.name, &pp, patch),
         }
         .map_err(kube::Error::BuildRequest)?;
-        self.api.clone().into_client().request::<Value>(req).await
+        let client = self.api.clone().into_client();
+        if read {
+            client.request::<Value>(req).await.map(Some)
+        } else {
+            client.request_text(req).await.map(|_| None)
+        }
     }
 
+    /// Deletes the object; what the API server answers is not decoded.
     pub(super) async fn delete(&self, dp: &DeleteParams) -> Result<(), kube::Error> {
-        self.api.delete(&self.name, dp).await.map(|_| ())
+        let req = kube::core::Request::new(self.api.resource_url())
+            .delete(&self.name, dp)
+            .map_err(kube::Error::BuildRequest)?;
+        let client = self.api.clone().into_client();
+        client.request_text(req).await.map(drop)
     }
 }
 

@@ -16,13 +16,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::{StreamExt, stream::BoxStream};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
-use serde_json::{Value, json};
+use serde_json::Value;
 use simclock::Clock;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -36,6 +36,7 @@ pub mod dra;
 mod ippool;
 mod jobs;
 mod leases;
+mod raw_pod;
 mod shared;
 #[cfg(test)]
 mod tests;
@@ -45,6 +46,7 @@ pub use config::{Config, NODE_ANNOTATION, NodeSelection};
 use ippool::IpPool;
 use jobs::run_job;
 use leases::lease_task;
+use raw_pod::RawPod;
 use shared::{Change, LeaseMsg, Shared};
 
 struct Job {
@@ -133,7 +135,7 @@ impl Controller {
                     |e| async move { ok_or_log(e, "nodes").map(|e| Change::Node(Box::new(e))) },
                 )
                 .boxed();
-        let pods = watcher::watcher(Api::<Pod>::all(client.clone()), pod_watch)
+        let pods = watcher::watcher(Api::<RawPod>::all(client.clone()), pod_watch)
             .default_backoff()
             .filter_map(|e| async move { ok_or_log(e, "pods").map(|e| Change::Pod(Box::new(e))) })
             .boxed();
@@ -190,18 +192,14 @@ impl Controller {
         }
     }
 
-    fn pod_event(&mut self, ev: Event<Pod>) {
+    fn pod_event(&mut self, ev: Event<RawPod>) {
         match ev {
             Event::Apply(p) | Event::InitApply(p) => self.pod_changed(p),
             Event::Delete(p) => {
-                let key = format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or(""),
-                    p.metadata.name.as_deref().unwrap_or("")
-                );
+                let key = p.key();
                 self.pods.remove(&key);
                 self.cancel(&format!("Pod/{key}"));
-                if let Some(ip) = p.status.as_ref().and_then(|s| s.pod_ip.as_deref())
+                if let Some(ip) = p.pod_ip()
                     && let Ok(mut ips) = self.shared.ips.lock()
                 {
                     ips.release(&self.shared.config.cidr, ip);
@@ -382,24 +380,15 @@ impl Controller {
         }
     }
 
-    fn pod_changed(&mut self, pod: Pod) {
-        let key = format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or(""),
-            pod.metadata.name.as_deref().unwrap_or("")
-        );
-        let value = serde_json::to_value(&pod).unwrap_or(Value::Null);
-        let node = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.clone())
-            .unwrap_or_default();
+    fn pod_changed(&mut self, pod: RawPod) {
+        let key = pod.key();
+        let node = pod.node_name().to_string();
         if self.held.contains(&node) {
             self.pods.remove(&key);
-            self.evaluate("Pod", format!("Pod/{key}"), value, false);
+            self.evaluate("Pod", format!("Pod/{key}"), pod.value, false);
         } else {
             // Kept until its node is managed (kwok relists such pods then).
-            self.pods.insert(key, node, value);
+            self.pods.insert(key, node, pod.value);
         }
     }
 
@@ -519,13 +508,12 @@ fn relist_pods(shared: &Arc<Shared>, node: &str) {
     let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
     let node = node.to_string();
     simclock::busy::spawn(async move {
-        match Api::<Pod>::all(shared.client.clone()).list(&lp).await {
+        match Api::<RawPod>::all(shared.client.clone()).list(&lp).await {
             Ok(list) => {
                 for pod in list.items {
-                    let mut v = serde_json::to_value(&pod).unwrap_or(Value::Null);
-                    v["kind"] = json!("Pod");
-                    v["apiVersion"] = json!("v1");
-                    let _ = shared.feedback.send(Change::Reevaluate(Box::new(v)));
+                    let _ = shared
+                        .feedback
+                        .send(Change::Reevaluate(Box::new(pod.value)));
                 }
             }
             Err(e) => tracing::warn!("kwok: listing the pods of node {node}: {e}"),

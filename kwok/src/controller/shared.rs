@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use super::config::Config;
 use super::ippool::IpPool;
+use super::raw_pod::RawPod;
 
 /// The controller's client, clock, settings and IP pool, shared with its
 /// jobs and lease task.
@@ -28,7 +29,7 @@ pub(super) struct Shared {
 
 /// One input of the controller task.
 pub(super) enum Change {
-    Pod(Box<Event<Pod>>),
+    Pod(Box<Event<RawPod>>),
     Node(Box<Event<Node>>),
     Stage(Box<Event<DynamicObject>>),
     /// The lease task's verdict on a node.

@@ -166,7 +166,7 @@ impl Server {
             .store
             .get(&nsdef.gr(), "", ns)
             .ok_or_else(|| ApiError::not_found("", "namespaces", ns))?;
-        if n.value().pointer("/metadata/deletionTimestamp").is_some() {
+        if n.deleting {
             return Err(ApiError::forbidden(
                 "",
                 "namespaces",

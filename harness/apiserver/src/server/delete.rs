@@ -99,7 +99,7 @@ impl Server {
                 return Ok(Deleted::Pending(cur.json.clone()));
             }
             if !blocked && grace == 0 {
-                match self.store.delete(def, ns, name, Some(cur.rv)) {
+                match self.store.delete_parsed(def, ns, name, cur.rv, obj) {
                     Ok(s) => {
                         self.after_delete(def, &s);
                         return Ok(Deleted::Gone(s.json.clone()));

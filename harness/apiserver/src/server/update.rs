@@ -1,7 +1,5 @@
 //! Updates and patches with optimistic concurrency, the status subresource and generation.
 
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -294,19 +292,18 @@ impl Server {
     }
 }
 
-/// Whether anything but metadata and status differs.
+/// Whether anything but metadata and status differs (compared in place:
+/// every write of an object goes through here).
 pub(super) fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> BTreeMap<String, Value> {
+    fn rest(v: &Value) -> impl Iterator<Item = (&String, &Value)> {
         v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    strip(old) != strip(new)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+    }
+    let new_fields = new.as_object();
+    rest(old).count() != rest(new).count()
+        || rest(old).any(|(k, v)| new_fields.and_then(|m| m.get(k)) != Some(v))
 }
 
 pub(super) fn set_path(obj: &mut Value, path: &str, value: Value) {

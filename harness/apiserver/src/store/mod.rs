@@ -497,6 +497,30 @@ impl Store {
         name: &str,
         expected_rv: Option<u64>,
     ) -> Result<Arc<Stored>, StoreError> {
+        self.delete_from(def, namespace, name, expected_rv, None)
+    }
+
+    /// [`Self::delete`] of the object at `expected_rv`, which the caller
+    /// has parsed already (`last`): it is not parsed again.
+    pub fn delete_parsed(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        expected_rv: u64,
+        last: Value,
+    ) -> Result<Arc<Stored>, StoreError> {
+        self.delete_from(def, namespace, name, Some(expected_rv), Some(last))
+    }
+
+    fn delete_from(
+        &self,
+        def: &ResourceDef,
+        namespace: &str,
+        name: &str,
+        expected_rv: Option<u64>,
+        parsed: Option<Value>,
+    ) -> Result<Arc<Stored>, StoreError> {
         let gr = def.gr();
         let mut inner = self.lock();
         let key = (namespace.to_string(), name.to_string());
@@ -512,7 +536,8 @@ impl Store {
             return Err(StoreError::Conflict(prev.rv));
         }
         let rv = inner.rv + 1;
-        let mut last = prev.value();
+        // `parsed` is the object at `expected_rv`, which `prev` is.
+        let mut last = parsed.unwrap_or_else(|| prev.value());
         let stored = Arc::new(make_stored(def, &mut last, rv)?);
         inner.rv = rv;
         inner.index(&gr, &key, Some(&prev), None);

@@ -497,9 +497,21 @@ impl Controllers {
             spec: template.spec.clone(),
             status: None,
         };
-        let created = Api::<Pod>::namespaced(self.client.clone(), ns)
-            .create(&PostParams::default(), &pod)
-            .await;
+        // The answer is read as a [`SlimPod`]: the cache reads nothing
+        // more, and a full pod decoded for every creation was a good part
+        // of a burst's cost.
+        let created = match serde_json::to_vec(&pod) {
+            Ok(body) => {
+                let req = kube::core::Request::new(Pod::url_path(&(), Some(ns)))
+                    .create(&PostParams::default(), body)
+                    .map_err(kube::Error::BuildRequest);
+                match req {
+                    Ok(req) => self.client.request::<SlimPod>(req).await,
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(kube::Error::SerdeError(e)),
+        };
         // The in-memory API server does a creation's work in this task: a
         // burst of them would hold a worker thread while the scheduler,
         // kwok and the watches wait (in a cluster the controller manager
@@ -510,7 +522,7 @@ impl Controllers {
             Ok(created) => {
                 // Cached at once (the watch confirms later), so that the
                 // next sync does not create it again.
-                self.insert_pod(CachedPod::of(&created));
+                self.insert_pod(CachedPod::of(&created.0));
                 true
             }
             Err(e) => {
@@ -527,10 +539,15 @@ impl Controllers {
         if let Some(g) = grace {
             dp = dp.grace_period(g);
         }
-        match Api::<Pod>::namespaced(self.client.clone(), ns)
+        // What the API server answers (the pod, or a Status) is not read.
+        let req = kube::core::Request::new(Pod::url_path(&(), Some(ns)))
             .delete(name, &dp)
-            .await
-        {
+            .map_err(kube::Error::BuildRequest);
+        let deleted = match req {
+            Ok(req) => self.client.request_text(req).await,
+            Err(e) => Err(e),
+        };
+        match deleted {
             Ok(_) => {
                 if let Some(mut p) = self.remove_pod(k) {
                     p.deleting = true;
