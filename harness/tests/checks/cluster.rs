@@ -298,6 +298,52 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn without_scheduler_events_pods_are_placed_and_no_event_is_written() {
+    let cluster = Cluster::builder()
+        .without_scheduler_events()
+        .nodes(1, &NodeTemplate::new("small", "1", "4Gi"))
+        .object(pod("fits", "500m", None))
+        .object(pod("big", "3", None))
+        .start()
+        .await
+        .unwrap();
+    cluster
+        .wait_pods_running("app=fits", 1, MINUTE)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    cluster
+        .wait_until("pod big is marked Unschedulable", MINUTE, |_| {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get("big").await.map_err(|e| e.to_string())?;
+                match condition(&p, "PodScheduled") {
+                    Some((s, r, _)) if s == "False" && r == "Unschedulable" => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        })
+        .await
+        .unwrap();
+    // Past the recorder's six-minute series: anything queued is written.
+    cluster.advance(10 * MINUTE).await;
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(cluster.client(), "default");
+    let from_scheduler: Vec<String> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("default-scheduler")
+        })
+        .map(|e| e.reason.unwrap_or_default())
+        .collect();
+    assert!(from_scheduler.is_empty(), "{from_scheduler:?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_high_priority_pod_preempts_a_low_priority_one() {
     let cluster = Cluster::builder()
         .priority_class("low", 10)
