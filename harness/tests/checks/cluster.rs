@@ -179,6 +179,43 @@ fn condition(p: &Pod, type_: &str) -> Option<(String, String, String)> {
         })
 }
 
+/// The pod `name` of `default`, once the scheduler has marked it
+/// `PodScheduled=False` with reason `Unschedulable` (within a minute).
+async fn marked_unschedulable(cluster: &Cluster, name: &'static str) -> Pod {
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    cluster
+        .wait_until(
+            &format!("pod {name} is marked Unschedulable"),
+            MINUTE,
+            |_| {
+                let pods = pods.clone();
+                async move {
+                    let p = pods.get(name).await.map_err(|e| e.to_string())?;
+                    match condition(&p, "PodScheduled") {
+                        Some((s, r, _)) if s == "False" && r == "Unschedulable" => Ok(p),
+                        other => Err(format!("{other:?}")),
+                    }
+                }
+            },
+        )
+        .await
+        .unwrap()
+}
+
+/// The events of `default` from `default-scheduler`, oldest first.
+async fn scheduler_events(cluster: &Cluster) -> Vec<k8s_openapi::api::core::v1::Event> {
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(cluster.client(), "default");
+    let mut listed = events.list(&Default::default()).await.unwrap().items;
+    listed.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
+    listed
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("default-scheduler")
+        })
+        .collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
     let tainted = NodeTemplate {
@@ -193,19 +230,7 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
         .await
         .unwrap();
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let p = cluster
-        .wait_until("pod big is marked Unschedulable", MINUTE, |_| {
-            let pods = pods.clone();
-            async move {
-                let p = pods.get("big").await.map_err(|e| e.to_string())?;
-                match condition(&p, "PodScheduled") {
-                    Some((s, r, _)) if s == "False" && r == "Unschedulable" => Ok(p),
-                    other => Err(format!("{other:?}")),
-                }
-            }
-        })
-        .await
-        .unwrap();
+    let p = marked_unschedulable(&cluster, "big").await;
     let (_, _, message) = condition(&p, "PodScheduled").unwrap();
     assert_eq!(
         message,
@@ -269,16 +294,10 @@ async fn an_unschedulable_pod_waits_then_binds_when_a_big_node_appears() {
     // the pod, type and reason, not the message), which keeps the first
     // message and counts 2; the condition has the latest.
     assert!(message4.starts_with("0/4 nodes"));
-    let events: Api<k8s_openapi::api::core::v1::Event> =
-        Api::namespaced(cluster.client(), "default");
-    let mut listed = events.list(&Default::default()).await.unwrap().items;
-    listed.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
-    let mine: Vec<(String, String, Option<i32>)> = listed
+    let mine: Vec<(String, String, Option<i32>)> = scheduler_events(&cluster)
+        .await
         .into_iter()
         .filter(|e| e.involved_object.name.as_deref() == Some("big"))
-        .filter(|e| {
-            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("default-scheduler")
-        })
         .map(|e| {
             let (reason, text) = (e.reason.unwrap_or_default(), e.message.unwrap_or_default());
             (reason, text, e.count)
@@ -311,33 +330,12 @@ async fn without_scheduler_events_pods_are_placed_and_no_event_is_written() {
         .wait_pods_running("app=fits", 1, MINUTE)
         .await
         .unwrap();
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    cluster
-        .wait_until("pod big is marked Unschedulable", MINUTE, |_| {
-            let pods = pods.clone();
-            async move {
-                let p = pods.get("big").await.map_err(|e| e.to_string())?;
-                match condition(&p, "PodScheduled") {
-                    Some((s, r, _)) if s == "False" && r == "Unschedulable" => Ok(()),
-                    other => Err(format!("{other:?}")),
-                }
-            }
-        })
-        .await
-        .unwrap();
+    marked_unschedulable(&cluster, "big").await;
     // Past the recorder's six-minute series: anything queued is written.
     cluster.advance(10 * MINUTE).await;
-    let events: Api<k8s_openapi::api::core::v1::Event> =
-        Api::namespaced(cluster.client(), "default");
-    let from_scheduler: Vec<String> = events
-        .list(&Default::default())
+    let from_scheduler: Vec<String> = scheduler_events(&cluster)
         .await
-        .unwrap()
-        .items
         .into_iter()
-        .filter(|e| {
-            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("default-scheduler")
-        })
         .map(|e| e.reason.unwrap_or_default())
         .collect();
     assert!(from_scheduler.is_empty(), "{from_scheduler:?}");
