@@ -11,11 +11,13 @@
 //! - [`fields`]: field selectors (`spec.nodeName=n1,status.phase!=Failed`).
 //! - [`validation`]: label keys and values, DNS labels and subdomains.
 //! - [`rand`]: the five-character suffixes of generated names.
+//! - [`json`]: JSON Pointer lookups without `Value::pointer`'s copies.
 //!
 //! It depends on nothing but `k8s-openapi` and `serde_json`, so that the
 //! production autoscaler can use it as well as the test harness.
 
 pub mod fields;
+pub mod json;
 pub mod labels;
 pub mod rand;
 pub mod validation;

@@ -19,7 +19,7 @@
 //! - [`backend`]: where a cluster runs, behind one trait: embedded, our
 //!   testbed image, kwok's cluster image or a kind node, the last three in
 //!   containers ([`container`]: Docker or podman through the Docker API).
-//! - [`slim_pod`]: a pod decoded with the fields the controllers and
+//! - [`slim_pod`]: pods decoded with the fields the controllers and
 //!   counting watchers read (most of a pod's decoding cost is skipped).
 //! - [`indexed_job`]: work split over the pods of a Kubernetes Indexed Job
 //!   (a what-if sweep's cases, the suite's shards), and finding their

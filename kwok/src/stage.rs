@@ -318,6 +318,12 @@ pub struct Compiled {
     actions: Vec<Action>,
 }
 
+impl AsRef<Compiled> for Compiled {
+    fn as_ref(&self) -> &Compiled {
+        self
+    }
+}
+
 /// Why a Stage is not usable.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
@@ -563,13 +569,14 @@ fn scalar_string(v: &Value) -> String {
 /// Chooses among the stages that match the object (docs/reference/kwok-rules.md §2.4): with
 /// every weight unknown, or all known weights zero, the pick is uniform;
 /// otherwise weighted among positive weights, so a weight-0 stage never
-/// wins against a matching stage with a positive weight.
-pub fn choose<'a>(matching: &[&'a Compiled], obj: &Value) -> Option<&'a Compiled> {
+/// wins against a matching stage with a positive weight. The stages are
+/// given as held (a `Compiled` or an `Arc` of one).
+pub fn choose<'a, S: AsRef<Compiled>>(matching: &[&'a S], obj: &Value) -> Option<&'a S> {
     match matching {
         [] => None,
         [one] => Some(one),
         many => {
-            let weights: Vec<Option<i64>> = many.iter().map(|s| s.weight(obj)).collect();
+            let weights: Vec<Option<i64>> = many.iter().map(|s| s.as_ref().weight(obj)).collect();
             let known: Vec<usize> = (0..many.len()).filter(|&i| weights[i].is_some()).collect();
             if known.is_empty() {
                 return Some(many[fastrand::usize(0..many.len())]);

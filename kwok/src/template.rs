@@ -17,6 +17,7 @@
 
 use std::time::SystemTime;
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 
 /// A parsed template.
@@ -153,7 +154,7 @@ impl Template {
 
 fn node_conditions(obj: &Value, now: &str) -> Value {
     let transition = obj
-        .pointer("/metadata/creationTimestamp")
+        .lookup("/metadata/creationTimestamp")
         .and_then(Value::as_str)
         .unwrap_or(now);
     let cond = |type_: &str, status: &str, reason: &str, message: &str| {
@@ -251,7 +252,7 @@ fn node_status(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
 /// The node's host IPs: InternalIP addresses, then ExternalIP ones.
 fn host_ips(node: Option<&Value>, fallback: &str) -> Vec<String> {
     let addresses = node
-        .and_then(|n| n.pointer("/status/addresses"))
+        .and_then(|n| n.lookup("/status/addresses"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -272,7 +273,8 @@ fn host_ips(node: Option<&Value>, fallback: &str) -> Vec<String> {
 }
 
 fn pod_ready(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
-    let spec = obj.get("spec").cloned().unwrap_or(json!({}));
+    let no_spec = json!({});
+    let spec = obj.get("spec").unwrap_or(&no_spec);
     let cond = |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": now});
     let mut conditions = vec![cond("Initialized"), cond("Ready"), cond("ContainersReady")];
     for gate in spec
@@ -340,7 +342,7 @@ fn pod_ready(obj: &Value, ctx: &Context<'_>, now: &str) -> Value {
 
 fn pod_complete(obj: &Value, now: &str) -> Value {
     let containers: Vec<Value> = obj
-        .pointer("/spec/containers")
+        .lookup("/spec/containers")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -577,6 +577,14 @@ impl<'a> PreFilter<'a> {
         self.plugins.node_resources_fit && shortfalls(self.pod, node).next().is_some()
     }
 
+    /// Whether the pod passes every filter on `node`: [`PreFilter::filter`]
+    /// without the reasons, a node without room passed by before the other
+    /// filters run and before any reason is made (searches for a fit try
+    /// many nodes that do not have it).
+    pub fn passes(&self, node: &NodeInfo) -> bool {
+        !self.resources_rejected(node) && self.filter(node).is_ok()
+    }
+
     /// Runs the filters on one node: `Ok` when the pod fits, else the
     /// reasons of the first failing plugin.
     pub fn filter(&self, node: &NodeInfo) -> Result<(), Vec<Reason>> {

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use apimachinery::json::Lookup;
 use serde_json::Value;
 
 use crate::groups::NodesFlag;
@@ -215,7 +216,7 @@ pub struct Deployed {
 pub fn deployed(input: &Input) -> Option<Deployed> {
     let find = |kind: Kind, containers: &'static str| {
         input.of(kind).find_map(|o: &Object| {
-            let list = o.value.pointer(containers)?.as_array()?;
+            let list = o.value.lookup(containers)?.as_array()?;
             list.iter().find_map(|c| {
                 let args = container_args(c);
                 let image = c.get("image").and_then(Value::as_str).unwrap_or("");

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use apimachinery::json::Lookup;
 use serde_json::{Map, Value, json};
 
 use harness::kwok_provider::{GROUP_LABEL, GROUP_NAME_ANNOTATION, size_annotation};
@@ -196,7 +197,7 @@ pub fn infer(
             .iter()
             .filter_map(|n| {
                 n.value
-                    .pointer("/metadata/labels")
+                    .lookup("/metadata/labels")
                     .and_then(Value::as_object)
             })
             .flat_map(|l| l.keys().map(String::as_str))
@@ -298,14 +299,14 @@ fn templates(input: &Input) -> Vec<Template> {
         o.namespace() == "kube-system" && o.name() == harness::kwok_provider::TEMPLATES_CONFIG_MAP
     });
     let items: Vec<Value> = kwok
-        .and_then(|o| o.value.pointer("/data/templates"))
+        .and_then(|o| o.value.lookup("/data/templates"))
         .and_then(Value::as_str)
         .and_then(|text| serde_saphyr::from_str::<Value>(text).ok())
         .and_then(|list| list.get("items").and_then(Value::as_array).cloned())
         .unwrap_or_default();
     for node in items {
         let annotation = |key: &str| {
-            node.pointer("/metadata/annotations")
+            node.lookup("/metadata/annotations")
                 .and_then(|a| a.get(key))
                 .and_then(Value::as_str)
                 .map(str::to_string)
@@ -419,7 +420,7 @@ fn group_key(node: &Value, label: Option<&str>) -> Option<(String, String, Strin
             return Some(((*platform).into(), (*key).into(), v.into()));
         }
     }
-    let annotations = node.pointer("/metadata/annotations");
+    let annotations = node.lookup("/metadata/annotations");
     let owner = annotations
         .and_then(|a| a.get(CAPI_OWNER_NAME))
         .and_then(Value::as_str);
@@ -437,7 +438,7 @@ fn group_key(node: &Value, label: Option<&str>) -> Option<(String, String, Strin
 }
 
 fn label_of<'a>(node: &'a Value, key: &str) -> Option<&'a str> {
-    node.pointer("/metadata/labels")
+    node.lookup("/metadata/labels")
         .and_then(|l| l.get(key))
         .and_then(Value::as_str)
         .filter(|v| !v.is_empty())
@@ -484,14 +485,14 @@ pub fn is_state_taint(taint: &Value) -> bool {
 /// as annotations.
 fn template(node: &Value, group: &Group) -> Value {
     let mut labels: Map<String, Value> = node
-        .pointer("/metadata/labels")
+        .lookup("/metadata/labels")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
     labels.remove("kubernetes.io/hostname");
     labels.insert(GROUP_LABEL.into(), json!(group.name));
     let taints: Vec<Value> = node
-        .pointer("/spec/taints")
+        .lookup("/spec/taints")
         .and_then(Value::as_array)
         .map(|t| t.iter().filter(|t| !is_state_taint(t)).cloned().collect())
         .unwrap_or_default();
@@ -505,7 +506,7 @@ fn template(node: &Value, group: &Group) -> Value {
     );
     let mut status = Map::new();
     for f in ["capacity", "allocatable", "nodeInfo"] {
-        if let Some(v) = node.pointer(&format!("/status/{f}")) {
+        if let Some(v) = node.lookup(&format!("/status/{f}")) {
             status.insert(f.into(), v.clone());
         }
     }

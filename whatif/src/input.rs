@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use apimachinery::json::Lookup;
 use serde_json::Value;
 
 use crate::kinds::Kind;
@@ -99,7 +100,7 @@ impl Object {
     /// `metadata.name`.
     pub fn name(&self) -> &str {
         self.value
-            .pointer("/metadata/name")
+            .lookup("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("")
     }
@@ -107,7 +108,7 @@ impl Object {
     /// `metadata.namespace` (empty for cluster-scoped kinds).
     pub fn namespace(&self) -> &str {
         self.value
-            .pointer("/metadata/namespace")
+            .lookup("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("")
     }
@@ -115,7 +116,7 @@ impl Object {
     /// `metadata.uid`, when the input kept it.
     pub fn uid(&self) -> Option<&str> {
         self.value
-            .pointer("/metadata/uid")
+            .lookup("/metadata/uid")
             .and_then(Value::as_str)
             .filter(|u| !u.is_empty())
     }
@@ -199,7 +200,7 @@ impl Input {
             self.taken = self
                 .objects
                 .iter()
-                .filter_map(|o| o.value.pointer("/metadata/creationTimestamp"))
+                .filter_map(|o| o.value.lookup("/metadata/creationTimestamp"))
                 .filter_map(Value::as_str)
                 .filter_map(simclock::parse_rfc3339)
                 .max();
@@ -380,7 +381,7 @@ impl Input {
             *self.unused.entry(label).or_default() += 1;
             return Ok(());
         };
-        let name = match value.pointer("/metadata/name") {
+        let name = match value.lookup("/metadata/name") {
             Some(Value::String(n)) if !n.is_empty() => n.clone(),
             Some(_) => {
                 return Err(field_error(
@@ -397,7 +398,7 @@ impl Input {
                 ));
             }
         };
-        if kind.namespaced() && value.pointer("/metadata/namespace").is_none() {
+        if kind.namespaced() && value.lookup("/metadata/namespace").is_none() {
             value["metadata"]["namespace"] = Value::from("default");
         }
         let object = Object {
@@ -439,7 +440,7 @@ impl Input {
             let at = format!("NodeList[{i}]");
             let node = entry.get("Node").cloned().unwrap_or(Value::Null);
             let name = node
-                .pointer("/metadata/name")
+                .lookup("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if name.starts_with(UPCOMING_PREFIX) {
@@ -495,11 +496,11 @@ fn check(object: &Object) -> Result<(), (&'static str, String)> {
     let typed = |e: serde_json::Error| ("(object)", format!("not a valid {}: {e}", object.kind));
     match object.kind {
         Kind::Pod => {
-            match v.pointer("/spec/containers") {
+            match v.lookup("/spec/containers") {
                 Some(Value::Array(c)) if !c.is_empty() => {}
                 _ => return Err(("spec.containers", "missing or empty".into())),
             }
-            if let Some(n) = v.pointer("/spec/nodeName")
+            if let Some(n) = v.lookup("/spec/nodeName")
                 && !n.is_string()
             {
                 return Err(("spec.nodeName", "not a string".into()));
@@ -508,7 +509,7 @@ fn check(object: &Object) -> Result<(), (&'static str, String)> {
         }
         Kind::Node => {
             for field in ["/status/allocatable", "/status/capacity"] {
-                if let Some(map) = v.pointer(field)
+                if let Some(map) = v.lookup(field)
                     && !map.is_object()
                 {
                     return Err((

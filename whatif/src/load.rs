@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
+use apimachinery::json::Lookup;
 use apiserver::server::WriteOptions;
 use apiserver::{ApiError, Server};
 use kube::Client;
@@ -100,7 +101,7 @@ pub async fn load(
         .objects
         .iter()
         .filter(|p| p.kind == Kind::Node)
-        .filter_map(|p| Some((p.value.pointer("/metadata/name")?.as_str()?, &p.value)))
+        .filter_map(|p| Some((p.value.lookup("/metadata/name")?.as_str()?, &p.value)))
         .collect();
     let mut loaded = Loaded::default();
     for p in &plan.objects {
@@ -121,7 +122,7 @@ pub async fn load(
         let api_version = value.get("apiVersion").and_then(Value::as_str);
         let resource = p.kind.resource(api_version);
         let namespace = value
-            .pointer("/metadata/namespace")
+            .lookup("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("default")
             .to_string();
@@ -181,7 +182,7 @@ fn running_status(
     now: SystemTime,
 ) -> Result<Value, String> {
     let node = pod
-        .pointer("/spec/nodeName")
+        .lookup("/spec/nodeName")
         .and_then(Value::as_str)
         .and_then(|n| nodes.get(n).copied());
     let ctx = Context {
@@ -228,7 +229,7 @@ fn restore(
     let def = server.def(kind.group(), kind.plural()).map_err(refused)?;
     let namespace = kind.namespaced().then(|| {
         value
-            .pointer("/metadata/namespace")
+            .lookup("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("default")
             .to_string()
@@ -328,10 +329,10 @@ fn relabel_job_pods(value: &mut Value, uids: &HashMap<String, String>) {
 
 fn describe(kind: Kind, value: &Value) -> String {
     let name = value
-        .pointer("/metadata/name")
+        .lookup("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
-    match value.pointer("/metadata/namespace").and_then(Value::as_str) {
+    match value.lookup("/metadata/namespace").and_then(Value::as_str) {
         Some(ns) if kind.namespaced() => format!("{kind} {ns}/{name}"),
         _ => format!("{kind} {name}"),
     }

@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use harness::kwok_provider::GROUP_LABEL;
-use harness::slim_pod::SlimPod;
+use harness::slim_pod::BarePod;
 
 /// The labels that give a node's instance type, the current one first.
 const INSTANCE_TYPE_LABELS: [&str; 2] = [
@@ -88,7 +88,7 @@ impl Observer {
             |seen, n, t| seen.node_applied(n, t),
             Seen::node_deleted,
         );
-        let (pods, pods_listed) = watch::<SlimPod>(
+        let (pods, pods_listed) = watch::<BarePod>(
             client,
             seen.clone(),
             (start, scale),
@@ -260,7 +260,7 @@ impl Seen {
         self.node_changes.push((t, group, n));
     }
 
-    fn pod_applied(&mut self, p: &SlimPod, t: f64) {
+    fn pod_applied(&mut self, p: &BarePod, t: f64) {
         let p = &p.0;
         let uid = p.metadata.uid.clone().unwrap_or_default();
         let key = pod_key(p);
@@ -281,7 +281,7 @@ impl Seen {
         }
     }
 
-    fn pod_deleted(&mut self, p: &SlimPod, t: f64) {
+    fn pod_deleted(&mut self, p: &BarePod, t: f64) {
         let p = &p.0;
         let uid = p.metadata.uid.clone().unwrap_or_default();
         if self.bound.remove(&uid) == Some(true) {

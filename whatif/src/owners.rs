@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use apimachinery::json::Lookup;
 use serde_json::{Map, Value, json};
 
 use crate::input::{Input, Object};
@@ -56,7 +57,7 @@ pub fn derive(input: &Input) -> Vec<Object> {
 
 /// A pod's controller reference.
 fn controller(pod: &Value) -> Option<&Value> {
-    pod.pointer("/metadata/ownerReferences")?
+    pod.lookup("/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -66,7 +67,7 @@ fn controller(pod: &Value) -> Option<&Value> {
 fn common_labels(pods: &[&Object]) -> Map<String, Value> {
     let labels = |p: &Object| {
         p.value
-            .pointer("/metadata/labels")
+            .lookup("/metadata/labels")
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default()
@@ -82,7 +83,7 @@ fn common_labels(pods: &[&Object]) -> Map<String, Value> {
 fn owner(kind: Kind, uid: &str, name: &str, pods: &[&Object]) -> Value {
     let first = pods.first().map(|p| &p.value);
     let namespace = first
-        .and_then(|p| p.pointer("/metadata/namespace"))
+        .and_then(|p| p.lookup("/metadata/namespace"))
         .cloned()
         .unwrap_or(json!("default"));
     let labels = common_labels(pods);

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use apimachinery::json::Lookup;
 use serde_json::{Map, Value, json};
 
 use harness::kwok_provider::{GROUP_LABEL, GROUP_NAME_ANNOTATION};
@@ -110,7 +111,7 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
         .collect();
     for kind in Kind::ALL {
         for o in input.of(kind) {
-            if o.value.pointer("/metadata/deletionTimestamp").is_some() {
+            if o.value.lookup("/metadata/deletionTimestamp").is_some() {
                 plan.dropped.terminating += 1;
                 continue;
             }
@@ -118,12 +119,12 @@ pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
             let mut running = false;
             match kind {
                 Kind::Pod => {
-                    let phase = value.pointer("/status/phase").and_then(Value::as_str);
+                    let phase = value.lookup("/status/phase").and_then(Value::as_str);
                     if matches!(phase, Some("Succeeded" | "Failed")) {
                         plan.dropped.finished_pods += 1;
                         continue;
                     }
-                    match value.pointer("/spec/nodeName").and_then(Value::as_str) {
+                    match value.lookup("/spec/nodeName").and_then(Value::as_str) {
                         Some(node) if !nodes.contains(node) => {
                             return Err(PlanError::PodOnMissingNode {
                                 file: o.file.to_string(),
@@ -202,7 +203,7 @@ fn running_seed(status: Option<&Value>) -> Value {
 
 /// Whether the node's Ready condition is True.
 fn node_ready(node: &Value) -> bool {
-    node.pointer("/status/conditions")
+    node.lookup("/status/conditions")
         .and_then(Value::as_array)
         .is_some_and(|c| {
             c.iter().any(|c| {
@@ -220,7 +221,7 @@ fn node_ready(node: &Value) -> bool {
 fn kwok_node(node: &Value, group: Option<&str>) -> Value {
     let mut node = node.clone();
     let name = node
-        .pointer("/metadata/name")
+        .lookup("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
@@ -240,7 +241,7 @@ fn kwok_node(node: &Value, group: Option<&str>) -> Value {
     }
     let mut status = Map::new();
     for f in ["capacity", "allocatable", "nodeInfo"] {
-        if let Some(v) = node.pointer(&format!("/status/{f}")) {
+        if let Some(v) = node.lookup(&format!("/status/{f}")) {
             status.insert(f.into(), v.clone());
         }
     }
@@ -253,7 +254,7 @@ fn kwok_node(node: &Value, group: Option<&str>) -> Value {
 /// gives its pods the new uid in those labels).
 fn without_generated_selector(job: &mut Value) {
     let manual = job
-        .pointer("/spec/manualSelector")
+        .lookup("/spec/manualSelector")
         .and_then(Value::as_bool)
         .unwrap_or(false);
     if manual {

@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use apimachinery::json::Lookup;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -253,12 +254,7 @@ pub fn parse(file: &str, text: &str) -> Result<Replay, RecordingError> {
 
 /// `(kind, namespace, name)` of an object.
 fn key_of(object: &Value) -> Result<(String, String, String), String> {
-    let text = |p: &str| {
-        object
-            .pointer(p)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
+    let text = |p: &str| object.lookup(p).and_then(Value::as_str).map(str::to_string);
     let kind = text("/kind").ok_or("the object has no kind")?;
     let name = text("/metadata/name").ok_or("the object has no metadata.name")?;
     Ok((kind, text("/metadata/namespace").unwrap_or_default(), name))
@@ -279,7 +275,7 @@ fn change(
         .unwrap_or("v1");
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let owners: Vec<&str> = after
-        .pointer("/metadata/ownerReferences")
+        .lookup("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .map(|refs| {
             refs.iter()
@@ -299,10 +295,10 @@ fn change(
     };
     let reference = || {
         let name = after
-            .pointer("/metadata/name")
+            .lookup("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        match after.pointer("/metadata/namespace").and_then(Value::as_str) {
+        match after.lookup("/metadata/namespace").and_then(Value::as_str) {
             Some(ns) => format!("{kind_name} {ns}/{name}"),
             None => format!("{kind_name} {name}"),
         }
@@ -321,11 +317,11 @@ fn change(
         }
         (Kind::Node, _) => {
             let cordoned = |v: Option<&Value>| {
-                v.and_then(|v| v.pointer("/spec/unschedulable"))
+                v.and_then(|v| v.lookup("/spec/unschedulable"))
                     .and_then(Value::as_bool)
                     .unwrap_or(false)
             };
-            let name = after.pointer("/metadata/name").cloned().unwrap_or_default();
+            let name = after.lookup("/metadata/name").cloned().unwrap_or_default();
             match (cordoned(before), cordoned(Some(after))) {
                 (false, true) => vec![serde_json::json!({"cordon": name})],
                 (true, false) => vec![serde_json::json!({"uncordon": name})],
@@ -336,7 +332,7 @@ fn change(
         (Kind::Pod | Kind::ReplicaSet | Kind::Job, _) if owned => by_controllers(recorded),
         (Kind::Deployment | Kind::StatefulSet | Kind::ReplicaSet, Event::Modified) => {
             let replicas = |v: Option<&Value>| {
-                v.and_then(|v| v.pointer("/spec/replicas"))
+                v.and_then(|v| v.lookup("/spec/replicas"))
                     .and_then(Value::as_i64)
             };
             match replicas(Some(after)) {

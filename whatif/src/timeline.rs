@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use apimachinery::json::Lookup;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
@@ -328,7 +329,7 @@ fn created(object: Value) -> Result<Change, String> {
     let kind = Kind::of(group, kind_name)
         .ok_or_else(|| format!("create.kind: the what-if loads no {api_version} {kind_name}"))?;
     if object
-        .pointer("/metadata/name")
+        .lookup("/metadata/name")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
     {
@@ -348,13 +349,10 @@ fn describe(change: &Change) -> String {
         Change::Delete(object) => format!("delete {object}"),
         Change::Create { kind, object } => {
             let name = object
-                .pointer("/metadata/name")
+                .lookup("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            match object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-            {
+            match object.lookup("/metadata/namespace").and_then(Value::as_str) {
                 Some(ns) if kind.namespaced() => format!("create {kind} {ns}/{name}"),
                 _ if kind.namespaced() => format!("create {kind} default/{name}"),
                 _ => format!("create {kind} {name}"),
@@ -412,7 +410,7 @@ impl Step {
                 let mut value = object.clone();
                 crate::load::point_at_new_owners(&mut value, uids);
                 let namespace = value
-                    .pointer("/metadata/namespace")
+                    .lookup("/metadata/namespace")
                     .and_then(Value::as_str)
                     .unwrap_or("default")
                     .to_string();

@@ -19,6 +19,7 @@
 //! with `--enable-provisioning-requests`, `crate::processors::provreq`'s
 //! three come after these four, as upstream adds them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -30,7 +31,7 @@ use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
 use crate::scaleup::equivalence::Compared;
 use crate::simulator::Snapshot;
-use crate::simulator::drainability::{controller_of, is_daemonset_pod, is_mirror_pod};
+use crate::simulator::drainability::{controller_uid, is_daemonset_pod, is_mirror_pod};
 
 /// What a pod-list processor may read or change besides the pod list.
 pub struct PodListContext<'a> {
@@ -264,7 +265,9 @@ pub fn filter_out_schedulable(
 ) -> Filtered {
     let mut pods = pods;
     pods.sort_by_key(|p| std::cmp::Reverse(p.priority));
-    let mut failed: Vec<Compared<PodInfo>> = Vec::new();
+    // The pods that fit nowhere, by controller uid: only pods of the same
+    // controller can be equivalent.
+    let mut failed: HashMap<String, Vec<Compared<PodInfo>>> = HashMap::new();
     let mut out = Filtered::default();
     let mut hint = 0;
     let mut pods = pods.into_iter();
@@ -275,7 +278,10 @@ pub fn filter_out_schedulable(
             break;
         }
         let compared = Compared::new(&pod);
-        if failed.iter().any(|f| f.equivalent(&compared)) {
+        let known_to_fail = controller_uid(&pod.pod)
+            .and_then(|uid| failed.get(uid))
+            .is_some_and(|same| same.iter().any(|f| f.equivalent(&compared)));
+        if known_to_fail {
             out.left.push(pod);
             continue;
         }
@@ -286,8 +292,11 @@ pub fn filter_out_schedulable(
                 hint = i;
             }
             None => {
-                if controller_of(&pod.pod).is_some() {
-                    failed.push(Compared::new(pod.clone()));
+                if let Some(uid) = controller_uid(&pod.pod) {
+                    failed
+                        .entry(uid.to_string())
+                        .or_default()
+                        .push(Compared::new(pod.clone()));
                 }
                 out.left.push(pod);
             }

@@ -4,8 +4,9 @@
 //! (the `predicates` crate), and the drainability rules
 //! ([`drainability`]).
 //!
-//! Changes are journaled: a fork records the journal length; revert undoes
-//! entries back to it; commit forgets the mark and keeps the changes. Nodes
+//! Changes are journaled while a fork is open: a fork records the journal
+//! length; revert undoes entries back to it; commit forgets the mark and
+//! keeps the changes (changes made outside any fork are final). Nodes
 //! are addressed by index; a node taken out of the simulation (being
 //! removed) stays in place as a topology domain but is no destination.
 //!
@@ -145,6 +146,19 @@ impl Snapshot {
         self.marks.push(self.journal.len());
     }
 
+    /// Whether a fork is open: changes outside one cannot be undone and are
+    /// not journaled.
+    fn forked(&self) -> bool {
+        !self.marks.is_empty()
+    }
+
+    /// Journals a change when a fork is open.
+    fn record(&mut self, undo: impl FnOnce() -> Undo) {
+        if self.forked() {
+            self.journal.push(undo());
+        }
+    }
+
     /// Undoes everything since the last fork.
     pub fn revert(&mut self) {
         let Some(mark) = self.marks.pop() else {
@@ -194,20 +208,22 @@ impl Snapshot {
         self.anti_affinity_pods += node.anti_affinity_pods;
         self.nodes.push(node);
         self.disabled.push(false);
-        self.journal.push(Undo::AddedNode);
+        self.record(|| Undo::AddedNode);
         i
     }
 
     /// Places a pod on a node (a pod with claims reserves them there,
     /// allocating those not allocated yet: the scheduler's Reserve).
     pub fn add_pod(&mut self, node: usize, pod: PodInfo) {
-        let key = pod.key.clone();
+        let key = self.forked().then(|| pod.key.clone());
         if predicates::dynamicresources::has_claims(&pod.pod) {
             let changes = dynamicresources::reserve(&self.dra, &pod.pod, &self.nodes[node]);
             self.change_claims(changes);
         }
         self.place(node, pod);
-        self.journal.push(Undo::AddedPod { node, key });
+        if let Some(key) = key {
+            self.journal.push(Undo::AddedPod { node, key });
+        }
     }
 
     /// Takes a pod off a node (its claims no longer reserved for it, and
@@ -218,7 +234,7 @@ impl Snapshot {
             let changes = dynamicresources::unreserve(&self.dra, &pod.pod);
             self.change_claims(changes);
         }
-        self.journal.push(Undo::RemovedPod {
+        self.record(|| Undo::RemovedPod {
             node,
             pod: pod.clone(),
         });
@@ -230,12 +246,15 @@ impl Snapshot {
         if claims.is_empty() {
             return;
         }
+        let forked = self.forked();
         let dra = Arc::make_mut(&mut self.dra);
         for c in claims {
             let key = c.key();
-            let before = dra.claims.get(&key).cloned();
+            let before = forked.then(|| dra.claims.get(&key).cloned());
             dra.insert_claim(Arc::new(c));
-            self.journal.push(Undo::Claim { key, before });
+            if let Some(before) = before {
+                self.journal.push(Undo::Claim { key, before });
+            }
         }
     }
 
@@ -259,7 +278,7 @@ impl Snapshot {
     pub fn disable(&mut self, node: usize) {
         if !self.disabled[node] {
             self.disabled[node] = true;
-            self.journal.push(Undo::Disabled { node });
+            self.record(|| Undo::Disabled { node });
         }
     }
 
@@ -294,7 +313,7 @@ impl Snapshot {
         let pre = self.prefilter(pod);
         (0..n)
             .map(|k| (start + k) % n)
-            .find(|&i| !self.disabled[i] && accept(i) && pre.filter(&self.nodes[i]).is_ok())
+            .find(|&i| !self.disabled[i] && accept(i) && pre.passes(&self.nodes[i]))
     }
 }
 

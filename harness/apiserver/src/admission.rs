@@ -5,6 +5,7 @@
 //! objects through their typed k8s-openapi form (which drops unknown fields,
 //! or rejects them under `fieldValidation=Strict`).
 
+use apimachinery::json::Lookup;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ApiResult, Cause};
@@ -22,7 +23,7 @@ const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
 const DEFAULT_TOLERATION_SECONDS: i64 = 300;
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
-    v.pointer(ptr).and_then(Value::as_str)
+    v.lookup(ptr).and_then(Value::as_str)
 }
 
 /// Name of an object for error messages.
@@ -176,8 +177,8 @@ pub fn admit_create(
         }
         ("batch", "jobs") => default_job(def, &name, obj)?,
         ("policy", "poddisruptionbudgets")
-            if obj.pointer("/spec/minAvailable").is_some()
-                && obj.pointer("/spec/maxUnavailable").is_some() =>
+            if obj.lookup("/spec/minAvailable").is_some()
+                && obj.lookup("/spec/maxUnavailable").is_some() =>
         {
             return Err(ApiError::invalid(
                 &def.group,
@@ -218,7 +219,7 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
     };
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "pods") => {
-            if old.pointer("/spec/nodeName") != new.pointer("/spec/nodeName") {
+            if old.lookup("/spec/nodeName") != new.lookup("/spec/nodeName") {
                 return Err(forbid(
                     "spec.nodeName",
                     "pod updates may not change spec.nodeName; use the binding subresource",
@@ -255,7 +256,7 @@ pub fn admit_update(def: &ResourceDef, old: &Value, new: &mut Value) -> ApiResul
             }
         }
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
-            if old.pointer("/spec/selector") != new.pointer("/spec/selector") {
+            if old.lookup("/spec/selector") != new.lookup("/spec/selector") {
                 return Err(forbid("spec.selector", "field is immutable"));
             }
             validate_workload(def, &name, new)?;
@@ -319,7 +320,7 @@ fn validate_metadata(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
             ));
         }
     }
-    if let Some(labels) = obj.pointer("/metadata/labels") {
+    if let Some(labels) = obj.lookup("/metadata/labels") {
         match labels {
             Value::Object(m) => {
                 for (k, v) in m {
@@ -348,7 +349,7 @@ fn validate_metadata(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
             )),
         }
     }
-    if let Some(Value::Object(m)) = obj.pointer("/metadata/annotations") {
+    if let Some(Value::Object(m)) = obj.lookup("/metadata/annotations") {
         for (k, v) in m {
             if let Err(e) = validate_key(k) {
                 causes.push(Cause::invalid("metadata.annotations", k, e));
@@ -479,7 +480,7 @@ fn validate_pod_spec(
 /// Selector present, template labels matching it, and a valid pod template.
 fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()> {
     let invalid = |c: Cause| ApiError::invalid(&def.group, &def.kind, name, vec![c]);
-    let Some(sel) = obj.pointer("/spec/selector").filter(|s| !s.is_null()) else {
+    let Some(sel) = obj.lookup("/spec/selector").filter(|s| !s.is_null()) else {
         return Err(invalid(Cause::required("spec.selector")));
     };
     let selector = LabelSelector::from_value(Some(sel))
@@ -492,7 +493,7 @@ fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()
         )));
     }
     let labels = obj
-        .pointer("/spec/template/metadata/labels")
+        .lookup("/spec/template/metadata/labels")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -510,7 +511,7 @@ fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()
     validate_pod_spec(
         def,
         name,
-        obj.pointer("/spec/template/spec"),
+        obj.lookup("/spec/template/spec"),
         "spec.template.spec",
         true,
     )
@@ -519,7 +520,7 @@ fn validate_workload(def: &ResourceDef, name: &str, obj: &Value) -> ApiResult<()
 fn default_job(def: &ResourceDef, name: &str, obj: &mut Value) -> ApiResult<()> {
     let uid = str_at(obj, "/metadata/uid").unwrap_or("").to_string();
     let manual = obj
-        .pointer("/spec/manualSelector")
+        .lookup("/spec/manualSelector")
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let spec = obj_mut(obj, "spec");
@@ -768,8 +769,8 @@ pub fn qos_class(spec: &Value) -> &'static str {
             .into_iter()
             .flatten()
         {
-            let req = c.pointer("/resources/requests").and_then(Value::as_object);
-            let lim = c.pointer("/resources/limits").and_then(Value::as_object);
+            let req = c.lookup("/resources/requests").and_then(Value::as_object);
+            let lim = c.lookup("/resources/limits").and_then(Value::as_object);
             if req.is_some_and(|m| !m.is_empty()) || lim.is_some_and(|m| !m.is_empty()) {
                 any = true;
             }
@@ -825,7 +826,7 @@ fn admit_crd(
         )));
     }
     let now = server.now_rfc3339();
-    let accepted = obj.pointer("/spec/names").cloned().unwrap_or(Value::Null);
+    let accepted = obj.lookup("/spec/names").cloned().unwrap_or(Value::Null);
     let status = obj_mut(obj, "status");
     status.insert("acceptedNames".into(), accepted);
     status.insert("storedVersions".into(), json!([res.versions[0]]));

@@ -20,6 +20,7 @@
 
 use std::collections::BTreeSet;
 
+use apimachinery::json::Lookup;
 use kubecel::device::Selector;
 use serde_json::{Value, json};
 
@@ -57,19 +58,15 @@ pub fn admit(def: &ResourceDef, name: &str, obj: &mut Value, old: Option<&Value>
                 )]));
             }
             let mut causes = Vec::new();
-            validate_claim_devices(obj.pointer(pointer), path, &mut causes);
+            validate_claim_devices(obj.lookup(pointer), path, &mut causes);
             causes
         }
         "deviceclasses" => {
             let mut causes = Vec::new();
             let changed =
-                old.is_none_or(|o| o.pointer("/spec/selectors") != obj.pointer("/spec/selectors"));
+                old.is_none_or(|o| o.lookup("/spec/selectors") != obj.lookup("/spec/selectors"));
             if changed {
-                validate_selectors(
-                    obj.pointer("/spec/selectors"),
-                    "spec.selectors",
-                    &mut causes,
-                );
+                validate_selectors(obj.lookup("/spec/selectors"), "spec.selectors", &mut causes);
             }
             causes
         }
@@ -90,10 +87,10 @@ pub fn admit_status(def: &ResourceDef, name: &str, old: &Value, new: &Value) -> 
     }
     let mut causes = Vec::new();
     let reserved = new
-        .pointer("/status/reservedFor")
+        .lookup("/status/reservedFor")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    let allocation = new.pointer("/status/allocation").filter(|a| !a.is_null());
+    let allocation = new.lookup("/status/allocation").filter(|a| !a.is_null());
     if reserved > MAX_RESERVED_FOR {
         causes.push(Cause::too_many(
             "status.reservedFor",
@@ -108,7 +105,7 @@ pub fn admit_status(def: &ResourceDef, name: &str, old: &Value, new: &Value) -> 
         ));
     }
     if let (Some(before), Some(after)) = (
-        old.pointer("/status/allocation").filter(|a| !a.is_null()),
+        old.lookup("/status/allocation").filter(|a| !a.is_null()),
         allocation,
     ) && before != after
     {
@@ -277,7 +274,7 @@ fn validate_selectors(selectors: Option<&Value>, at: &str, causes: &mut Vec<Caus
 fn validate_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let text = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let text = |p: &str| spec.lookup(p).and_then(Value::as_str).unwrap_or("");
     if text("/driver").is_empty() {
         causes.push(Cause::required("spec.driver"));
     }
@@ -285,7 +282,7 @@ fn validate_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         causes.push(Cause::required("spec.pool.name"));
     }
     let count = spec
-        .pointer("/pool/resourceSliceCount")
+        .lookup("/pool/resourceSliceCount")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if count <= 0 {
@@ -296,7 +293,7 @@ fn validate_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ));
     }
     let generation = spec
-        .pointer("/pool/generation")
+        .lookup("/pool/generation")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if generation < 0 {
@@ -313,8 +310,8 @@ fn validate_slice(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             ("spec.pool.name", "/spec/pool/name"),
             ("spec.nodeName", "/spec/nodeName"),
         ] {
-            if old.pointer(pointer) != obj.pointer(pointer) {
-                let value = obj.pointer(pointer).cloned().unwrap_or(Value::Null);
+            if old.lookup(pointer) != obj.lookup(pointer) {
+                let value = obj.lookup(pointer).cloned().unwrap_or(Value::Null);
                 causes.push(Cause::invalid_json(field, &value, "field is immutable"));
             }
         }

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use apimachinery::json::Lookup;
 use apimachinery::labels::Labels;
 use std::sync::{Arc, Weak};
 
@@ -205,8 +206,8 @@ fn handle(
 /// status write and must not trigger another refresh.
 fn status_written_by_us(obj: &Stored) -> bool {
     let v = obj.value();
-    v.pointer("/status/observedGeneration").is_some()
-        && v.pointer("/status/observedGeneration") == v.pointer("/metadata/generation")
+    v.lookup("/status/observedGeneration").is_some()
+        && v.lookup("/status/observedGeneration") == v.lookup("/metadata/generation")
 }
 
 fn delete(server: &Server, gr: &GroupResource, ns: &str, name: &str, policy: &str) {
@@ -227,7 +228,7 @@ fn delete(server: &Server, gr: &GroupResource, ns: &str, name: &str, policy: &st
 }
 
 fn finalizers(v: &Value) -> Vec<String> {
-    v.pointer("/metadata/finalizers")
+    v.lookup("/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -237,18 +238,38 @@ fn finalizers(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `metadata.finalizers` of a stored object's JSON (the other fields are
+/// skipped, not parsed into values).
+fn stored_finalizers(json: &[u8]) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        #[serde(default)]
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        #[serde(default)]
+        finalizers: Option<Vec<String>>,
+    }
+    serde_json::from_slice::<Object>(json)
+        .ok()
+        .and_then(|o| o.metadata?.finalizers)
+        .unwrap_or_default()
+}
+
 /// Objects being deleted with `foregroundDeletion` or `orphan` finalizers,
 /// and namespaces being terminated.
 fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
     if !obj.deleting {
         return;
     }
-    let v = obj.value();
     if gr.group.is_empty() && gr.resource == "namespaces" {
-        terminate_namespace(server, &obj.name, &v);
+        terminate_namespace(server, &obj.name, &obj.value());
         return;
     }
-    let fins = finalizers(&v);
+    // Most objects being deleted are pods in their grace period: their
+    // finalizers are read without parsing the rest.
+    let fins = stored_finalizers(&obj.json);
     if fins.iter().any(|f| f == "orphan") {
         for (dgr, (ns, name)) in server.store.dependents(&obj.uid) {
             let Some(def) = server.registry.by_gr(&dgr) else {
@@ -260,7 +281,7 @@ fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
             };
             let refs: Vec<Value> = dep
                 .value()
-                .pointer("/metadata/ownerReferences")
+                .lookup("/metadata/ownerReferences")
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()
@@ -299,7 +320,7 @@ fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
             };
             let dv = dep.value();
             let blocks = dv
-                .pointer("/metadata/ownerReferences")
+                .lookup("/metadata/ownerReferences")
                 .and_then(Value::as_array)
                 .is_some_and(|refs| {
                     refs.iter().any(|r| {
@@ -307,7 +328,7 @@ fn process_deleting(server: &Server, gr: &GroupResource, obj: &Stored) {
                             && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
                     })
                 });
-            if dv.pointer("/metadata/deletionTimestamp").is_none() {
+            if dv.lookup("/metadata/deletionTimestamp").is_none() {
                 delete(server, &dgr, &ns, &name, "Foreground");
             }
             // Still there after the delete call: it blocks if it says so.
@@ -356,7 +377,7 @@ fn terminate_namespace(server: &Server, ns: &str, v: &Value) {
     let content = server.store.in_namespace(ns);
     if content.is_empty() {
         let has = v
-            .pointer("/spec/finalizers")
+            .lookup("/spec/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty());
         if has && let Ok(def) = server.def("", "namespaces") {
@@ -384,6 +405,33 @@ fn terminate_namespace(server: &Server, ns: &str, v: &Value) {
             && !o.deleting
         {
             delete(server, &gr, &cns, &name, "Background");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn stored_finalizers_are_read_from_the_json() {
+        let stored = json!({
+            "metadata": {"name": "p", "finalizers": ["orphan", "example.com/x"]},
+            "spec": {"containers": [{"name": "c"}]},
+        });
+        let json = serde_json::to_vec(&stored).unwrap();
+        assert_eq!(stored_finalizers(&json), finalizers(&stored));
+        assert_eq!(stored_finalizers(&json), ["orphan", "example.com/x"]);
+        for none in [
+            json!({"metadata": {"name": "p"}}),
+            json!({"metadata": {"finalizers": null}}),
+            json!({}),
+        ] {
+            assert!(
+                stored_finalizers(&serde_json::to_vec(&none).unwrap()).is_empty(),
+                "{none}"
+            );
         }
     }
 }

@@ -11,6 +11,7 @@
 //! - annotations over [`MAX_ANNOTATIONS_BYTES`] (256 KiB, keys and values)
 //!   are refused by metadata validation with 422, on every kind.
 
+use apimachinery::json::Lookup;
 use base64::Engine;
 use serde_json::Value;
 
@@ -44,7 +45,7 @@ pub fn validate_sizes(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
 /// [`MAX_ANNOTATIONS_BYTES`] (`ValidateAnnotationsSize`).
 fn validate_annotations_size(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
     let total: usize = obj
-        .pointer("/metadata/annotations")
+        .lookup("/metadata/annotations")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -67,7 +68,7 @@ fn too_long(def: &ResourceDef, obj: &Value, field: &str, limit: usize) -> ApiErr
     ApiError::invalid(
         &def.group,
         &def.kind,
-        obj.pointer("/metadata/name")
+        obj.lookup("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or(""),
         vec![Cause {

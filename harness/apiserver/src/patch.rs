@@ -13,6 +13,7 @@
 //! `patchStrategy` tags of the Kubernetes API types, keyed by field name
 //! (and, where one name has two keys, by the enclosing field).
 
+use apimachinery::json::Lookup;
 use serde_json::{Map, Value};
 
 /// A failed patch, with the reason in the API server's words.
@@ -79,7 +80,7 @@ fn replace_whole_maps(target: &mut Value, patch: &Map<String, Value>) {
     }
     let patch = Value::Object(patch.clone());
     for (_, parent, field) in rules {
-        let Some(v) = patch.pointer(&format!("{parent}/{field}")) else {
+        let Some(v) = patch.lookup(&format!("{parent}/{field}")) else {
             continue;
         };
         if let Some(Value::Object(t)) = target.pointer_mut(parent) {

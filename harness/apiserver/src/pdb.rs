@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
@@ -168,13 +169,13 @@ impl Server {
         let scale = def.scale.clone()?;
         let obj = self.store.get(&def.gr(), ns, name)?;
         let v = obj.value();
-        if v.pointer("/metadata/uid").and_then(Value::as_str) != Some(owner.uid.as_str()) {
+        if v.lookup("/metadata/uid").and_then(Value::as_str) != Some(owner.uid.as_str()) {
             return None;
         }
         // A ReplicaSet owned by a Deployment: the Deployment's scale counts.
         if kind == "ReplicaSet"
             && let Some(dep) = v
-                .pointer("/metadata/ownerReferences")
+                .lookup("/metadata/ownerReferences")
                 .and_then(Value::as_array)
                 .and_then(|refs| {
                     refs.iter()
@@ -189,7 +190,7 @@ impl Server {
                 let dv = d.value();
                 return Some((
                     d.uid.clone(),
-                    dv.pointer("/spec/replicas")
+                    dv.lookup("/spec/replicas")
                         .and_then(Value::as_i64)
                         .unwrap_or(1),
                 ));
@@ -204,7 +205,7 @@ impl Server {
     /// Computes a budget's status from the current pods.
     pub fn budget_status(&self, pdb: &Value) -> BudgetStatus {
         let ns = pdb
-            .pointer("/metadata/namespace")
+            .lookup("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
         self.budget_status_of(pdb, ns)
@@ -220,14 +221,14 @@ impl Server {
             disruptions_allowed: 0,
             error: Some(e),
         };
-        let selector = match LabelSelector::from_value(pdb.pointer("/spec/selector")) {
+        let selector = match LabelSelector::from_value(pdb.lookup("/spec/selector")) {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
         let pods = self.pods_matching(ns, &selector);
         let now = self.clock.now();
         let disrupted: BTreeSet<String> = pdb
-            .pointer("/status/disruptedPods")
+            .lookup("/status/disruptedPods")
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
@@ -245,8 +246,8 @@ impl Server {
             .filter(|(p, h)| !p.deleting && h.ready() && !disrupted.contains(&p.name))
             .count() as i64;
         let (expected, desired) = match (
-            pdb.pointer("/spec/minAvailable"),
-            pdb.pointer("/spec/maxUnavailable"),
+            pdb.lookup("/spec/minAvailable"),
+            pdb.lookup("/spec/maxUnavailable"),
         ) {
             (Some(Value::Number(n)), _) => (pods.len() as i64, n.as_i64().unwrap_or(0)),
             (min, max) => {
@@ -297,16 +298,16 @@ impl Server {
     ) -> ApiResult<()> {
         let def = self.def("policy", "poddisruptionbudgets")?;
         let ns = pdb
-            .pointer("/metadata/namespace")
+            .lookup("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
         let name = pdb
-            .pointer("/metadata/name")
+            .lookup("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let mut new = pdb.clone();
         let mut disrupted_pods = pdb
-            .pointer("/status/disruptedPods")
+            .lookup("/status/disruptedPods")
             .cloned()
             .unwrap_or(json!({}));
         let evicting = disrupted.is_some();
@@ -325,11 +326,11 @@ impl Server {
             None => ("False", "InsufficientPods", String::new()),
         };
         let generation = pdb
-            .pointer("/metadata/generation")
+            .lookup("/metadata/generation")
             .cloned()
             .unwrap_or(json!(1));
         // Keep the transition time while the condition's status stays the same.
-        let old_cond = pdb.pointer("/status/conditions/0");
+        let old_cond = pdb.lookup("/status/conditions/0");
         let now = match old_cond {
             Some(c) if c.get("status").and_then(Value::as_str) == Some(cond_status) => c
                 .get("lastTransitionTime")
@@ -356,7 +357,7 @@ impl Server {
             return Ok(());
         }
         let rv = pdb
-            .pointer("/metadata/resourceVersion")
+            .lookup("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .unwrap_or("");
         new["metadata"]["resourceVersion"] = json!(rv);
@@ -427,7 +428,7 @@ impl Server {
             Some(d) => DeleteOptions::from_body(d).map_err(ApiError::bad_request)?,
             None => DeleteOptions::default(),
         };
-        if let Some(n) = eviction.pointer("/metadata/name").and_then(Value::as_str)
+        if let Some(n) = eviction.lookup("/metadata/name").and_then(Value::as_str)
             && n != name
         {
             return Err(ApiError::bad_request(format!(
@@ -441,20 +442,21 @@ impl Server {
                 opts.precondition_uid = Some(pod.uid.clone());
             }
             let phase = pv
-                .pointer("/status/phase")
+                .lookup("/status/phase")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let terminating = pv.pointer("/metadata/deletionTimestamp").is_some();
+            let terminating = pv.lookup("/metadata/deletionTimestamp").is_some();
             // Pods that are done, not yet running, or already going need no budget.
             if matches!(phase, "Succeeded" | "Failed" | "Pending") || terminating {
                 return self.finish_eviction(&pods, ns, name, &opts);
             }
             let (_, pdbs) = self.store.list(&pdb_def.gr(), Some(ns), None);
+            // Only the selectors are read of the namespace's budgets; the
+            // matching one is parsed whole.
             let matching: Vec<Value> = pdbs
                 .iter()
                 .filter(|p| {
-                    let v = p.value();
-                    LabelSelector::from_value(v.pointer("/spec/selector"))
+                    LabelSelector::from_value(BudgetSelector::of(p).as_ref())
                         .is_ok_and(|s| s.matches(&pod.labels))
                 })
                 .map(|p| p.value())
@@ -468,14 +470,14 @@ impl Server {
                 return self.finish_eviction(&pods, ns, name, &opts);
             };
             let pdb_name = pdb
-                .pointer("/metadata/name")
+                .lookup("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
             let st = self.budget_status(&pdb);
             let unhealthy_ok = !PodHealth::of(&pod).ready()
                 && (pdb
-                    .pointer("/spec/unhealthyPodEvictionPolicy")
+                    .lookup("/spec/unhealthyPodEvictionPolicy")
                     .and_then(Value::as_str)
                     == Some("AlwaysAllow")
                     || st.current_healthy >= st.desired_healthy && st.error.is_none());
@@ -605,7 +607,7 @@ impl Server {
     pub fn bind(&self, ns: &str, name: &str, binding: &Value) -> ApiResult<Value> {
         let pods = self.def("", "pods")?;
         let node = binding
-            .pointer("/target/name")
+            .lookup("/target/name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| {
@@ -617,7 +619,7 @@ impl Server {
                 )
             })?
             .to_string();
-        if let Some(kind) = binding.pointer("/target/kind").and_then(Value::as_str)
+        if let Some(kind) = binding.lookup("/target/kind").and_then(Value::as_str)
             && !kind.is_empty()
             && kind != "Node"
         {
@@ -633,7 +635,7 @@ impl Server {
             ));
         }
         let uid = binding
-            .pointer("/metadata/uid")
+            .lookup("/metadata/uid")
             .and_then(Value::as_str)
             .map(str::to_string);
         let now = self.clock.rfc3339();
@@ -651,7 +653,7 @@ impl Server {
                     "the UID in the binding does not match the pod",
                 ));
             }
-            if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            if pod.lookup("/metadata/deletionTimestamp").is_some() {
                 return Err(ApiError::conflict(
                     "",
                     "pods",
@@ -660,7 +662,7 @@ impl Server {
                 ));
             }
             if let Some(existing) = pod
-                .pointer("/spec/nodeName")
+                .lookup("/spec/nodeName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
             {

@@ -4,6 +4,7 @@
 
 use std::time::SystemTime;
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 
 use crate::registry::{ResourceDef, lookup};
@@ -18,7 +19,7 @@ struct Column {
 }
 
 fn s(v: &Value, ptr: &str) -> String {
-    match v.pointer(ptr) {
+    match v.lookup(ptr) {
         Some(Value::String(x)) => x.clone(),
         Some(Value::Number(n)) => n.to_string(),
         Some(Value::Bool(b)) => b.to_string(),
@@ -27,7 +28,7 @@ fn s(v: &Value, ptr: &str) -> String {
 }
 
 fn i(v: &Value, ptr: &str) -> i64 {
-    v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+    v.lookup(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
 fn or_none(x: String) -> Value {
@@ -78,7 +79,7 @@ pub fn human_duration(secs: i64) -> String {
 
 fn age_of(v: &Value, ptr: &str, now: SystemTime) -> Value {
     match v
-        .pointer(ptr)
+        .lookup(ptr)
         .and_then(Value::as_str)
         .and_then(simclock::parse_rfc3339)
     {
@@ -111,7 +112,7 @@ const fn col(name: &'static str, ty: &'static str, priority: u8, cell: Cell) -> 
 }
 
 fn pod_status(v: &Value) -> String {
-    if v.pointer("/metadata/deletionTimestamp").is_some() {
+    if v.lookup("/metadata/deletionTimestamp").is_some() {
         return "Terminating".into();
     }
     let reason = s(v, "/status/reason");
@@ -119,7 +120,7 @@ fn pod_status(v: &Value) -> String {
         return reason;
     }
     for cs in v
-        .pointer("/status/containerStatuses")
+        .lookup("/status/containerStatuses")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -138,7 +139,7 @@ fn pod_status(v: &Value) -> String {
 
 fn node_status(v: &Value) -> String {
     let ready = v
-        .pointer("/status/conditions")
+        .lookup("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|cs| {
             cs.iter()
@@ -150,7 +151,7 @@ fn node_status(v: &Value) -> String {
             _ => "Unknown",
         })
         .unwrap_or("Unknown");
-    if v.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+    if v.lookup("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
         format!("{ready},SchedulingDisabled")
     } else {
         ready.to_string()
@@ -201,10 +202,10 @@ fn pod_columns() -> Vec<Column> {
     vec![
         col("Ready", "string", 0, |v, _| {
             let cs = v
-                .pointer("/status/containerStatuses")
+                .lookup("/status/containerStatuses")
                 .and_then(Value::as_array);
             let total = v
-                .pointer("/spec/containers")
+                .lookup("/spec/containers")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
             let ready = cs.map_or(0, |c| {
@@ -217,7 +218,7 @@ fn pod_columns() -> Vec<Column> {
         col("Status", "string", 0, |v, _| json!(pod_status(v))),
         col("Restarts", "string", 0, |v, _| {
             let n: i64 = v
-                .pointer("/status/containerStatuses")
+                .lookup("/status/containerStatuses")
                 .and_then(Value::as_array)
                 .map_or(0, |c| {
                     c.iter()
@@ -241,7 +242,7 @@ fn node_columns() -> Vec<Column> {
         col("Status", "string", 0, |v, _| json!(node_status(v))),
         col("Roles", "string", 0, |v, _| {
             let roles: Vec<String> = v
-                .pointer("/metadata/labels")
+                .lookup("/metadata/labels")
                 .and_then(Value::as_object)
                 .map(|m| {
                     m.keys()
@@ -260,7 +261,7 @@ fn node_columns() -> Vec<Column> {
         }),
         col("Internal-IP", "string", 1, |v, _| {
             let ip = v
-                .pointer("/status/addresses")
+                .lookup("/status/addresses")
                 .and_then(Value::as_array)
                 .and_then(|a| {
                     a.iter()
@@ -285,7 +286,7 @@ fn service_columns() -> Vec<Column> {
         }),
         col("Port(s)", "string", 0, |v, _| {
             let ports: Vec<String> = v
-                .pointer("/spec/ports")
+                .lookup("/spec/ports")
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()
@@ -335,10 +336,7 @@ fn secret_columns() -> Vec<Column> {
 fn event_columns() -> Vec<Column> {
     vec![
         col("Last Seen", "string", 0, |v, now| {
-            if v.pointer("/lastTimestamp")
-                .and_then(Value::as_str)
-                .is_some()
-            {
+            if v.lookup("/lastTimestamp").and_then(Value::as_str).is_some() {
                 age_of(v, "/lastTimestamp", now)
             } else {
                 age_of(v, "/eventTime", now)

@@ -16,8 +16,9 @@
 //! while the scheduler and kwok wait. The task and its cache are in
 //! `workloads/controller.rs`, each reconciler in a file of its own.
 //!
-//! Both read pods as [`crate::slim_pod::SlimPod`]: decoded with the
-//! fields they read only.
+//! The workload controllers read pods as [`crate::slim_pod::SlimPod`], the
+//! resourceclaim controller as [`crate::slim_pod::BarePod`]: decoded with
+//! the fields they read only.
 //!
 //! [`resourceclaim`] makes ResourceClaims from templates for pods and
 //! releases claims whose pods are gone (a task of its own).

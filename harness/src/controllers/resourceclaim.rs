@@ -32,7 +32,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 use simclock::Clock;
 
-use crate::slim_pod::{SlimPod, into_pod_event};
+use crate::slim_pod::{BarePod, into_pod_event};
 
 /// The annotation naming the pod's claim entry a generated claim is for.
 pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
@@ -97,7 +97,7 @@ impl ResourceClaimController {
     /// Runs until the watches end.
     pub async fn run(mut self) {
         let pods: BoxStream<'static, Change> = watcher::watcher(
-            Api::<SlimPod>::all(self.client.clone()),
+            Api::<BarePod>::all(self.client.clone()),
             watcher::Config::default(),
         )
         .default_backoff()

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use apimachinery::json::Lookup;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -87,7 +88,7 @@ pub(super) async fn perform(
             _ if deleted => {}
             Action::Finalizers(f) => {
                 let current: Vec<String> = obj
-                    .pointer("/metadata/finalizers")
+                    .lookup("/metadata/finalizers")
                     .and_then(Value::as_array)
                     .map(|a| {
                         a.iter()
@@ -193,14 +194,14 @@ pub(super) struct Target {
 impl Target {
     pub(super) fn of(shared: &Shared, kind: &str, obj: &Value) -> Self {
         let name = obj
-            .pointer("/metadata/name")
+            .lookup("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
         let client = shared.client.clone();
         let api = if kind == "Pod" {
             let ns = obj
-                .pointer("/metadata/namespace")
+                .lookup("/metadata/namespace")
                 .and_then(Value::as_str)
                 .unwrap_or("default");
             Api::namespaced_with(client, ns, &ApiResource::erase::<Pod>(&()))
@@ -251,7 +252,7 @@ pub(super) fn render(
     obj: &Value,
     node: Option<&Value>,
 ) -> Result<Value, kube::Error> {
-    let needs_ip = *template == Template::PodReady && obj.pointer("/status/podIP").is_none();
+    let needs_ip = *template == Template::PodReady && obj.lookup("/status/podIP").is_none();
     let pod_ip = if needs_ip {
         shared
             .ips
@@ -259,7 +260,7 @@ pub(super) fn render(
             .ok()
             .map(|mut ips| ips.allocate(&shared.config.cidr))
     } else {
-        obj.pointer("/status/podIP")
+        obj.lookup("/status/podIP")
             .and_then(Value::as_str)
             .map(str::to_string)
     };
@@ -330,15 +331,15 @@ pub(super) async fn record_event(
     message: &str,
 ) {
     let ns = obj
-        .pointer("/metadata/namespace")
+        .lookup("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or("default");
     let now = shared.clock.rfc3339();
     let event = json!({
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"generateName": format!("{}.", obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("x")), "namespace": ns},
+        "metadata": {"generateName": format!("{}.", obj.lookup("/metadata/name").and_then(Value::as_str).unwrap_or("x")), "namespace": ns},
         "involvedObject": {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "name": obj.pointer("/metadata/name"), "namespace": obj.pointer("/metadata/namespace"), "uid": obj.pointer("/metadata/uid")},
+            "name": obj.lookup("/metadata/name"), "namespace": obj.lookup("/metadata/namespace"), "uid": obj.lookup("/metadata/uid")},
         "type": type_, "reason": reason, "message": message,
         "source": {"component": "kwok_controller"},
         "firstTimestamp": now, "lastTimestamp": now, "count": 1,

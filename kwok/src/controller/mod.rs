@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use apimachinery::json::Lookup;
 use futures::{StreamExt, stream::BoxStream};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ApiResource, DynamicObject, ListParams};
@@ -61,11 +62,12 @@ pub struct Controller {
     shared: Arc<Shared>,
     feedback: Option<mpsc::UnboundedReceiver<Change>>,
     /// Stages given at start (built-in and files).
-    static_stages: Vec<Compiled>,
+    static_stages: Vec<Arc<Compiled>>,
     /// Stages read from the cluster, by name.
-    cluster_stages: BTreeMap<String, Compiled>,
-    /// Selected nodes by name (their latest JSON).
-    nodes: HashMap<String, Value>,
+    cluster_stages: BTreeMap<String, Arc<Compiled>>,
+    /// Selected nodes by name (their latest JSON), shared with the jobs of
+    /// their pods (a pod's stage reads its node's fields).
+    nodes: HashMap<String, Arc<Value>>,
     /// Selected nodes whose lease this controller holds (all selected
     /// nodes when leases are off).
     held: HashSet<String>,
@@ -99,7 +101,7 @@ impl Controller {
                 feedback: tx,
             }),
             feedback: Some(rx),
-            static_stages: stages,
+            static_stages: stages.into_iter().map(Arc::new).collect(),
             cluster_stages: BTreeMap::new(),
             nodes: HashMap::new(),
             held: HashSet::new(),
@@ -223,7 +225,7 @@ impl Controller {
                 match compiled {
                     Ok(stage) => {
                         warn_if_unwatched(&stage);
-                        self.cluster_stages.insert(name, stage);
+                        self.cluster_stages.insert(name, Arc::new(stage));
                     }
                     Err(e) => {
                         tracing::warn!("ignoring Stage object: {e}");
@@ -245,7 +247,8 @@ impl Controller {
             // managed node and its pods through selection again.
             let nodes: Vec<String> = self.held.iter().cloned().collect();
             for name in nodes {
-                if let Some(node) = self.nodes.get(&name).cloned() {
+                if let Some(node) = self.nodes.get(&name) {
+                    let node = Value::clone(node);
                     self.evaluate("Node", format!("Node/{name}"), node, true);
                 }
                 relist_pods(&self.shared, &name);
@@ -269,7 +272,10 @@ impl Controller {
             return;
         }
         let value = serde_json::to_value(&node).unwrap_or(Value::Null);
-        let first = self.nodes.insert(name.clone(), value.clone()).is_none();
+        let first = self
+            .nodes
+            .insert(name.clone(), Arc::new(value.clone()))
+            .is_none();
         match &self.leases {
             Some(leases) => {
                 if first {
@@ -364,7 +370,8 @@ impl Controller {
         if !self.held.insert(name.clone()) {
             return;
         }
-        if let Some(node) = self.nodes.get(&name).cloned() {
+        if let Some(node) = self.nodes.get(&name) {
+            let node = Value::clone(node);
             self.evaluate("Node", format!("Node/{name}"), node, true);
         }
         self.run_waiting_pods(&name);
@@ -395,20 +402,20 @@ impl Controller {
     fn reevaluate(&mut self, obj: Value) {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
         let name = obj
-            .pointer("/metadata/name")
+            .lookup("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
         match kind {
             "Node" if self.held.contains(&name) => {
-                self.nodes.insert(name.clone(), obj.clone());
+                self.nodes.insert(name.clone(), Arc::new(obj.clone()));
                 self.evaluate("Node", format!("Node/{name}"), obj, true);
             }
             "Pod" => {
-                let node = obj.pointer("/spec/nodeName").and_then(Value::as_str);
+                let node = obj.lookup("/spec/nodeName").and_then(Value::as_str);
                 if node.is_some_and(|n| self.held.contains(n)) {
                     let ns = obj
-                        .pointer("/metadata/namespace")
+                        .lookup("/metadata/namespace")
                         .and_then(Value::as_str)
                         .unwrap_or("");
                     let key = format!("Pod/{ns}/{name}");
@@ -430,7 +437,7 @@ impl Controller {
     /// already working on is ignored.
     fn evaluate(&mut self, kind: &str, key: String, obj: Value, force: bool) {
         let rv = obj
-            .pointer("/metadata/resourceVersion")
+            .lookup("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
@@ -443,7 +450,7 @@ impl Controller {
             return;
         }
         self.cancel(&key);
-        let matching: Vec<&Compiled> = self
+        let matching: Vec<&Arc<Compiled>> = self
             .static_stages
             .iter()
             .chain(self.cluster_stages.values())
@@ -453,10 +460,10 @@ impl Controller {
             return;
         };
         let delay = stage.delay(&obj, self.shared.clock.now());
-        let stage = stage.clone();
+        let stage = Arc::clone(stage);
         let shared = self.shared.clone();
         let node_name = (kind == "Pod")
-            .then(|| obj.pointer("/spec/nodeName").and_then(Value::as_str))
+            .then(|| obj.lookup("/spec/nodeName").and_then(Value::as_str))
             .flatten()
             .map(str::to_string);
         let node = node_name.as_ref().and_then(|n| self.nodes.get(n)).cloned();
@@ -464,7 +471,7 @@ impl Controller {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            run_job(&shared, &stage, obj, node.as_ref()).await;
+            run_job(&shared, &stage, obj, node.as_deref()).await;
         });
         self.jobs.insert(
             key,

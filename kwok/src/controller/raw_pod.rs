@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use apimachinery::json::Lookup;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -33,14 +34,14 @@ impl RawPod {
     /// The node it is bound to (empty when none).
     pub(super) fn node_name(&self) -> &str {
         self.value
-            .pointer("/spec/nodeName")
+            .lookup("/spec/nodeName")
             .and_then(Value::as_str)
             .unwrap_or("")
     }
 
     /// `status.podIP`.
     pub(super) fn pod_ip(&self) -> Option<&str> {
-        self.value.pointer("/status/podIP").and_then(Value::as_str)
+        self.value.lookup("/status/podIP").and_then(Value::as_str)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use apimachinery::json::Lookup;
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::DynamicObject;
@@ -51,9 +52,9 @@ pub(super) enum LeaseMsg {
 /// `Kind namespace/name` of an object, for logs.
 pub(super) fn describe(obj: &Value) -> String {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("object");
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+    let ns = obj.lookup("/metadata/namespace").and_then(Value::as_str);
     let name = obj
-        .pointer("/metadata/name")
+        .lookup("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
     match ns {

@@ -19,6 +19,7 @@ mod testing;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use apimachinery::json::Lookup;
 use serde_json::Value;
 
 use crate::error::Cause;
@@ -98,7 +99,7 @@ impl CrdValidation {
         let mut versions = BTreeMap::new();
         let mut causes = Vec::new();
         let listed = crd
-            .pointer("/spec/versions")
+            .lookup("/spec/versions")
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default();
@@ -106,7 +107,7 @@ impl CrdValidation {
             let Some(name) = version.get("name").and_then(Value::as_str) else {
                 continue;
             };
-            let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+            let Some(schema) = version.lookup("/schema/openAPIV3Schema") else {
                 causes.push(Cause {
                     reason: "FieldValueRequired",
                     message: "Required value: schemas are required".into(),

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use apimachinery::json::Lookup;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -181,7 +182,7 @@ impl Ctx {
             let v: Value =
                 serde_json::from_slice(&json).map_err(|e| ApiError::internal(e.to_string()))?;
             let rv = v
-                .pointer("/metadata/resourceVersion")
+                .lookup("/metadata/resourceVersion")
                 .and_then(Value::as_str)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::json::Lookup;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use bytes::{Bytes, BytesMut};
@@ -56,7 +57,7 @@ impl Ctx {
                 if def.create_only && def.resource == "bindings" {
                     let b = self.json_body()?;
                     let name = b
-                        .pointer("/metadata/name")
+                        .lookup("/metadata/name")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string();
@@ -222,7 +223,7 @@ impl Ctx {
             Method::PUT => server.update_scale(def, ns, name, &self.json_body()?, &opts)?,
             Method::PATCH => {
                 let mut current = server.get_scale(def, ns, name)?;
-                let rv_before = current.pointer("/metadata/resourceVersion").cloned();
+                let rv_before = current.lookup("/metadata/resourceVersion").cloned();
                 let res = match self.patch_type()? {
                     PatchType::Json => crate::patch::json_patch(&mut current, &self.body),
                     PatchType::Merge | PatchType::Apply { .. } => {
@@ -233,7 +234,7 @@ impl Ctx {
                     }
                 };
                 res.map_err(|e| ApiError::bad_request(e.0))?;
-                if current.pointer("/metadata/resourceVersion") == rv_before.as_ref() {
+                if current.lookup("/metadata/resourceVersion") == rv_before.as_ref() {
                     // No precondition in the patch: write whatever is current.
                     if let Some(m) = current.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.remove("resourceVersion");

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::json::Lookup;
 use axum::body::Body;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -250,7 +251,7 @@ impl WatchState {
         if self.table {
             let v: Value = serde_json::from_slice(obj).unwrap_or(Value::Null);
             let rv = v
-                .pointer("/metadata/resourceVersion")
+                .lookup("/metadata/resourceVersion")
                 .and_then(Value::as_str)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);

@@ -9,6 +9,7 @@
 
 use std::sync::OnceLock;
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 
 use super::attributes::{Access, rule_allows_access};
@@ -97,13 +98,13 @@ pub fn bootstrap() -> &'static (Vec<Value>, Vec<Value>) {
 }
 
 fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name")
+    v.lookup("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    v.lookup(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The stored objects of an RBAC resource (in `ns`, or all).

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 
 use super::user::User;
@@ -57,7 +58,7 @@ pub fn authenticate(server: &Server, admin: &str, token: &str) -> ApiResult<User
     }
     let sa = server.def("", "serviceaccounts")?;
     match server.get(&sa, &t.namespace, &t.name) {
-        Ok(o) if o.value().pointer("/metadata/uid").and_then(Value::as_str) == Some(&t.uid) => {
+        Ok(o) if o.value().lookup("/metadata/uid").and_then(Value::as_str) == Some(&t.uid) => {
             Ok(User::ServiceAccount {
                 namespace: t.namespace,
                 name: t.name,
@@ -73,7 +74,7 @@ pub fn authenticate(server: &Server, admin: &str, token: &str) -> ApiResult<User
 pub fn request_token(server: &Server, ns: &str, name: &str, body: &Value) -> ApiResult<Value> {
     let sa_def = server.def("", "serviceaccounts")?;
     let sa = server.get(&sa_def, ns, name)?.value();
-    let seconds = match body.pointer("/spec/expirationSeconds") {
+    let seconds = match body.lookup("/spec/expirationSeconds") {
         None | Some(Value::Null) => DEFAULT_TOKEN_SECONDS,
         Some(v) => v.as_i64().filter(|s| *s >= MIN_TOKEN_SECONDS).ok_or_else(|| {
             ApiError::bad_request(format!(
@@ -93,7 +94,7 @@ pub fn request_token(server: &Server, ns: &str, name: &str, body: &Value) -> Api
             namespace: ns.into(),
             name: name.into(),
             uid: sa
-                .pointer("/metadata/uid")
+                .lookup("/metadata/uid")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .into(),
@@ -105,7 +106,7 @@ pub fn request_token(server: &Server, ns: &str, name: &str, body: &Value) -> Api
         "apiVersion": "authentication.k8s.io/v1",
         "metadata": {"name": name, "namespace": ns, "creationTimestamp": null},
         "spec": {
-            "audiences": body.pointer("/spec/audiences").cloned().unwrap_or(json!(["https://kubernetes.default.svc.cluster.local"])),
+            "audiences": body.lookup("/spec/audiences").cloned().unwrap_or(json!(["https://kubernetes.default.svc.cluster.local"])),
             "expirationSeconds": seconds,
         },
         "status": {
@@ -113,7 +114,7 @@ pub fn request_token(server: &Server, ns: &str, name: &str, body: &Value) -> Api
             "expirationTimestamp": simclock::format_rfc3339(expires),
         }
     });
-    if let Some(b) = body.pointer("/spec/boundObjectRef") {
+    if let Some(b) = body.lookup("/spec/boundObjectRef") {
         out["spec"]["boundObjectRef"] = b.clone();
     }
     Ok(out)

@@ -1,5 +1,6 @@
 //! Server-side apply: field ownership per manager and conflicts.
 
+use apimachinery::json::Lookup;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -68,8 +69,8 @@ impl Server {
             }
             if let Some(m) = applied.get("metadata").and_then(Value::as_object)
                 && m.contains_key("resourceVersion")
-                && applied.pointer("/metadata/resourceVersion")
-                    != cur.pointer("/metadata/resourceVersion")
+                && applied.lookup("/metadata/resourceVersion")
+                    != cur.lookup("/metadata/resourceVersion")
             {
                 return Err(ApiError::stale(&def.group, &def.resource, name));
             }
@@ -117,7 +118,7 @@ pub(super) fn apply_conflict(cur: &Value, applied: &Value, manager: &str) -> Opt
     let mut mine = Vec::new();
     leaf_paths(applied, "", &mut mine);
     for e in cur
-        .pointer("/metadata/managedFields")
+        .lookup("/metadata/managedFields")
         .and_then(Value::as_array)?
     {
         let other = e.get("manager").and_then(Value::as_str).unwrap_or("");
@@ -125,7 +126,7 @@ pub(super) fn apply_conflict(cur: &Value, applied: &Value, manager: &str) -> Opt
             continue;
         }
         let owned: Vec<&str> = e
-            .pointer(&format!(
+            .lookup(&format!(
                 "/fieldsV1/{}",
                 APPLY_ANNOTATION.replace('/', "~1")
             ))
@@ -133,7 +134,7 @@ pub(super) fn apply_conflict(cur: &Value, applied: &Value, manager: &str) -> Opt
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         for p in &mine {
-            if owned.contains(&p.as_str()) && cur.pointer(p) != applied.pointer(p) {
+            if owned.contains(&p.as_str()) && cur.lookup(p) != applied.lookup(p) {
                 return Some(format!(
                     "{other:?} using {}: {p}",
                     e.get("apiVersion").and_then(Value::as_str).unwrap_or("")

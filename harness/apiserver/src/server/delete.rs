@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use apimachinery::json::Lookup;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -28,7 +29,7 @@ impl Server {
             let cur = self.get(def, ns, name)?;
             let mut obj = cur.value();
             if let Some(uid) = &opts.precondition_uid
-                && obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid)
+                && obj.lookup("/metadata/uid").and_then(Value::as_str) != Some(uid)
             {
                 return Err(ApiError::conflict(
                     &def.group,
@@ -55,7 +56,7 @@ impl Server {
             }
             let grace = self.grace_period(def, &obj, opts.grace_period_seconds);
             let mut finalizers: Vec<String> = obj
-                .pointer("/metadata/finalizers")
+                .lookup("/metadata/finalizers")
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()
@@ -93,7 +94,7 @@ impl Server {
                     "this namespace may not be deleted",
                 ));
             }
-            let deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
+            let deleting = obj.lookup("/metadata/deletionTimestamp").is_some();
             let blocked = !finalizers.is_empty() || (is_namespace && has_spec_finalizers(&obj));
             if opts.dry_run {
                 return Ok(Deleted::Pending(cur.json.clone()));
@@ -110,7 +111,7 @@ impl Server {
             }
             // Graceful deletion: mark, and let finalizers / the kubelet finish.
             let current_grace = obj
-                .pointer("/metadata/deletionGracePeriodSeconds")
+                .lookup("/metadata/deletionGracePeriodSeconds")
                 .and_then(Value::as_i64);
             let mut changed = finalizers != before;
             if !deleting || current_grace.is_some_and(|g| grace < g) {
@@ -196,11 +197,11 @@ impl Server {
             return 0;
         }
         let bound = obj
-            .pointer("/spec/nodeName")
+            .lookup("/spec/nodeName")
             .and_then(Value::as_str)
             .is_some_and(|n| !n.is_empty());
         let phase = obj
-            .pointer("/status/phase")
+            .lookup("/status/phase")
             .and_then(Value::as_str)
             .unwrap_or("");
         if !bound || phase == "Succeeded" || phase == "Failed" {
@@ -208,7 +209,7 @@ impl Server {
         }
         requested
             .or_else(|| {
-                obj.pointer("/spec/terminationGracePeriodSeconds")
+                obj.lookup("/spec/terminationGracePeriodSeconds")
                     .and_then(Value::as_i64)
             })
             .unwrap_or(30)
@@ -217,7 +218,7 @@ impl Server {
 }
 
 pub(super) fn has_spec_finalizers(ns: &Value) -> bool {
-    ns.pointer("/spec/finalizers")
+    ns.lookup("/spec/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty())
 }

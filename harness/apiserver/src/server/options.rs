@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::json::Lookup;
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -77,11 +78,11 @@ impl DeleteOptions {
             o.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
         }
         o.precondition_uid = v
-            .pointer("/preconditions/uid")
+            .lookup("/preconditions/uid")
             .and_then(Value::as_str)
             .map(str::to_string);
         o.precondition_rv = v
-            .pointer("/preconditions/resourceVersion")
+            .lookup("/preconditions/resourceVersion")
             .and_then(Value::as_str)
             .map(str::to_string);
         if let Some(d) = v.get("dryRun").and_then(Value::as_array) {

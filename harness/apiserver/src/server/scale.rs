@@ -1,5 +1,6 @@
 //! The `scale` subresource.
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 
 use super::options::{Subresource, WriteOptions};
@@ -27,7 +28,7 @@ impl Server {
             "name": name,
             "uid": cur.uid,
             "resourceVersion": cur.rv.to_string(),
-            "creationTimestamp": obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null),
+            "creationTimestamp": obj.lookup("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null),
         });
         if !ns.is_empty() {
             meta["namespace"] = json!(ns);
@@ -59,7 +60,7 @@ impl Server {
             .ok_or_else(|| ApiError::no_route(&format!("{}/{name}/scale", def.resource)))?;
         // `replicas` is `omitempty` in autoscaling/v1: a Go client writes a
         // Scale of 0 without it, and kube-apiserver reads that as 0.
-        let replicas = match scale.pointer("/spec/replicas") {
+        let replicas = match scale.lookup("/spec/replicas") {
             None | Some(Value::Null) => 0,
             Some(v) => v.as_i64().ok_or_else(|| {
                 ApiError::invalid(
@@ -87,7 +88,7 @@ impl Server {
             ));
         }
         let precondition = scale
-            .pointer("/metadata/resourceVersion")
+            .lookup("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .and_then(|s| s.parse::<u64>().ok());

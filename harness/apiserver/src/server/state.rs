@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use apimachinery::json::Lookup;
 use serde_json::{Value, json};
 use simclock::Clock;
 
@@ -209,7 +210,7 @@ impl AdmissionContext for Server {
             .iter()
             .filter_map(|q| {
                 let value = q.value();
-                let hard = value.pointer("/spec/hard")?;
+                let hard = value.lookup("/spec/hard")?;
                 let limit = ["pods", "count/pods"]
                     .iter()
                     .filter_map(|k| hard.get(*k))
@@ -231,7 +232,7 @@ impl AdmissionContext for Server {
             .iter()
             .filter(|p| {
                 !matches!(
-                    p.value().pointer("/status/phase").and_then(Value::as_str),
+                    p.value().lookup("/status/phase").and_then(Value::as_str),
                     Some("Succeeded" | "Failed")
                 )
             })

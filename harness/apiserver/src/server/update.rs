@@ -1,5 +1,6 @@
 //! Updates and patches with optimistic concurrency, the status subresource and generation.
 
+use apimachinery::json::Lookup;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -34,7 +35,7 @@ impl Server {
             )));
         }
         let precondition = body
-            .pointer("/metadata/resourceVersion")
+            .lookup("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(|s| {
@@ -67,7 +68,7 @@ impl Server {
             return self.apply(def, ns, name, body, sub, opts, manager, force);
         }
         self.guaranteed_update(def, ns, name, sub, opts, None, |mut cur| {
-            let rv_before = cur.pointer("/metadata/resourceVersion").cloned();
+            let rv_before = cur.lookup("/metadata/resourceVersion").cloned();
             match ty {
                 PatchType::Json => patch::json_patch(&mut cur, body),
                 PatchType::Merge => patch::merge_patch(&mut cur, body),
@@ -84,7 +85,7 @@ impl Server {
                 ),
             })?;
             // A resourceVersion in the patch is a precondition.
-            let rv_after = cur.pointer("/metadata/resourceVersion").cloned();
+            let rv_after = cur.lookup("/metadata/resourceVersion").cloned();
             if rv_after.is_some() && rv_after != rv_before {
                 return Err(ApiError::stale(&def.group, &def.resource, name));
             }
@@ -119,13 +120,13 @@ impl Server {
                     serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?,
                 ));
             }
-            let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+            let finalized = new.lookup("/metadata/deletionTimestamp").is_some()
                 && new
-                    .pointer("/metadata/finalizers")
+                    .lookup("/metadata/finalizers")
                     .and_then(Value::as_array)
                     .is_none_or(Vec::is_empty)
                 && old
-                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .lookup("/metadata/deletionGracePeriodSeconds")
                     .and_then(Value::as_i64)
                     == Some(0)
                 && !(def.group.is_empty()
@@ -166,7 +167,7 @@ impl Server {
                 name_of(&new)
             )));
         }
-        if let (Some(a), Some(b)) = (old.pointer("/metadata/uid"), new.pointer("/metadata/uid"))
+        if let (Some(a), Some(b)) = (old.lookup("/metadata/uid"), new.lookup("/metadata/uid"))
             && a != b
             && !b.as_str().is_some_and(str::is_empty)
         {
@@ -198,10 +199,8 @@ impl Server {
             }
             Subresource::Finalize => {
                 let mut o = old.clone();
-                o["spec"]["finalizers"] = new
-                    .pointer("/spec/finalizers")
-                    .cloned()
-                    .unwrap_or(json!([]));
+                o["spec"]["finalizers"] =
+                    new.lookup("/spec/finalizers").cloned().unwrap_or(json!([]));
                 o
             }
             Subresource::Main => {
@@ -224,7 +223,7 @@ impl Server {
                     "generation",
                     "namespace",
                 ] {
-                    match old.pointer(&format!("/metadata/{f}")) {
+                    match old.lookup(&format!("/metadata/{f}")) {
                         Some(v) => new["metadata"][f] = v.clone(),
                         None => {
                             if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut)
@@ -237,7 +236,7 @@ impl Server {
                 admission::admit_update(def, old, &mut new)?;
                 if spec_changed(old, &new) {
                     let g = old
-                        .pointer("/metadata/generation")
+                        .lookup("/metadata/generation")
                         .and_then(Value::as_i64)
                         .unwrap_or(1);
                     new["metadata"]["generation"] = json!(g + 1);
