@@ -176,6 +176,7 @@ pub struct ClusterBuilder {
     pub(crate) epoch: Option<std::time::SystemTime>,
     pub(crate) without_stages: Vec<String>,
     pub(crate) without_scheduler_events: bool,
+    pub(crate) without_resourceclaim_controller: bool,
 }
 
 impl ClusterBuilder {
@@ -240,6 +241,14 @@ impl ClusterBuilder {
     /// for a cluster in which nothing reads them.
     pub fn without_scheduler_events(mut self) -> Self {
         self.without_scheduler_events = true;
+        self
+    }
+
+    /// No ResourceClaim controller runs: for a cluster that will have no
+    /// ResourceClaimTemplates, claims or pods that ask for claims (it
+    /// watches every pod for those).
+    pub fn without_resourceclaim_controller(mut self) -> Self {
+        self.without_resourceclaim_controller = true;
         self
     }
 
@@ -349,15 +358,17 @@ impl ClusterBuilder {
                 "controllers",
                 Controllers::new(api.client(), clock.clone()).run(),
             )),
-            tokio::spawn(busy::timed(
+        ];
+        if !self.without_resourceclaim_controller {
+            tasks.push(tokio::spawn(busy::timed(
                 "resourceclaim",
                 crate::controllers::ResourceClaimController::new(api.client(), clock.clone()).run(),
-            )),
-            tokio::spawn(busy::timed(
-                "kwok",
-                kwok::Controller::new(api.client(), clock.clone(), kwok_config, stages).run(),
-            )),
-        ];
+            )));
+        }
+        tasks.push(tokio::spawn(busy::timed(
+            "kwok",
+            kwok::Controller::new(api.client(), clock.clone(), kwok_config, stages).run(),
+        )));
         if self.capi {
             tasks.push(tokio::spawn(busy::timed(
                 "capi",

@@ -7,7 +7,7 @@
 //! fails at the first failing plugin, as in the scheduling framework.
 //! [`FilterPlugins`] turns plugins off, as a scheduler profile may.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
@@ -177,6 +177,42 @@ pub fn node_affinity_matches_node(pod: &Pod, node: &Node) -> bool {
             .any(|t| node_selector_term_matches(t, node)),
         None => true,
     }
+}
+
+/// The only nodes a pod can go to by their names (NodeAffinity's
+/// PreFilter result): when every required node selector term has
+/// `matchFields` `metadata.name In` requirements, the union over the terms
+/// of each term's intersection of their values (empty: no node); `None`
+/// when any term (or the pod) has none, and any node may pass. DaemonSet
+/// pods name their node this way: a search for a fit tries those nodes
+/// only.
+pub fn named_nodes(pod: &Pod) -> Option<BTreeSet<&str>> {
+    let terms = &pod
+        .spec
+        .as_ref()?
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    let mut names: Option<BTreeSet<&str>> = None;
+    for term in terms {
+        let mut term_names: Option<BTreeSet<&str>> = None;
+        for r in term.match_fields.iter().flatten() {
+            if r.key == "metadata.name" && r.operator == "In" {
+                let values: BTreeSet<&str> =
+                    r.values.iter().flatten().map(String::as_str).collect();
+                term_names = Some(match term_names {
+                    None => values,
+                    Some(t) => t.intersection(&values).copied().collect(),
+                });
+            }
+        }
+        names.get_or_insert_with(BTreeSet::new).extend(term_names?);
+    }
+    names
 }
 
 /// The first NoSchedule/NoExecute taint of the node the pod does not tolerate.
@@ -575,6 +611,16 @@ impl<'a> PreFilter<'a> {
     /// fits.
     pub fn resources_rejected(&self, node: &NodeInfo) -> bool {
         self.plugins.node_resources_fit && shortfalls(self.pod, node).next().is_some()
+    }
+
+    /// The only nodes the pod can pass by name ([`named_nodes`]), when
+    /// NodeAffinity is on; `None`: any node may.
+    pub fn named_nodes(&self) -> Option<BTreeSet<&'a str>> {
+        if self.plugins.node_affinity {
+            named_nodes(&self.pod.pod)
+        } else {
+            None
+        }
     }
 
     /// Whether the pod passes every filter on `node`: [`PreFilter::filter`]

@@ -30,10 +30,12 @@ pub fn node_selector_term_matches(term: &NodeSelectorTerm, node: &Node) -> bool 
         .iter()
         .all(|r| node_requirement_matches(r, labels.get(&r.key)))
         && fields.iter().all(|r| {
-            let value = (r.key == "metadata.name")
-                .then(|| node.metadata.name.clone())
-                .flatten();
-            node_requirement_matches(r, value.as_ref())
+            let value = if r.key == "metadata.name" {
+                node.metadata.name.as_ref()
+            } else {
+                None
+            };
+            node_requirement_matches(r, value)
         })
 }
 

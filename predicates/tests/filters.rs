@@ -606,3 +606,71 @@ fn a_missing_claim_fits_nowhere() {
         "persistentvolumeclaim \"gone\" not found"
     );
 }
+
+/// NodeAffinity's PreFilter result: the nodes named by `matchFields`
+/// `metadata.name In`, intersected within a term and united across
+/// terms; any node as soon as one term names none; and every node the
+/// names leave out fails the filter.
+#[test]
+fn named_nodes_are_the_only_nodes_that_pass_node_affinity() {
+    use predicates::filters::named_nodes;
+    let term = |names: &[&str]| json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]});
+    let pinned = |terms: Vec<Value>| {
+        pod(
+            "p",
+            "100m",
+            json!({"spec": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}}),
+        )
+    };
+    let names = |p: &PodInfo| {
+        named_nodes(&p.pod).map(|s| s.into_iter().map(str::to_string).collect::<Vec<_>>())
+    };
+
+    let one = pinned(vec![term(&["n2"])]);
+    assert_eq!(names(&one), Some(vec!["n2".to_string()]));
+    let two_terms = pinned(vec![term(&["n1", "n2"]), term(&["n3"])]);
+    assert_eq!(
+        names(&two_terms),
+        Some(vec!["n1".into(), "n2".into(), "n3".into()])
+    );
+    let anded = pinned(vec![json!({"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]},
+        {"key": "metadata.name", "operator": "In", "values": ["n2", "n3"]}]})]);
+    assert_eq!(names(&anded), Some(vec!["n2".to_string()]));
+    let conflicting = pinned(vec![json!({"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["n1"]},
+        {"key": "metadata.name", "operator": "In", "values": ["n2"]}]})]);
+    assert_eq!(names(&conflicting), Some(vec![]));
+    let open = pinned(vec![
+        term(&["n1"]),
+        json!({"matchExpressions": [
+        {"key": "zone", "operator": "In", "values": ["a"]}]}),
+    ]);
+    assert_eq!(
+        names(&open),
+        None,
+        "a term without names lets any node through"
+    );
+    assert_eq!(names(&pod("free", "100m", json!({}))), None);
+    let not_in = pinned(vec![json!({"matchFields": [
+        {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]})]);
+    assert_eq!(names(&not_in), None, "only In names nodes");
+
+    let nodes: Vec<NodeInfo> = ["n1", "n2", "n3", "n4"]
+        .iter()
+        .map(|n| node(n, "4", json!({})))
+        .collect();
+    for p in [&one, &two_terms, &anded, &conflicting] {
+        let named = names(p).unwrap();
+        for n in &nodes {
+            let passes = PreFilter::new(p, &nodes).passes(n);
+            assert_eq!(
+                passes,
+                named.contains(&n.name().to_string()),
+                "{}",
+                n.name()
+            );
+        }
+    }
+}

@@ -92,6 +92,33 @@ pub struct Plan {
     pub pending_pods: usize,
 }
 
+impl Plan {
+    /// Whether anything planned is a DRA object or asks for ResourceClaims
+    /// ([`uses_claims`]).
+    pub fn uses_claims(&self) -> bool {
+        self.objects.iter().any(|o| uses_claims(o.kind, &o.value))
+    }
+}
+
+/// Whether an object is a DRA object or asks for ResourceClaims: a pod, a
+/// workload's pod template, anything with a `resourceClaims` field. A
+/// cluster without any runs no ResourceClaim controller.
+pub fn uses_claims(kind: Kind, value: &Value) -> bool {
+    fn mentions_claims(v: &Value) -> bool {
+        match v {
+            Value::Object(m) => m
+                .iter()
+                .any(|(k, v)| k == "resourceClaims" || mentions_claims(v)),
+            Value::Array(a) => a.iter().any(mentions_claims),
+            _ => false,
+        }
+    }
+    matches!(
+        kind,
+        Kind::DeviceClass | Kind::ResourceSlice | Kind::ResourceClaimTemplate | Kind::ResourceClaim
+    ) || mentions_claims(value)
+}
+
 /// The plan for `input` with `grouping`.
 pub fn plan(input: &Input, grouping: &Grouping) -> Result<Plan, PlanError> {
     if input.of(Kind::Node).next().is_none() && grouping.groups.is_empty() {
@@ -336,6 +363,27 @@ mod tests {
       {"apiVersion":"v1","kind":"Pod","metadata":{"name":"done","namespace":"shop"},
        "spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Succeeded"}}
     ]}"#;
+
+    #[test]
+    fn claims_are_used_by_dra_objects_and_what_asks_for_claims() {
+        let mut input = Input::default();
+        input.read_text("dump.json", NODES).unwrap();
+        let grouping = infer(&input, Some("pool"), &[]).unwrap();
+        assert!(!plan(&input, &grouping).unwrap().uses_claims());
+
+        let template = serde_json::json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "c"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}}}});
+        assert!(uses_claims(Kind::Deployment, &template));
+        let pod = serde_json::json!({"spec": {"containers": [{"name": "c"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}]}});
+        assert!(uses_claims(Kind::Pod, &pod));
+        assert!(uses_claims(Kind::ResourceSlice, &serde_json::json!({})));
+        assert!(!uses_claims(
+            Kind::Pod,
+            &serde_json::json!({"spec": {"containers": [{"name": "c"}]}})
+        ));
+    }
 
     #[test]
     fn objects_are_ordered_cleaned_and_their_missing_owners_counted() {

@@ -131,6 +131,13 @@ async fn run(
         .without_scheduler_events()
         .object(provider_config_map())
         .object(templates_config_map(templates));
+    // Nor the ResourceClaim controller when nothing will ask for claims: it
+    // reads every pod.
+    let builder = if plan.uses_claims() || settings.timeline.uses_claims() {
+        builder
+    } else {
+        builder.without_resourceclaim_controller()
+    };
     // A binary reads the machine's clock: its cluster's starts now.
     let started_at = binary.map_or(settings.epoch, |_| std::time::SystemTime::now());
     let builder = match binary {

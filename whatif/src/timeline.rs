@@ -154,6 +154,15 @@ pub struct StepFailed {
 }
 
 impl Timeline {
+    /// Whether a step creates a DRA object or something that asks for
+    /// ResourceClaims ([`crate::plan::uses_claims`]).
+    pub fn uses_claims(&self) -> bool {
+        self.steps.iter().any(|s| match &s.change {
+            Change::Create { kind, object } => crate::plan::uses_claims(*kind, object),
+            _ => false,
+        })
+    }
+
     /// Reads the timeline in `path`.
     pub fn read(path: &Path) -> Result<Timeline, TimelineError> {
         let file = path.display().to_string();

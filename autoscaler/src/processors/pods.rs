@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use predicates::PodInfo;
 
-use crate::cache::{is_active, is_expendable};
+use crate::cache::{LoopHasher, is_active, is_expendable};
 use crate::context::AutoscalingContext;
 use crate::metrics::Metrics;
 use crate::scaleup::equivalence::Compared;
@@ -267,7 +267,7 @@ pub fn filter_out_schedulable(
     pods.sort_by_key(|p| std::cmp::Reverse(p.priority));
     // The pods that fit nowhere, by controller uid: only pods of the same
     // controller can be equivalent.
-    let mut failed: HashMap<String, Vec<Compared<PodInfo>>> = HashMap::new();
+    let mut failed: HashMap<String, Vec<Compared<PodInfo>>, LoopHasher> = HashMap::default();
     let mut out = Filtered::default();
     let mut hint = 0;
     let mut pods = pods.into_iter();

@@ -91,12 +91,14 @@ impl<P: std::borrow::Borrow<PodInfo>> Compared<P> {
     pub fn equivalent<Q: std::borrow::Borrow<PodInfo>>(&self, other: &Compared<Q>) -> bool {
         let (a, b) = (self.pod.borrow(), other.pod.borrow());
         let (pa, pb) = (&a.pod, &b.pod);
+        // The cheap comparisons first: pods of one controller that differ
+        // (a DaemonSet's, each naming its node) differ in their specs.
         controller_uid(pa).is_some()
             && controller_uid(pa) == controller_uid(pb)
-            && pa.metadata.labels == pb.metadata.labels
             && a.requests == b.requests
             && a.ports == b.ports
             && (pa.spec == pb.spec || self.sanitized() == other.sanitized())
+            && pa.metadata.labels == pb.metadata.labels
     }
 }
 

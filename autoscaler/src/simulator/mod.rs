@@ -311,9 +311,17 @@ impl Snapshot {
             return None;
         }
         let pre = self.prefilter(pod);
-        (0..n)
-            .map(|k| (start + k) % n)
-            .find(|&i| !self.disabled[i] && accept(i) && pre.passes(&self.nodes[i]))
+        let mut fits = |i: usize| !self.disabled[i] && accept(i) && pre.passes(&self.nodes[i]);
+        match pre.named_nodes() {
+            // A pod that names its nodes (a DaemonSet pod) passes no other:
+            // the first of them from `start`.
+            Some(names) => {
+                let mut named: Vec<usize> = names.iter().filter_map(|m| self.index_of(m)).collect();
+                named.sort_by_key(|&i| (i + n - start % n) % n);
+                named.into_iter().find(|&i| fits(i))
+            }
+            None => (0..n).map(|k| (start + k) % n).find(|&i| fits(i)),
+        }
     }
 }
 
@@ -410,6 +418,55 @@ pub(crate) mod tests {
         assert_eq!(s.find_fit(&pod("p", "3"), 0, |_| true), None);
         assert_eq!(s.find_fit(&pod("p", "500m"), 1, |i| i != 2), Some(0));
         assert!(s.fits(&pod("p", "1500m"), 0).is_err());
+    }
+
+    /// A pod that names its nodes (as a DaemonSet's does) fits only there:
+    /// the first of them from the start, none when they are full,
+    /// disabled or refused.
+    #[test]
+    fn find_fit_tries_the_nodes_a_pod_names() {
+        let pinned = |names: &[&str], cpu: &str| {
+            let mut p = (*pod("ds", cpu).pod).clone();
+            p.spec.as_mut().unwrap().affinity = Some(
+                serde_json::from_value(json!({"nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]}]}}}))
+                .unwrap(),
+            );
+            PodInfo::new(Arc::new(p))
+        };
+        let mut s = Snapshot::new(vec![
+            node("a", "2"),
+            node("b", "2"),
+            node("c", "1"),
+            node("d", "2"),
+        ]);
+        assert_eq!(s.find_fit(&pinned(&["c"], "500m"), 0, |_| true), Some(2));
+        assert_eq!(
+            s.find_fit(&pinned(&["c"], "1500m"), 0, |_| true),
+            None,
+            "full"
+        );
+        assert_eq!(s.find_fit(&pinned(&["gone"], "500m"), 0, |_| true), None);
+        assert_eq!(
+            s.find_fit(&pinned(&["a", "d"], "500m"), 0, |_| true),
+            Some(0)
+        );
+        assert_eq!(
+            s.find_fit(&pinned(&["a", "d"], "500m"), 2, |_| true),
+            Some(3),
+            "from the start"
+        );
+        assert_eq!(
+            s.find_fit(&pinned(&["a", "d"], "500m"), 2, |i| i != 3),
+            Some(0)
+        );
+        s.disable(0);
+        assert_eq!(
+            s.find_fit(&pinned(&["a"], "500m"), 0, |_| true),
+            None,
+            "disabled"
+        );
     }
 
     /// A pod of app=web that no other app=web pod may share a node with.

@@ -181,19 +181,25 @@ impl Server {
         let mut out = match sub {
             Subresource::Status => {
                 // The stored object but its status (a node's is most of
-                // it), with the new status.
-                let mut o = match old.as_object() {
-                    Some(m) => Value::Object(
-                        m.iter()
-                            .filter(|(k, _)| k.as_str() != "status")
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect(),
-                    ),
-                    None => old.clone(),
+                // it), with the new status: the new object itself when the
+                // rest is the stored one's (a status patch's).
+                let o = if same_but_status(old, &new) {
+                    new
+                } else {
+                    let mut o = match old.as_object() {
+                        Some(m) => Value::Object(
+                            m.iter()
+                                .filter(|(k, _)| k.as_str() != "status")
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect(),
+                        ),
+                        None => old.clone(),
+                    };
+                    if let Some(s) = new.get_mut("status") {
+                        o["status"] = s.take();
+                    }
+                    o
                 };
-                if let Some(s) = new.get_mut("status") {
-                    o["status"] = s.take();
-                }
                 crate::dra::admit_status(def, &name, old, &o)?;
                 o
             }
@@ -289,6 +295,18 @@ impl Server {
         }
         Ok(o)
     }
+}
+
+/// Whether the two objects differ at most in their status.
+fn same_but_status(old: &Value, new: &Value) -> bool {
+    let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
+        return false;
+    };
+    let rest = |m: &'_ serde_json::Map<String, Value>| m.keys().filter(|k| *k != "status").count();
+    rest(o) == rest(n)
+        && o.iter()
+            .filter(|(k, _)| *k != "status")
+            .all(|(k, v)| n.get(k) == Some(v))
 }
 
 /// Whether anything but metadata and status differs (compared in place:
