@@ -91,8 +91,9 @@ impl<P: std::borrow::Borrow<PodInfo>> Compared<P> {
     pub fn equivalent<Q: std::borrow::Borrow<PodInfo>>(&self, other: &Compared<Q>) -> bool {
         let (a, b) = (self.pod.borrow(), other.pod.borrow());
         let (pa, pb) = (&a.pod, &b.pod);
-        // The cheap comparisons first: pods of one controller that differ
-        // (a DaemonSet's, each naming its node) differ in their specs.
+        // What tells one controller's pods apart first (a DaemonSet's pods
+        // differ in their specs, each naming its node); the labels, nearly
+        // always equal within a controller, last.
         controller_uid(pa).is_some()
             && controller_uid(pa) == controller_uid(pb)
             && a.requests == b.requests

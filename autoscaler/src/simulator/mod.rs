@@ -241,7 +241,7 @@ impl Snapshot {
         Some(pod)
     }
 
-    /// Replaces claims, journaled.
+    /// Replaces claims, journaled inside a fork.
     fn change_claims(&mut self, claims: Vec<ResourceClaim>) {
         if claims.is_empty() {
             return;
@@ -312,16 +312,15 @@ impl Snapshot {
         }
         let pre = self.prefilter(pod);
         let mut fits = |i: usize| !self.disabled[i] && accept(i) && pre.passes(&self.nodes[i]);
-        match pre.named_nodes() {
-            // A pod that names its nodes (a DaemonSet pod) passes no other:
-            // the first of them from `start`.
-            Some(names) => {
-                let mut named: Vec<usize> = names.iter().filter_map(|m| self.index_of(m)).collect();
-                named.sort_by_key(|&i| (i + n - start % n) % n);
-                named.into_iter().find(|&i| fits(i))
-            }
-            None => (0..n).map(|k| (start + k) % n).find(|&i| fits(i)),
-        }
+        // A pod that names its nodes (a DaemonSet pod) passes no other:
+        // the filters run on those alone.
+        let named = pre.named_nodes();
+        (0..n).map(|k| (start + k) % n).find(|&i| {
+            named
+                .as_ref()
+                .is_none_or(|names| names.contains(self.nodes[i].name()))
+                && fits(i)
+        })
     }
 }
 

@@ -238,8 +238,9 @@ fn finalizers(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `metadata.finalizers` of a stored object's JSON (the other fields are
-/// skipped, not parsed into values).
+/// `metadata.finalizers` of a stored object's JSON, its strings as
+/// [`finalizers`] reads them (the other fields are skipped, not parsed into
+/// values).
 fn stored_finalizers(json: &[u8]) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Object {
@@ -249,12 +250,18 @@ fn stored_finalizers(json: &[u8]) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Metadata {
         #[serde(default)]
-        finalizers: Option<Vec<String>>,
+        finalizers: Option<Vec<Value>>,
     }
     serde_json::from_slice::<Object>(json)
         .ok()
         .and_then(|o| o.metadata?.finalizers)
         .unwrap_or_default()
+        .into_iter()
+        .filter_map(|f| match f {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Objects being deleted with `foregroundDeletion` or `orphan` finalizers,
@@ -423,6 +430,15 @@ mod tests {
         let json = serde_json::to_vec(&stored).unwrap();
         assert_eq!(stored_finalizers(&json), finalizers(&stored));
         assert_eq!(stored_finalizers(&json), ["orphan", "example.com/x"]);
+        // A kind stored without a typed round trip may hold other values:
+        // its strings count.
+        let mixed = json!({"metadata": {"finalizers": ["orphan", 1, null, "foregroundDeletion"]}});
+        let mixed_json = serde_json::to_vec(&mixed).unwrap();
+        assert_eq!(stored_finalizers(&mixed_json), finalizers(&mixed));
+        assert_eq!(
+            stored_finalizers(&mixed_json),
+            ["orphan", "foregroundDeletion"]
+        );
         for none in [
             json!({"metadata": {"name": "p"}}),
             json!({"metadata": {"finalizers": null}}),
